@@ -1,0 +1,3 @@
+module github.com/weirhq/weir
+
+go 1.26
