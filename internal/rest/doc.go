@@ -1,0 +1,19 @@
+// Package rest serves a minimal, Flink-shaped REST API for a Weir cluster and
+// holds the Go client the CLI uses to talk to it.
+//
+// It owns three things:
+//   - the wire vocabulary: typed response structs whose JSON field names are
+//     exactly Flink's (/overview, /jobs, /jobs/overview, /jobs/:jobid,
+//     /jobs/:jobid/exceptions, /config, /taskmanagers), the job and task state
+//     names, and the job-id format (32 lowercase hex characters);
+//   - the server side: NewHandler turns a Cluster (implemented by the
+//     JobManager) into an http.Handler, and Server gives it a lifecycle
+//     (Start on an address, Shutdown) with no goroutine left behind;
+//   - the client side: Client decodes the same structs and turns the
+//     server's {"errors":[...]} bodies into *APIError values.
+//
+// The package knows nothing about how jobs run. The handler reads a snapshot
+// from the Cluster per request and only shapes it; the only value it fills in
+// itself is the "now" timestamp, from an injected clock. Every route is also
+// served under the /v1 prefix, as Flink does.
+package rest
