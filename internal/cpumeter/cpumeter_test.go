@@ -1,0 +1,91 @@
+//go:build unix
+
+package cpumeter
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+var sink uint64
+
+// spin burns CPU on the calling goroutine for at least d of wall time.
+func spin(d time.Duration) {
+	x := uint64(1)
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for i := 0; i < 1000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	sink += x
+}
+
+func TestSinceMeasuresBusyCPU(t *testing.T) {
+	start := Now()
+	spin(200 * time.Millisecond)
+	cpu, wall := Now().Since(start)
+	if wall < 200*time.Millisecond {
+		t.Fatalf("wall = %v, want >= 200ms", wall)
+	}
+	// One busy goroutine: CPU time close to wall time (generous bounds for
+	// tick-granular accounting and a loaded machine).
+	if cpu < 50*time.Millisecond || cpu > wall+100*time.Millisecond {
+		t.Fatalf("cpu = %v for %v of spinning on one goroutine", cpu, wall)
+	}
+}
+
+func TestSinceIgnoresSleep(t *testing.T) {
+	start := Now()
+	time.Sleep(200 * time.Millisecond)
+	cpu, wall := Now().Since(start)
+	if wall < 200*time.Millisecond {
+		t.Fatalf("wall = %v, want >= 200ms", wall)
+	}
+	if cpu > 100*time.Millisecond {
+		t.Fatalf("cpu = %v while sleeping %v", cpu, wall)
+	}
+}
+
+func TestSinceCountsOtherThreads(t *testing.T) {
+	// The work happens on another OS thread while this goroutine blocks: the
+	// process-wide measure must still see it.
+	start := Now()
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		spin(200 * time.Millisecond)
+		close(done)
+	}()
+	<-done
+	cpu, wall := Now().Since(start)
+	if cpu < 50*time.Millisecond {
+		t.Fatalf("cpu = %v (wall %v) for a goroutine spinning 200ms on another thread", cpu, wall)
+	}
+}
+
+func TestSampleMonotonic(t *testing.T) {
+	a := Now()
+	spin(10 * time.Millisecond)
+	b := Now()
+	if b.User < a.User || b.Sys < a.Sys || b.Wall.Before(a.Wall) {
+		t.Fatalf("samples went backwards: %+v then %+v", a, b)
+	}
+}
+
+func BenchmarkReport(b *testing.B) {
+	start := Now()
+	x := uint64(1)
+	for i := 0; i < b.N; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	sink += x
+	Report(b, int64(b.N), start)
+}
+
+func BenchmarkNow(b *testing.B) {
+	for b.Loop() {
+		_ = Now()
+	}
+}

@@ -1,0 +1,192 @@
+package keygroup
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// propRand returns a generator seeded from WEIR_SEED, or from the clock when it
+// is unset. The seed is logged, so a failure can be replayed with
+// WEIR_SEED=<seed> go test ./internal/keygroup -run <Test>.
+func propRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("WEIR_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("WEIR_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (set WEIR_SEED=%d to replay)", seed, seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// randPair draws 1 <= p <= maxP <= UpperBoundMaxParallelism, biased towards
+// the edges (p == 1, p == maxP, powers of two).
+func randPair(r *rand.Rand) (p, maxP int) {
+	switch r.IntN(6) {
+	case 0:
+		maxP = 1 << r.IntN(16)
+	case 1:
+		maxP = 1 + r.IntN(256)
+	default:
+		maxP = 1 + r.IntN(UpperBoundMaxParallelism)
+	}
+	switch r.IntN(6) {
+	case 0:
+		p = 1
+	case 1:
+		p = maxP
+	case 2:
+		p = 1 + r.IntN(min(maxP, 64))
+	default:
+		p = 1 + r.IntN(maxP)
+	}
+	return p, maxP
+}
+
+func TestPropertyRangesPartitionKeyGroups(t *testing.T) {
+	r := propRand(t)
+	trials := 300
+	if testing.Short() {
+		trials = 30
+	}
+	for trial := 0; trial < trials; trial++ {
+		p, maxP := randPair(r)
+		if trial == 0 {
+			p, maxP = UpperBoundMaxParallelism, UpperBoundMaxParallelism
+		}
+		if err := Validate(p, maxP); err != nil {
+			t.Fatalf("Validate(%d, %d) = %v", p, maxP, err)
+		}
+		ranges := make([]Range, p)
+		next := 0
+		for i := range ranges {
+			rg := RangeFor(i, p, maxP)
+			ranges[i] = rg
+			// Contiguous, in subtask order, never empty when p <= maxP.
+			if rg.Start != next || rg.Len() < 1 {
+				t.Fatalf("p=%d maxP=%d: RangeFor(%d) = %v, want start %d and non-empty", p, maxP, i, rg, next)
+			}
+			// Balanced: every subtask gets floor or ceil of maxP/p key groups.
+			if lo := maxP / p; rg.Len() != lo && rg.Len() != lo+1 {
+				t.Fatalf("p=%d maxP=%d: RangeFor(%d) = %v has %d key groups, want %d or %d", p, maxP, i, rg, rg.Len(), lo, lo+1)
+			}
+			next = rg.End + 1
+		}
+		if next != maxP {
+			t.Fatalf("p=%d maxP=%d: ranges cover [0, %d), want [0, %d)", p, maxP, next, maxP)
+		}
+		// Every key group is owned by exactly the subtask OperatorIndex names:
+		// its range contains kg, and (ranges being contiguous and ordered) the
+		// neighbouring ranges do not.
+		for kg := 0; kg < maxP; kg++ {
+			op := OperatorIndex(kg, p, maxP)
+			if op < 0 || op >= p {
+				t.Fatalf("p=%d maxP=%d: OperatorIndex(%d) = %d out of [0, %d)", p, maxP, kg, op, p)
+			}
+			if !ranges[op].Contains(kg) {
+				t.Fatalf("p=%d maxP=%d: OperatorIndex(%d) = %d but its range is %v", p, maxP, kg, op, ranges[op])
+			}
+			if op > 0 && ranges[op-1].Contains(kg) || op < p-1 && ranges[op+1].Contains(kg) {
+				t.Fatalf("p=%d maxP=%d: key group %d is in more than one range", p, maxP, kg)
+			}
+		}
+		// Brute-force exclusivity on small layouts.
+		if p*maxP <= 1<<16 {
+			for kg := 0; kg < maxP; kg++ {
+				n := 0
+				for _, rg := range ranges {
+					if rg.Contains(kg) {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Fatalf("p=%d maxP=%d: key group %d is in %d ranges", p, maxP, kg, n)
+				}
+			}
+		}
+		// Distinct subtasks' ranges do not intersect; a range intersects itself whole.
+		for j := 0; j < 8; j++ {
+			a, b := r.IntN(p), r.IntN(p)
+			got := ranges[a].Intersect(ranges[b])
+			if a == b && got != ranges[a] || a != b && got.Len() != 0 {
+				t.Fatalf("p=%d maxP=%d: RangeFor(%d).Intersect(RangeFor(%d)) = %v", p, maxP, a, b, got)
+			}
+		}
+		// Hashes land in [0, maxP) and their subtask is the one owning the key group.
+		for j := 0; j < 64; j++ {
+			h := r.Uint32()
+			kg := ForHash(h, maxP)
+			if Murmur(h) < 0 || kg < 0 || kg >= maxP {
+				t.Fatalf("maxP=%d: Murmur(%d) = %d, ForHash = %d", maxP, h, Murmur(h), kg)
+			}
+		}
+	}
+}
+
+func TestPropertyRangeAlgebra(t *testing.T) {
+	r := propRand(t)
+	randRange := func() Range {
+		s := r.IntN(40)
+		return Range{Start: s, End: s + r.IntN(24) - 4} // sometimes empty (End < Start)
+	}
+	for trial := 0; trial < 5000; trial++ {
+		a, b := randRange(), randRange()
+		x := a.Intersect(b)
+		if y := b.Intersect(a); x.Len() != y.Len() || x.Len() > 0 && x != y {
+			t.Fatalf("%v ∩ %v = %v but %v ∩ %v = %v", a, b, x, b, a, y)
+		}
+		na, nb, nx := 0, 0, 0
+		for kg := -5; kg < 80; kg++ {
+			inA, inB, inX := a.Contains(kg), b.Contains(kg), x.Contains(kg)
+			if inX != (inA && inB) {
+				t.Fatalf("%v ∩ %v = %v: Contains(%d) = %v, want %v", a, b, x, kg, inX, inA && inB)
+			}
+			if inA {
+				na++
+			}
+			if inB {
+				nb++
+			}
+			if inX {
+				nx++
+			}
+		}
+		if a.Len() != na || b.Len() != nb || x.Len() != nx {
+			t.Fatalf("Len mismatch: %v Len %d counted %d; %v Len %d counted %d; %v Len %d counted %d",
+				a, a.Len(), na, b, b.Len(), nb, x, x.Len(), nx)
+		}
+		if x.Len() > min(a.Len(), b.Len()) {
+			t.Fatalf("%v ∩ %v = %v is larger than an operand", a, b, x)
+		}
+		if a.Len() > 0 && a.Intersect(a) != a {
+			t.Fatalf("%v ∩ itself = %v", a, a.Intersect(a))
+		}
+	}
+}
+
+func TestPropertyDefaultMaxParallelism(t *testing.T) {
+	r := propRand(t)
+	for trial := 0; trial < 2000; trial++ {
+		p := 1 + r.IntN(UpperBoundMaxParallelism)
+		if trial < 64 {
+			p = trial + 1
+		}
+		m := DefaultMaxParallelismFor(p)
+		if m&(m-1) != 0 || m < DefaultMaxParallelism || m > UpperBoundMaxParallelism {
+			t.Fatalf("DefaultMaxParallelismFor(%d) = %d: not a power of two in [%d, %d]", p, m, DefaultMaxParallelism, UpperBoundMaxParallelism)
+		}
+		// Smallest such power of two that is at least 1.5 x p, unless clamped.
+		if want := p + p/2; m < UpperBoundMaxParallelism && m < want || m > DefaultMaxParallelism && m/2 >= want {
+			t.Fatalf("DefaultMaxParallelismFor(%d) = %d, want the power of two just at or above %d", p, m, want)
+		}
+		if p <= m && Validate(p, m) != nil {
+			t.Fatalf("Validate(%d, DefaultMaxParallelismFor = %d) = %v", p, m, Validate(p, m))
+		}
+	}
+}
