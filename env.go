@@ -1,0 +1,250 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/internal/cluster"
+	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/jobmanager"
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/rest"
+)
+
+// Version is Weir's version.
+const Version = "0.1.0-dev"
+
+// RuntimeMode says how a job runs (Flink's execution.runtime-mode).
+type RuntimeMode int
+
+const (
+	// Streaming emits results continuously (the default).
+	Streaming RuntimeMode = iota
+	// Batch runs a job whose sources are all bounded as a batch job: keyed
+	// aggregations emit one final result per key at the end of input.
+	Batch
+)
+
+// Config configures an Environment. The zero value gives the defaults.
+type Config struct {
+	// Parallelism is the default parallelism of operators (default 1).
+	Parallelism int
+	// MaxParallelism is the number of key groups (default: derived from the
+	// largest parallelism, at least 128).
+	MaxParallelism int
+	// BufferTimeout is the longest a partly filled network buffer waits
+	// before it is sent (default 100ms; negative: only when full; 0: after
+	// every batch of work).
+	BufferTimeout time.Duration
+	// BufferSize is the size of network buffers (default 32 KiB).
+	BufferSize int
+	// BuffersPerChannel is the credit of each input channel (default 2);
+	// FloatingBuffers the extra buffers of each result partition (default 8).
+	BuffersPerChannel, FloatingBuffers int
+	Mode                               RuntimeMode
+	// TaskManagers and SlotsPerTaskManager size the local cluster (defaults:
+	// one TaskManager with as many slots as the job's largest parallelism).
+	TaskManagers, SlotsPerTaskManager int
+	// RESTAddr is where the local cluster serves its REST API ("": none).
+	RESTAddr string
+	// Logger receives the engine's logs (default: none).
+	Logger *slog.Logger
+	// Clock is processing time (default: the system clock).
+	Clock clock.Clock
+}
+
+func (c Config) withDefaults() Config {
+	if c.Parallelism <= 0 {
+		c.Parallelism = 1
+	}
+	if c.BufferTimeout == 0 {
+		c.BufferTimeout = 100 * time.Millisecond
+	}
+	if c.BufferSize <= 0 {
+		c.BufferSize = 32 << 10
+	}
+	if c.BuffersPerChannel <= 0 {
+		c.BuffersPerChannel = 2
+	}
+	if c.FloatingBuffers <= 0 {
+		c.FloatingBuffers = 8
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Environment is where a job is declared and from where it is executed.
+type Environment struct {
+	cfg      Config
+	sg       graph.StreamGraph
+	collects []collectSink
+	err      error // first declaration error; reported by Execute
+}
+
+// NewEnvironment returns an environment with the given configuration.
+func NewEnvironment(cfg Config) *Environment {
+	cfg = cfg.withDefaults()
+	return &Environment{cfg: cfg, sg: graph.StreamGraph{DefaultParallelism: cfg.Parallelism, MaxParallelism: cfg.MaxParallelism}}
+}
+
+// Config returns the environment's configuration with defaults applied.
+func (e *Environment) Config() Config { return e.cfg }
+
+func (e *Environment) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+// JobGraph compiles what was declared so far, for inspection and tests.
+func (e *Environment) JobGraph(name string) (*graph.JobGraph, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	hasSink := false
+	for _, n := range e.sg.Nodes {
+		hasSink = hasSink || n.IsSink
+	}
+	if !hasSink {
+		return nil, errors.New("weir: the job has no sink; add one (Print, WriteText, Discard, Collect, SinkTo)")
+	}
+	sg := e.sg
+	sg.JobName = name
+	return graph.Compile(&sg)
+}
+
+// JobResult describes a finished job.
+type JobResult struct {
+	ID       string
+	Status   string
+	Duration time.Duration
+}
+
+// Job is a job running on the local cluster.
+type Job struct {
+	id      string
+	c       *cluster.Local
+	started time.Time
+	done    chan struct{}
+	status  jobmanager.JobStatus
+	err     error
+}
+
+// ID is the job's 32-hex-digit ID.
+func (j *Job) ID() string { return j.id }
+
+// RESTAddr is the address of the cluster's REST API, or "".
+func (j *Job) RESTAddr() string { return j.c.RESTAddr() }
+
+// Done is closed when the job has ended and the cluster has shut down.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Cancel asks the job to cancel; Wait returns once it has.
+func (j *Job) Cancel() error { return j.c.JM.Cancel(j.id) }
+
+// Wait waits for the job to end. It returns an error for a job that failed
+// (naming the operator and subtask) or was canceled, or when ctx ends first.
+func (j *Job) Wait(ctx context.Context) (*JobResult, error) {
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	res := &JobResult{ID: j.id, Status: string(j.status), Duration: time.Since(j.started)}
+	return res, j.err
+}
+
+// ErrCanceled is returned by Wait for a job that was canceled.
+var ErrCanceled = errors.New("the job was canceled")
+
+// NetworkBuffers reports the job's network memory: the bytes of all buffer
+// pools of its result partitions, and the most bytes that were ever out of
+// those pools at once (summed over pools). While the job runs the second
+// never exceeds the first: that is the bound on buffered data.
+func (j *Job) NetworkBuffers() (maxInUseBytes, capacityBytes int64) {
+	for _, p := range j.c.Shuffle.Pools(j.id) {
+		maxInUseBytes += int64(p.MaxInUse() * p.BufferSize())
+		capacityBytes += int64(p.Capacity() * p.BufferSize())
+	}
+	return maxInUseBytes, capacityBytes
+}
+
+// ExecuteAsync starts the job on a new embedded local cluster and returns at
+// once. Canceling ctx cancels the job. The cluster shuts down when the job ends.
+func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, error) {
+	jg, err := e.JobGraph(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := e.cfg
+	need := 0
+	for _, v := range jg.Vertices {
+		need = max(need, v.Parallelism)
+	}
+	tms := max(cfg.TaskManagers, 1)
+	slots := cfg.SlotsPerTaskManager
+	if slots <= 0 {
+		slots = (need + tms - 1) / tms
+	}
+	c, err := cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, RESTAddr: cfg.RESTAddr, Version: Version, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	mode := operator.Streaming
+	if cfg.Mode == Batch {
+		mode = operator.Batch
+	}
+	spec := &jobmanager.JobSpec{ID: rest.NewJobID(), Graph: jg, Config: jobmanager.RuntimeConfig{
+		Mode: mode, BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize,
+		BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers, Clock: cfg.Clock,
+	}}
+	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{})}
+	for _, cs := range e.collects {
+		cs.attach(j.done)
+	}
+	if err := c.JM.Submit(spec); err != nil {
+		c.Close(context.Background())
+		return nil, err
+	}
+	go func() {
+		jmDone := c.JM.Done(spec.ID)
+		select {
+		case <-jmDone:
+		case <-ctx.Done():
+			c.JM.Cancel(spec.ID)
+			<-jmDone
+		}
+		status, err := c.JM.Wait(context.Background(), spec.ID)
+		j.status = status
+		switch {
+		case status == jobmanager.JobCanceled && ctx.Err() != nil:
+			j.err = ctx.Err()
+		case status == jobmanager.JobCanceled:
+			j.err = ErrCanceled
+		case err != nil:
+			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
+		}
+		c.Close(context.Background())
+		close(j.done)
+	}()
+	return j, nil
+}
+
+// Execute runs the job on an embedded local cluster and waits for it to end.
+func (e *Environment) Execute(ctx context.Context, name string) (*JobResult, error) {
+	j, err := e.ExecuteAsync(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	<-j.done
+	return j.Wait(context.Background())
+}

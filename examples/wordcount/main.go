@@ -1,0 +1,24 @@
+// Wordcount counts the words of a text file with Weir's DataStream API.
+//
+//	go run ./examples/wordcount -input in.txt -output counts.txt -parallelism 2
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+	"os"
+
+	"github.com/weirhq/weir/jobs/wordcount"
+)
+
+func main() {
+	input := flag.String("input", "", "text file or directory (default: a sample text)")
+	output := flag.String("output", "", "file for word<TAB>count lines (default: print the top 20)")
+	parallelism := flag.Int("parallelism", 2, "parallelism")
+	flag.Parse()
+	err := wordcount.Run(context.Background(), wordcount.Options{Input: *input, Output: *output, Parallelism: *parallelism, Stdout: os.Stdout})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,73 @@
+package weir
+
+import (
+	"github.com/weirhq/weir/internal/operator"
+)
+
+// Collector receives the elements a function emits.
+type Collector[T any] interface {
+	Collect(v T)
+}
+
+// RuntimeContext describes the subtask a function runs in.
+type RuntimeContext interface {
+	// OperatorName is the operator's name; TaskName is "chain (i/n)".
+	OperatorName() string
+	TaskName() string
+	// Subtask is the 0-based index of this subtask among Parallelism.
+	Subtask() int
+	Parallelism() int
+	MaxParallelism() int
+	// ProcessingTime is the current processing time in ms since the epoch.
+	ProcessingTime() int64
+}
+
+// Context is what a process function sees for the element being processed.
+type Context interface {
+	RuntimeContext
+	// Timestamp is the element's event timestamp, or NoTimestamp.
+	Timestamp() int64
+}
+
+// NoTimestamp is the timestamp of an element that has none.
+const NoTimestamp = operator.NoTimestamp
+
+// ProcessFunction handles each element of a stream and may emit any number
+// of elements. Returning an error fails the job, naming the operator.
+type ProcessFunction[T, U any] interface {
+	ProcessElement(ctx Context, v T, out Collector[U]) error
+}
+
+// ProcessFunc adapts a function to ProcessFunction.
+type ProcessFunc[T, U any] func(ctx Context, v T, out Collector[U]) error
+
+// ProcessElement implements ProcessFunction.
+func (f ProcessFunc[T, U]) ProcessElement(ctx Context, v T, out Collector[U]) error {
+	return f(ctx, v, out)
+}
+
+// Opener is implemented by functions that need setup before the first element.
+type Opener interface {
+	Open(ctx RuntimeContext) error
+}
+
+// Closer is implemented by functions that release resources at the end.
+type Closer interface {
+	Close() error
+}
+
+// Finisher is implemented by functions that emit final results at the end of
+// their input, before their output closes.
+type Finisher[U any] interface {
+	Finish(out Collector[U]) error
+}
+
+// runtimeContext adapts operator.Context to RuntimeContext.
+type runtimeContext struct{ c *operator.Context }
+
+func (r runtimeContext) OperatorName() string  { return r.c.OperatorName }
+func (r runtimeContext) TaskName() string      { return r.c.TaskName }
+func (r runtimeContext) Subtask() int          { return r.c.Subtask }
+func (r runtimeContext) Parallelism() int      { return r.c.Parallelism }
+func (r runtimeContext) MaxParallelism() int   { return r.c.MaxParallelism }
+func (r runtimeContext) ProcessingTime() int64 { return r.c.Clock.NowMillis() }

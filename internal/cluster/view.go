@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"errors"
+	"time"
+
+	"github.com/weirhq/weir/internal/jobmanager"
+	"github.com/weirhq/weir/internal/rest"
+)
+
+// view presents the JobManager's state in the REST API's shapes.
+type view struct{ c *Local }
+
+func (v *view) Overview() rest.Overview {
+	jm := v.c.JM
+	total, free := jm.SlotCounts()
+	o := rest.Overview{TaskManagers: jm.NumTaskManagers(), SlotsTotal: total, SlotsAvailable: free}
+	for _, id := range jm.JobIDs() {
+		info, ok := jm.Job(id)
+		if !ok {
+			continue
+		}
+		switch info.Status {
+		case jobmanager.JobFinished:
+			o.JobsFinished++
+		case jobmanager.JobCanceled:
+			o.JobsCancelled++
+		case jobmanager.JobFailed:
+			o.JobsFailed++
+		default:
+			o.JobsRunning++
+		}
+	}
+	return o
+}
+
+func (v *view) Jobs() []rest.JobSummary {
+	var out []rest.JobSummary
+	for _, id := range v.c.JM.JobIDs() {
+		if info, ok := v.c.JM.Job(id); ok {
+			out = append(out, rest.JobSummary{ID: id, Status: rest.JobState(info.Status)})
+		}
+	}
+	return out
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMilli()
+}
+
+func (v *view) Job(id string) (rest.JobDetails, bool) {
+	info, ok := v.c.JM.Job(id)
+	if !ok {
+		return rest.JobDetails{}, false
+	}
+	now := time.Now()
+	end := info.End
+	durEnd := end
+	if durEnd.IsZero() {
+		durEnd = now
+	}
+	d := rest.JobDetails{
+		ID: info.ID, Name: info.Name, State: rest.JobState(info.Status),
+		StartTime: millis(info.Start), EndTime: millis(end), Duration: durEnd.Sub(info.Start).Milliseconds(),
+		MaxParallelism: info.MaxParallelism, Now: now.UnixMilli(), Timestamps: map[rest.JobState]int64{},
+	}
+	for s, t := range info.Times {
+		d.Timestamps[rest.JobState(s)] = t.UnixMilli()
+	}
+	var all []rest.TaskState
+	for _, vx := range info.Vertices {
+		states := make([]rest.TaskState, len(vx.Tasks))
+		for i, s := range vx.Tasks {
+			states[i] = rest.TaskState(s)
+		}
+		all = append(all, states...)
+		counts := rest.CountStates(states)
+		rv := rest.Vertex{
+			ID: vx.ID, Name: vx.Name, MaxParallelism: vx.MaxParallelism, Parallelism: vx.Parallelism,
+			Status: rest.AggregateVertexState(counts, vx.Parallelism), StartTime: d.StartTime, EndTime: d.EndTime,
+			Duration: d.Duration, Tasks: counts,
+			Metrics: rest.VertexMetrics{
+				ReadBytes: vx.Stats.BytesIn, ReadBytesComplete: true, WriteBytes: vx.Stats.BytesOut, WriteBytesComplete: true,
+				ReadRecords: vx.Stats.RecordsIn, ReadRecordsComplete: true, WriteRecords: vx.Stats.RecordsOut, WriteRecordsComplete: true,
+				AccumulatedBackpressuredTime: vx.Stats.BackPressuredNanos / 1e6,
+				AccumulatedIdleTime:          vx.Stats.IdleNanos / 1e6,
+				AccumulatedBusyTime:          vx.Stats.BusyNanos / 1e6,
+			},
+		}
+		d.Vertices = append(d.Vertices, rv)
+		node := rest.PlanNode{ID: vx.ID, Parallelism: vx.Parallelism, Operator: "", OperatorStrategy: "", Description: vx.Name}
+		for i, in := range vx.Inputs {
+			node.Inputs = append(node.Inputs, rest.PlanInput{Num: i, ID: in.FromVertex, ShipStrategy: in.Partition, Exchange: "pipelined_bounded"})
+		}
+		d.Plan.Nodes = append(d.Plan.Nodes, node)
+	}
+	d.StatusCounts = rest.CountStates(all)
+	return d, true
+}
+
+func (v *view) Exceptions(id string) (rest.JobExceptions, bool) {
+	info, ok := v.c.JM.Job(id)
+	if !ok {
+		return rest.JobExceptions{}, false
+	}
+	var ex rest.JobExceptions
+	if f := info.Failure; f != nil {
+		ex.RootException = f.Err.Error()
+		ex.Timestamp = f.Time.UnixMilli()
+		ex.AllExceptions = append(ex.AllExceptions, rest.TaskException{Exception: f.Err.Error(), Task: f.TaskName, Timestamp: f.Time.UnixMilli()})
+		ex.ExceptionHistory.Entries = append(ex.ExceptionHistory.Entries, rest.ExceptionEntry{
+			ExceptionName: "error", Stacktrace: f.Err.Error(), Timestamp: f.Time.UnixMilli(), TaskName: f.TaskName,
+		})
+	}
+	return ex, true
+}
+
+func (v *view) Cancel(id string) error {
+	err := v.c.JM.Cancel(id)
+	if errors.Is(err, jobmanager.ErrJobNotFound) {
+		return rest.ErrJobNotFound
+	}
+	return err
+}

@@ -1,0 +1,131 @@
+package operator
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/internal/network"
+)
+
+// NoTimestamp marks a record without an event timestamp.
+const NoTimestamp = network.NoTimestamp
+
+// MaxWatermark is the watermark that ends event time: every timer fires.
+const MaxWatermark = math.MaxInt64
+
+// Input receives the elements of one input of an operator. An operator's
+// output is the Input of whatever consumes it: a chained operator, a fan-out
+// or a network writer.
+type Input[T any] interface {
+	ProcessElement(v T, ts int64)
+	ProcessWatermark(wm int64)
+}
+
+// Lifecycle is what the task runtime calls on every operator instance.
+type Lifecycle interface {
+	// Open prepares the operator before the first element.
+	Open(ctx *Context) error
+	// Finish is called once all inputs have ended, head of the chain first,
+	// while downstream operators are still open: it may emit final results.
+	Finish() error
+	// Close releases resources. It is called on success and on failure.
+	Close() error
+}
+
+// Mode is how the job runs.
+type Mode uint8
+
+const (
+	// Streaming emits results continuously.
+	Streaming Mode = iota
+	// Batch runs bounded inputs as a batch: keyed aggregations emit only
+	// their final value per key, at the end of input.
+	Batch
+)
+
+// Context describes one operator instance in one subtask.
+type Context struct {
+	OperatorName   string
+	OperatorID     string
+	TaskName       string
+	Subtask        int // 0-based
+	Parallelism    int
+	MaxParallelism int
+	Attempt        int
+	Mode           Mode
+	Clock          clock.Clock
+	// Index is this operator's position in its task's chain.
+	Index int
+	// current is shared by every operator of a task: the index of the
+	// operator whose code runs now, for naming the operator a panic came from.
+	current *int
+	// Cancel is closed when the task is canceled.
+	Cancel <-chan struct{}
+}
+
+// NewContext returns a context for the operator at position index of a chain
+// whose operators share current.
+func NewContext(current *int, index int) *Context { return &Context{Index: index, current: current} }
+
+// Enter marks this operator as the one running. Operators call it before user
+// code, and again after their output returns if user code continues.
+func (c *Context) Enter() { *c.current = c.Index }
+
+// Describe names the subtask as Flink does: "name (2/4)".
+func (c *Context) Describe() string {
+	return fmt.Sprintf("%s (%d/%d)", c.OperatorName, c.Subtask+1, c.Parallelism)
+}
+
+// Failure is how an operator reports an error from user code: it panics with
+// a *Failure, and the task turns it into the job's failure cause.
+type Failure struct{ Err error }
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Fail aborts the current task with err.
+func Fail(err error) { panic(&Failure{Err: err}) }
+
+// Instance is one operator created for one subtask.
+type Instance struct {
+	Op Lifecycle
+	// Inputs holds one Input[IN] per logical input; empty for sources.
+	Inputs []any
+	// Source is set for source operators.
+	Source Source
+}
+
+// Factory creates the operator of one graph node for one subtask. out is the
+// operator's combined output (an Input[OUT]), or nil when it has none.
+type Factory interface {
+	Create(ctx *Context, out any) (Instance, error)
+}
+
+// FactoryFunc adapts a function to Factory.
+type FactoryFunc func(ctx *Context, out any) (Instance, error)
+
+// Create implements Factory.
+func (f FactoryFunc) Create(ctx *Context, out any) (Instance, error) { return f(ctx, out) }
+
+// Status is what a source reports after a poll.
+type Status uint8
+
+const (
+	// MoreAvailable: poll again soon.
+	MoreAvailable Status = iota
+	// NothingAvailable: wait on the returned channel (or a timer) first.
+	NothingAvailable
+	// EndOfInput: the source is done.
+	EndOfInput
+)
+
+// Source is the type-erased side of a source operator: the task polls it on
+// its goroutine, between mailbox actions, and it emits a bounded batch of
+// records per poll into its typed output.
+type Source interface {
+	// PollNext emits up to a batch of records. With NothingAvailable, wait is
+	// closed or signalled when the source may have more (nil: poll again after
+	// the returned delay).
+	PollNext() (status Status, wait <-chan struct{}, retryAfterMillis int64, err error)
+}

@@ -1,0 +1,71 @@
+package operator
+
+import (
+	"fmt"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/network"
+)
+
+// RecordReader is the type-erased side of a Reader, used by the task.
+type RecordReader interface {
+	// ProcessBuffer decodes every complete record of a data buffer that came
+	// from channel ch of this input and passes it on.
+	ProcessBuffer(ch int, data []byte) error
+	// ProcessWatermark passes on the input's combined watermark.
+	ProcessWatermark(wm int64)
+	// ChannelEnded checks that channel ch did not end in the middle of a record.
+	ChannelEnded(ch int) error
+}
+
+// Reader decodes the records of one logical input and hands them to the
+// operator's Input.
+type Reader[T any] struct {
+	codec  codec.Codec[T]
+	in     Input[T]
+	frames []network.Deframer // per channel: records may span its buffers
+	stats  *IOStats
+	name   string
+}
+
+// NewReader returns a reader for an input with the given number of channels.
+func NewReader[T any](c codec.Codec[T], in Input[T], channels int, stats *IOStats, name string) *Reader[T] {
+	return &Reader[T]{codec: c, in: in, frames: make([]network.Deframer, channels), stats: stats, name: name}
+}
+
+// ProcessBuffer implements RecordReader.
+func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
+	d := &r.frames[ch]
+	r.stats.BytesIn += int64(len(data))
+	pos := 0
+	for {
+		payload, ts, next, ok, err := d.Next(data, pos)
+		if err != nil {
+			return fmt.Errorf("%s, channel %d: %w", r.name, ch, err)
+		}
+		if !ok {
+			return nil
+		}
+		pos = next
+		v, n, err := r.codec.Decode(payload)
+		if err != nil {
+			return fmt.Errorf("%s, channel %d: decoding a record of %d bytes: %w", r.name, ch, len(payload), err)
+		}
+		if n != len(payload) {
+			return fmt.Errorf("%s, channel %d: the codec used %d of a record's %d bytes", r.name, ch, n, len(payload))
+		}
+		r.stats.RecordsIn++
+		r.in.ProcessElement(v, ts)
+	}
+}
+
+// ProcessWatermark implements RecordReader.
+func (r *Reader[T]) ProcessWatermark(wm int64) { r.in.ProcessWatermark(wm) }
+
+// ChannelEnded implements RecordReader.
+func (r *Reader[T]) ChannelEnded(ch int) error {
+	if r.frames[ch].Open() {
+		return fmt.Errorf("%s, channel %d: the channel ended in the middle of a record", r.name, ch)
+	}
+	return nil
+}

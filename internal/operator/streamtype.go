@@ -1,0 +1,81 @@
+package operator
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/network"
+)
+
+// SelectorFactory creates, for one producer subtask, the function that picks
+// the channel (0..channels-1) of a record of type T. It returns a func(T) int,
+// or nil to broadcast every record to all channels.
+type SelectorFactory func(channels, subtask, maxParallelism int) any
+
+// StreamType is the type-erased handle on a stream's element type T, created
+// once per stream when the graph is built.
+type StreamType interface {
+	// TypeName is the Go type, for plans and the graph fingerprint.
+	TypeName() string
+	// CodecErr is non-nil when no codec could be found for T; it only matters
+	// when the stream crosses a network edge.
+	CodecErr() error
+	// NewWriter returns an Input[T] that writes into rp, and its control side.
+	NewWriter(rp *network.ResultPartition, sel SelectorFactory, subtask, maxParallelism int, cancel <-chan struct{}, stats *IOStats) (any, PartitionWriter)
+	// NewReader decodes T records for in (an Input[T]).
+	NewReader(in any, channels int, stats *IOStats, name string) RecordReader
+	// Fanout combines several Input[T] into one (none: a discarding one).
+	Fanout(outs []any) any
+}
+
+type streamType[T any] struct {
+	codec codec.Codec[T]
+	err   error
+}
+
+// NewStreamType returns the StreamType of T with codec c. If c is nil the
+// codec is derived from T; a derivation error is kept for CodecErr.
+func NewStreamType[T any](c codec.Codec[T]) StreamType {
+	if c != nil {
+		return &streamType[T]{codec: c}
+	}
+	c, err := codec.For[T]()
+	return &streamType[T]{codec: c, err: err}
+}
+
+func (s *streamType[T]) TypeName() string { return reflect.TypeFor[T]().String() }
+func (s *streamType[T]) CodecErr() error  { return s.err }
+
+func (s *streamType[T]) NewWriter(rp *network.ResultPartition, sel SelectorFactory, subtask, maxP int, cancel <-chan struct{}, stats *IOStats) (any, PartitionWriter) {
+	var f func(T) int
+	if sel != nil {
+		if g := sel(len(rp.Subs), subtask, maxP); g != nil {
+			f = g.(func(T) int)
+		}
+	}
+	w := NewWriter(s.codec, rp, f, cancel, stats)
+	return w, w
+}
+
+func (s *streamType[T]) NewReader(in any, channels int, stats *IOStats, name string) RecordReader {
+	return NewReader(s.codec, in.(Input[T]), channels, stats, name)
+}
+
+func (s *streamType[T]) Fanout(outs []any) any {
+	switch len(outs) {
+	case 0:
+		return discard[T]{}
+	case 1:
+		return outs[0]
+	}
+	f := &fanout[T]{outs: make([]Input[T], len(outs))}
+	for i, o := range outs {
+		in, ok := o.(Input[T])
+		if !ok {
+			panic(fmt.Sprintf("operator: output %d is %T, not an Input[%s]", i, o, s.TypeName()))
+		}
+		f.outs[i] = in
+	}
+	return f
+}

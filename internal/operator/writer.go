@@ -1,0 +1,167 @@
+package operator
+
+import (
+	"encoding/binary"
+	"time"
+	"unsafe"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/network"
+)
+
+// PartitionWriter is the type-erased control side of a Writer, used by the task.
+type PartitionWriter interface {
+	// Flush hands every partly filled buffer to its channel.
+	Flush()
+	// EndOfPartition flushes and tells every consumer that nothing more comes.
+	EndOfPartition()
+}
+
+// Writer serializes the records of one output edge into the buffers of a
+// result partition, choosing a channel per record with its selector.
+//
+// Records are encoded in place into the channel's current buffer when it has
+// room for the largest record seen so far; otherwise (or when the encoding
+// outgrew the buffer) the encoded bytes are copied, spanning buffers if needed.
+type Writer[T any] struct {
+	codec     codec.Codec[T]
+	rp        *network.ResultPartition
+	cur       []*network.Buffer
+	sel       func(T) int // nil: broadcast
+	cancel    <-chan struct{}
+	stats     *IOStats
+	scratch   []byte
+	bigRecord int // largest header+payload seen, to decide encoding in place
+}
+
+// NewWriter returns a writer over rp. sel picks the channel of a record; nil
+// broadcasts every record to all channels.
+func NewWriter[T any](c codec.Codec[T], rp *network.ResultPartition, sel func(T) int, cancel <-chan struct{}, stats *IOStats) *Writer[T] {
+	return &Writer[T]{codec: c, rp: rp, cur: make([]*network.Buffer, len(rp.Subs)), sel: sel, cancel: cancel, stats: stats, bigRecord: 64}
+}
+
+// ProcessElement implements Input.
+func (w *Writer[T]) ProcessElement(v T, ts int64) {
+	w.stats.RecordsOut++
+	if w.sel != nil {
+		w.write(w.sel(v), v, ts)
+		return
+	}
+	for ch := range w.cur {
+		w.write(ch, v, ts)
+	}
+}
+
+func (w *Writer[T]) write(ch int, v T, ts int64) {
+	b := w.cur[ch]
+	if b == nil {
+		b = w.request()
+		w.cur[ch] = b
+	}
+	start := len(b.Data)
+	if cap(b.Data)-start >= w.bigRecord+network.MaxHeader {
+		h := network.HeaderLen(ts)
+		out := w.codec.AppendEncode(b.Data[:start+h], v)
+		if unsafe.SliceData(out) == unsafe.SliceData(b.Data) {
+			n := len(out) - start - h
+			network.PutHeader(out[start:], n, ts)
+			b.Data = out
+			w.stats.BytesOut += int64(n + h)
+			if n+h > w.bigRecord {
+				w.bigRecord = n + h
+			}
+			return
+		}
+		// The record outgrew the buffer: out is a new array holding it.
+		payload := out[start+h:]
+		w.bigRecord = max(w.bigRecord, len(payload)+h)
+		w.writeBytes(ch, payload, ts)
+		return
+	}
+	w.scratch = w.codec.AppendEncode(w.scratch[:0], v)
+	w.writeBytes(ch, w.scratch, ts)
+}
+
+// writeBytes frames an encoded payload into the channel's buffers, spanning
+// as many as it needs.
+func (w *Writer[T]) writeBytes(ch int, payload []byte, ts int64) {
+	h := network.HeaderLen(ts)
+	b := w.cur[ch]
+	free := cap(b.Data) - len(b.Data)
+	if free < h+len(payload) && (free < network.MaxHeader || h+len(payload) <= cap(b.Data)) {
+		w.finish(ch)
+		b = w.request()
+		w.cur[ch] = b
+	}
+	start := len(b.Data)
+	b.Data = b.Data[:start+h]
+	network.PutHeader(b.Data[start:], len(payload), ts)
+	w.stats.BytesOut += int64(h + len(payload))
+	for {
+		n := copy(b.Data[len(b.Data):cap(b.Data)], payload)
+		b.Data = b.Data[:len(b.Data)+n]
+		payload = payload[n:]
+		if len(payload) == 0 {
+			return
+		}
+		w.finish(ch)
+		b = w.request()
+		w.cur[ch] = b
+	}
+}
+
+func (w *Writer[T]) finish(ch int) {
+	w.rp.Subs[ch].Add(w.cur[ch])
+	w.cur[ch] = nil
+}
+
+// request takes a buffer from the pool, blocking (and counting the time as
+// backpressure) when the pool is empty. Cancellation unwinds the task.
+func (w *Writer[T]) request() *network.Buffer {
+	if b := w.rp.Pool.TryRequest(); b != nil {
+		return b
+	}
+	t0 := time.Now()
+	b, err := w.rp.Pool.Request(w.cancel)
+	w.stats.BackPressuredNanos += int64(time.Since(t0))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// ProcessWatermark implements Input: flush, then one watermark event per channel.
+func (w *Writer[T]) ProcessWatermark(wm int64) {
+	for ch := range w.cur {
+		if w.cur[ch] != nil {
+			w.finish(ch)
+		}
+		b := w.request()
+		b.Kind = network.KindWatermark
+		b.Data = binary.LittleEndian.AppendUint64(b.Data, uint64(wm))
+		w.rp.Subs[ch].Add(b)
+	}
+}
+
+// Flush implements PartitionWriter.
+func (w *Writer[T]) Flush() {
+	for ch, b := range w.cur {
+		if b != nil && len(b.Data) > 0 {
+			w.finish(ch)
+		}
+	}
+}
+
+// EndOfPartition implements PartitionWriter.
+func (w *Writer[T]) EndOfPartition() {
+	w.Flush()
+	for ch := range w.cur {
+		if w.cur[ch] != nil { // an empty current buffer goes back unused
+			w.cur[ch].Recycle()
+			w.cur[ch] = nil
+		}
+		b := w.request()
+		b.Kind = network.KindEndOfPartition
+		w.rp.Subs[ch].Add(b)
+	}
+}

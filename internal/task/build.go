@@ -1,0 +1,93 @@
+package task
+
+import (
+	"fmt"
+
+	"github.com/weirhq/weir/internal/operator"
+)
+
+// build creates the chain's operators, tail first, wiring each operator's
+// output to its chained successors and its network writers.
+func (t *Task) build() error {
+	v := t.spec.Vertex
+	nodes := v.Nodes
+	t.ops = make([]operator.Lifecycle, len(nodes))
+	t.contexts = make([]*operator.Context, len(nodes))
+	insts := make([]operator.Instance, len(nodes))
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		var outs []any
+		for j := i + 1; j < len(nodes); j++ {
+			m := nodes[j]
+			if m.Inputs[0].From == n.ID {
+				outs = append(outs, insts[j].Inputs[m.Inputs[0].Input])
+			}
+		}
+		for _, o := range t.spec.Outputs {
+			if o.Edge.FromNode != n {
+				continue
+			}
+			st := n.OutType.(operator.StreamType)
+			if err := st.CodecErr(); err != nil {
+				return t.opError(i, fmt.Errorf("its output crosses the network to %q and needs a codec: %w", o.Edge.ToNode.Name, err))
+			}
+			var sel operator.SelectorFactory
+			if o.Edge.Selector != nil {
+				sel = o.Edge.Selector.(operator.SelectorFactory)
+			}
+			w, pw := st.NewWriter(o.Partition, sel, t.spec.Subtask, o.Edge.Target.MaxParallelism, t.cancel, &t.Stats)
+			outs = append(outs, w)
+			t.writers = append(t.writers, pw)
+		}
+		var out any
+		if n.OutType != nil {
+			out = n.OutType.(operator.StreamType).Fanout(outs)
+		}
+		ctx := operator.NewContext(&t.current, i)
+		ctx.OperatorName = n.Name
+		ctx.OperatorID = t.spec.OperatorIDs[n.ID]
+		ctx.TaskName = t.name
+		ctx.Subtask = t.spec.Subtask
+		ctx.Parallelism = v.Parallelism
+		ctx.MaxParallelism = v.MaxParallelism
+		ctx.Attempt = t.spec.Attempt
+		ctx.Mode = t.spec.Mode
+		ctx.Clock = t.spec.Clock
+		ctx.Cancel = t.cancel
+		t.current = i
+		inst, err := n.Factory.(operator.Factory).Create(ctx, out)
+		if err != nil {
+			return t.opError(i, fmt.Errorf("create: %w", err))
+		}
+		insts[i], t.ops[i], t.contexts[i] = inst, inst.Op, ctx
+		if _, ok := inst.Op.(operator.OutputFlusher); ok {
+			t.flushers = append(t.flushers, i)
+		}
+		if i == 0 {
+			t.source = inst.Source
+		}
+	}
+	if t.source == nil {
+		head := insts[0]
+		t.readers = make([]operator.RecordReader, len(t.spec.ChannelsPerInput))
+		t.valves = make([]*valve, len(t.spec.ChannelsPerInput))
+		for in, n := range t.spec.ChannelsPerInput {
+			var st operator.StreamType
+			for _, e := range v.Inputs {
+				if e.Input == in {
+					st = e.FromNode.OutType.(operator.StreamType)
+				}
+			}
+			if st == nil || in >= len(head.Inputs) {
+				return t.opError(0, fmt.Errorf("input %d has no producer", in))
+			}
+			if err := st.CodecErr(); err != nil {
+				return t.opError(0, fmt.Errorf("input %d needs a codec: %w", in, err))
+			}
+			name := fmt.Sprintf("task %q input %d", t.name, in)
+			t.readers[in] = st.NewReader(head.Inputs[in], n, &t.Stats, name)
+			t.valves[in] = newValve(n)
+		}
+	}
+	return nil
+}

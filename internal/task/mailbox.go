@@ -1,0 +1,49 @@
+package task
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Mailbox queues actions for the task goroutine. Any goroutine may Put; only
+// the task goroutine runs them, between records, so actions may touch
+// operator state without locks.
+type Mailbox struct {
+	mu      sync.Mutex // guards actions
+	actions []func()
+	pending atomic.Bool // actions is non-empty; checked without the lock per loop turn
+	notify  chan struct{}
+	spare   []func()
+}
+
+// NewMailbox returns an empty mailbox.
+func NewMailbox() *Mailbox { return &Mailbox{notify: make(chan struct{}, 1)} }
+
+// Put queues an action.
+func (m *Mailbox) Put(f func()) {
+	m.mu.Lock()
+	m.actions = append(m.actions, f)
+	m.pending.Store(true)
+	m.mu.Unlock()
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// run runs every queued action in order.
+func (m *Mailbox) run() {
+	if !m.pending.Load() {
+		return
+	}
+	m.mu.Lock()
+	batch := m.actions
+	m.actions = m.spare[:0]
+	m.pending.Store(false)
+	m.mu.Unlock()
+	for i, f := range batch {
+		batch[i] = nil
+		f()
+	}
+	m.spare = batch[:0]
+}

@@ -1,0 +1,163 @@
+package taskmanager
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/weirhq/weir/internal/graph"
+	jm "github.com/weirhq/weir/internal/jobmanager"
+	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/task"
+)
+
+// TaskManager runs executions in a fixed number of slots.
+type TaskManager struct {
+	id      string
+	slots   int
+	jm      jm.JobManagerGateway
+	shuffle *network.LocalShuffle
+	logger  *slog.Logger
+
+	mu    sync.Mutex // guards tasks and early
+	tasks map[jm.ExecutionID]*running
+	// early holds executions canceled before they were submitted (the
+	// JobManager may cancel while it is still deploying), so that a late
+	// submission stops at once instead of running unseen.
+	early map[jm.ExecutionID]bool
+	wg    sync.WaitGroup
+}
+
+type running struct {
+	task   *task.Task
+	cancel chan struct{}
+	once   sync.Once
+}
+
+// New returns a TaskManager that reports to gw and exchanges data through shuffle.
+func New(id string, slots int, gw jm.JobManagerGateway, shuffle *network.LocalShuffle, logger *slog.Logger) *TaskManager {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &TaskManager{id: id, slots: slots, jm: gw, shuffle: shuffle, logger: logger, tasks: map[jm.ExecutionID]*running{}, early: map[jm.ExecutionID]bool{}}
+}
+
+// ID implements jobmanager.TaskManagerGateway.
+func (tm *TaskManager) ID() string { return tm.id }
+
+// NumSlots implements jobmanager.TaskManagerGateway.
+func (tm *TaskManager) NumSlots() int { return tm.slots }
+
+// SubmitTask implements jobmanager.TaskManagerGateway.
+func (tm *TaskManager) SubmitTask(d jm.Deployment) error {
+	spec, err := tm.taskSpec(d)
+	if err != nil {
+		return err
+	}
+	r := &running{task: task.New(spec), cancel: make(chan struct{})}
+	tm.mu.Lock()
+	if _, dup := tm.tasks[d.Exec]; dup {
+		tm.mu.Unlock()
+		return fmt.Errorf("taskmanager %s: %s is already running", tm.id, d.Exec)
+	}
+	tm.tasks[d.Exec] = r
+	if tm.early[d.Exec] {
+		delete(tm.early, d.Exec)
+		close(r.cancel)
+		r.once.Do(func() {})
+	}
+	tm.mu.Unlock()
+	tm.wg.Add(1)
+	go func() {
+		defer tm.wg.Done()
+		tm.jm.UpdateTaskState(d.Exec, jm.TaskRunning, nil)
+		err := r.task.Run(r.cancel)
+		switch {
+		case err == nil:
+			tm.jm.UpdateTaskState(d.Exec, jm.TaskFinished, nil)
+		case errors.Is(err, task.ErrCanceled):
+			tm.jm.UpdateTaskState(d.Exec, jm.TaskCanceled, nil)
+		default:
+			tm.logger.Warn("task failed", "task", r.task.Name(), "err", err)
+			tm.jm.UpdateTaskState(d.Exec, jm.TaskFailed, err)
+		}
+	}()
+	return nil
+}
+
+// taskSpec wires one execution's outputs and inputs.
+func (tm *TaskManager) taskSpec(d jm.Deployment) (task.Spec, error) {
+	g := d.Job.Graph
+	v := g.Vertices[d.Exec.Vertex]
+	cfg := d.Job.Config
+	spec := task.Spec{
+		Vertex: v, OperatorIDs: g.OperatorIDs, Subtask: d.Exec.Subtask, Attempt: d.Exec.Attempt,
+		MaxParallelism: v.MaxParallelism, Mode: cfg.Mode, Clock: cfg.Clock, BufferTimeout: cfg.BufferTimeout,
+		Logger: tm.logger,
+	}
+	partition := func(e *graph.JobEdge, producer int) *network.ResultPartition {
+		targets, _ := graph.Wiring(e.Pattern, e.Source.Parallelism, e.Target.Parallelism)
+		n := len(targets[producer])
+		key := network.PartitionKey{Job: d.Job.ID, Edge: e.Index, Producer: producer, Attempt: d.Exec.Attempt}
+		return tm.shuffle.Partition(key, n, cfg.PoolSize(n), cfg.BufferSize)
+	}
+	for _, e := range v.Outputs {
+		spec.Outputs = append(spec.Outputs, task.Output{Edge: e, Partition: partition(e, d.Exec.Subtask)})
+	}
+	if len(v.Inputs) > 0 {
+		spec.Gate = network.NewInputGate()
+		spec.ChannelsPerInput = make([]int, v.NumInputs)
+		for _, e := range v.Inputs {
+			targets, sources := graph.Wiring(e.Pattern, e.Source.Parallelism, e.Target.Parallelism)
+			for _, producer := range sources[d.Exec.Subtask] {
+				rp := partition(e, producer)
+				sub := slices.Index(targets[producer], d.Exec.Subtask)
+				ch := spec.ChannelsPerInput[e.Input]
+				network.Connect(rp.Subs[sub], spec.Gate, e.Input, ch, cfg.BuffersPerChannel)
+				spec.ChannelsPerInput[e.Input]++
+			}
+		}
+	}
+	return spec, nil
+}
+
+// CancelTask implements jobmanager.TaskManagerGateway.
+func (tm *TaskManager) CancelTask(e jm.ExecutionID) {
+	tm.mu.Lock()
+	r, ok := tm.tasks[e]
+	if !ok {
+		tm.early[e] = true
+	}
+	tm.mu.Unlock()
+	if ok {
+		r.once.Do(func() { close(r.cancel) })
+	}
+}
+
+// TaskStats implements jobmanager.TaskManagerGateway.
+func (tm *TaskManager) TaskStats(e jm.ExecutionID) (operator.StatsSnapshot, bool) {
+	tm.mu.Lock()
+	r, ok := tm.tasks[e]
+	tm.mu.Unlock()
+	if !ok {
+		return operator.StatsSnapshot{}, false
+	}
+	return r.task.Stats.Snapshot(), true
+}
+
+// ReleaseJob implements jobmanager.TaskManagerGateway. Counters of the job's
+// tasks stay readable until the TaskManager shuts down.
+func (tm *TaskManager) ReleaseJob(jobID string) { tm.shuffle.Release(jobID) }
+
+// Shutdown cancels every running task and waits for all of them to return.
+func (tm *TaskManager) Shutdown() {
+	tm.mu.Lock()
+	for _, r := range tm.tasks {
+		r.once.Do(func() { close(r.cancel) })
+	}
+	tm.mu.Unlock()
+	tm.wg.Wait()
+}

@@ -1,0 +1,72 @@
+// Package clicks is the built-in continuous job: a generator of page clicks,
+// keyed by page, with a rolling count per page printed as it changes. It runs
+// until it is canceled (Ctrl-C in the CLI), so a newcomer sees a live stream.
+package clicks
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weirhq/weir"
+)
+
+// Click is one page view.
+type Click struct {
+	Page   string
+	User   int64
+	Clicks int64
+}
+
+func (c Click) String() string { return fmt.Sprintf("%-10s %d clicks", c.Page, c.Clicks) }
+
+var pages = []string{"/home", "/search", "/cart", "/checkout", "/product/1", "/product/2", "/about", "/help"}
+
+// Generate makes the i-th click deterministically: a skewed choice of page.
+func Generate(i int64) Click {
+	x := uint64(i)*0x9e3779b97f4a7c15 + 1
+	x ^= x >> 31
+	p := int(x % uint64(len(pages)*(len(pages)+1)/2))
+	k := 0
+	for p >= len(pages)-k {
+		p -= len(pages) - k
+		k++
+	}
+	return Click{Page: pages[k], User: int64(x>>40) % 1000, Clicks: 1}
+}
+
+// Options configure a run.
+type Options struct {
+	RatePerSecond float64 // clicks per second (default 5)
+	Count         int64   // clicks to generate; < 0 or 0: forever
+	Parallelism   int
+	Config        weir.Config
+}
+
+// Build declares the job and returns the rolling counts.
+func Build(env *weir.Environment, o Options) weir.DataStream[Click] {
+	count := o.Count
+	if count == 0 {
+		count = -1
+	}
+	rate := o.RatePerSecond
+	if rate == 0 {
+		rate = 5
+	}
+	clicks := weir.Generate(env, count, rate, Generate).Name("Source: clicks")
+	return weir.Reduce(weir.KeyBy(clicks, func(c Click) string { return c.Page }), func(a, b Click) Click {
+		a.Clicks += b.Clicks
+		return a
+	}).Name("Count per page")
+}
+
+// Run runs the job, printing every updated count, until ctx is canceled.
+func Run(ctx context.Context, o Options) error {
+	cfg := o.Config
+	if o.Parallelism > 0 {
+		cfg.Parallelism = o.Parallelism
+	}
+	env := weir.NewEnvironment(cfg)
+	weir.Print(Build(env, o))
+	_, err := env.Execute(ctx, "clicks")
+	return err
+}

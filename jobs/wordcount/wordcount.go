@@ -1,0 +1,102 @@
+// Package wordcount is the built-in wordcount job: it reads text, lower-cases
+// it, splits it on every run of characters that are not Unicode letters or
+// digits, and writes the final count of each distinct word as "word<TAB>count".
+package wordcount
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/weirhq/weir"
+)
+
+// WordCount is one word and how often it occurred.
+type WordCount struct {
+	Word  string
+	Count int64
+}
+
+// Options configure a run.
+type Options struct {
+	// Input is a file or directory; "" counts the built-in sample text.
+	Input string
+	// Output is the file to write; "" prints the top 20 words to Stdout.
+	Output      string
+	Parallelism int
+	Stdout      io.Writer
+	Config      weir.Config // base configuration (Parallelism and Mode are set from here)
+}
+
+// Tokenize calls emit for every word of line: lower-cased, split on runs of
+// characters that are neither letters nor digits.
+func Tokenize(line string, emit func(string)) {
+	lower := strings.ToLower(line)
+	start := -1
+	for i, r := range lower {
+		word := unicode.IsLetter(r) || unicode.IsDigit(r)
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			emit(lower[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		emit(lower[start:])
+	}
+}
+
+// Build declares the job on env and returns the stream of final counts.
+func Build(env *weir.Environment, lines weir.DataStream[string]) weir.DataStream[WordCount] {
+	words := weir.FlatMap(lines, func(line string, out weir.Collector[WordCount]) {
+		Tokenize(line, func(w string) { out.Collect(WordCount{Word: w, Count: 1}) })
+	}).Name("Tokenize")
+	keyed := weir.KeyBy(words, func(w WordCount) string { return w.Word })
+	return weir.Reduce(keyed, func(a, b WordCount) WordCount {
+		a.Count += b.Count
+		return a
+	}).Name("Count")
+}
+
+// Format renders a count as an output line.
+func Format(wc WordCount) string { return wc.Word + "\t" + fmt.Sprint(wc.Count) }
+
+// Run runs the job. It runs in batch mode: the input is bounded, and only the
+// final count of each word is written.
+func Run(ctx context.Context, o Options) error {
+	cfg := o.Config
+	if o.Parallelism > 0 {
+		cfg.Parallelism = o.Parallelism
+	}
+	cfg.Mode = weir.Batch
+	env := weir.NewEnvironment(cfg)
+	var lines weir.DataStream[string]
+	if o.Input == "" {
+		lines = weir.FromSlice(env, strings.Split(SampleText, "\n")).Name("Source: sample text")
+	} else {
+		lines = weir.ReadTextFile(env, o.Input)
+	}
+	counts := Build(env, lines)
+	if o.Output != "" {
+		weir.WriteText(counts, o.Output, Format).SetParallelism(1)
+		_, err := env.Execute(ctx, "wordcount")
+		return err
+	}
+	all, err := weir.ExecuteAndCollect(ctx, env, counts, "wordcount")
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(all, func(a, b WordCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Word, b.Word))
+	})
+	for _, wc := range all[:min(20, len(all))] {
+		fmt.Fprintln(o.Stdout, Format(wc))
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package weir
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"unsafe"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/keygroup"
+)
+
+// keyHasher returns the 32-bit key hash of K that decides key groups. It is
+// stable across processes and runs (no per-process seed), because every
+// process of a job must send a key to the same subtask. Integers and strings
+// (and named types over them) hash directly; other keys hash their encoding.
+// The returned function is for one goroutine (it may reuse a buffer).
+func keyHasher[K comparable]() func(K) uint32 {
+	t := reflect.TypeFor[K]()
+	switch t.Kind() {
+	case reflect.String:
+		return func(k K) uint32 { return keygroup.HashString(*(*string)(unsafe.Pointer(&k))) }
+	case reflect.Int64, reflect.Int, reflect.Uint64, reflect.Uint, reflect.Uintptr:
+		return func(k K) uint32 { return keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))) }
+	case reflect.Int32, reflect.Uint32:
+		return func(k K) uint32 { return keygroup.HashInt32(*(*int32)(unsafe.Pointer(&k))) }
+	case reflect.Int16, reflect.Uint16:
+		return func(k K) uint32 { return uint32(*(*uint16)(unsafe.Pointer(&k))) }
+	case reflect.Int8, reflect.Uint8, reflect.Bool:
+		return func(k K) uint32 { return uint32(*(*uint8)(unsafe.Pointer(&k))) }
+	case reflect.Float64:
+		return func(k K) uint32 {
+			f := *(*float64)(unsafe.Pointer(&k))
+			if f == 0 {
+				f = 0 // -0 and +0 are equal keys
+			}
+			return keygroup.HashInt64(int64(math.Float64bits(f)))
+		}
+	}
+	c, err := codec.For[K]()
+	if err != nil {
+		panic(fmt.Sprintf("weir: key type %s cannot be hashed: %v", t, err))
+	}
+	var buf []byte
+	return func(k K) uint32 {
+		buf = c.AppendEncode(buf[:0], k)
+		return keygroup.HashBytes(buf)
+	}
+}

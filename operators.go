@@ -1,0 +1,153 @@
+package weir
+
+import (
+	"github.com/weirhq/weir/internal/operator"
+)
+
+// The operators below adapt user functions to the runtime. Each calls
+// ctx.Enter before user code so that a panic names the right operator.
+
+type noLifecycle struct{}
+
+func (noLifecycle) Open(*operator.Context) error { return nil }
+func (noLifecycle) Finish() error                { return nil }
+func (noLifecycle) Close() error                 { return nil }
+
+type mapOp[T, U any] struct {
+	noLifecycle
+	f   func(T) U
+	out operator.Input[U]
+	ctx *operator.Context
+}
+
+func (o *mapOp[T, U]) ProcessElement(v T, ts int64) {
+	o.ctx.Enter()
+	o.out.ProcessElement(o.f(v), ts)
+}
+func (o *mapOp[T, U]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
+
+type filterOp[T any] struct {
+	noLifecycle
+	f   func(T) bool
+	out operator.Input[T]
+	ctx *operator.Context
+}
+
+func (o *filterOp[T]) ProcessElement(v T, ts int64) {
+	o.ctx.Enter()
+	if o.f(v) {
+		o.out.ProcessElement(v, ts)
+	}
+}
+func (o *filterOp[T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
+
+// collector emits with the timestamp of the element being processed and
+// re-enters its operator afterwards, because user code continues.
+type collector[U any] struct {
+	out operator.Input[U]
+	ctx *operator.Context
+	ts  int64
+}
+
+func (c *collector[U]) Collect(v U) {
+	c.out.ProcessElement(v, c.ts)
+	c.ctx.Enter()
+}
+
+type flatMapOp[T, U any] struct {
+	noLifecycle
+	f   func(T, Collector[U])
+	col collector[U]
+}
+
+func (o *flatMapOp[T, U]) ProcessElement(v T, ts int64) {
+	o.col.ctx.Enter()
+	o.col.ts = ts
+	o.f(v, &o.col)
+}
+func (o *flatMapOp[T, U]) ProcessWatermark(wm int64) { o.col.out.ProcessWatermark(wm) }
+
+type processContext struct {
+	runtimeContext
+	ts int64
+}
+
+func (p *processContext) Timestamp() int64 { return p.ts }
+
+type processOp[T, U any] struct {
+	fn   ProcessFunction[T, U]
+	col  collector[U]
+	pctx processContext
+}
+
+func (o *processOp[T, U]) Open(*operator.Context) error {
+	if op, ok := o.fn.(Opener); ok {
+		return op.Open(o.pctx.runtimeContext)
+	}
+	return nil
+}
+
+func (o *processOp[T, U]) ProcessElement(v T, ts int64) {
+	o.col.ctx.Enter()
+	o.col.ts, o.pctx.ts = ts, ts
+	if err := o.fn.ProcessElement(&o.pctx, v, &o.col); err != nil {
+		operator.Fail(err)
+	}
+}
+
+func (o *processOp[T, U]) ProcessWatermark(wm int64) { o.col.out.ProcessWatermark(wm) }
+
+func (o *processOp[T, U]) Finish() error {
+	if f, ok := o.fn.(Finisher[U]); ok {
+		o.col.ts = NoTimestamp
+		return f.Finish(&o.col)
+	}
+	return nil
+}
+
+func (o *processOp[T, U]) Close() error {
+	if c, ok := o.fn.(Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// reduceOp keeps one accumulator per key. In streaming mode it emits each
+// update; in batch mode only the final values, at the end of input.
+type reduceOp[K comparable, T any] struct {
+	noLifecycle
+	f     func(T, T) T
+	key   func(T) K
+	out   operator.Input[T]
+	ctx   *operator.Context
+	acc   map[K]T
+	batch bool
+}
+
+func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
+	o.batch = ctx.Mode == operator.Batch
+	return nil
+}
+
+func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
+	o.ctx.Enter()
+	k := o.key(v)
+	if a, ok := o.acc[k]; ok {
+		v = o.f(a, v)
+	}
+	o.acc[k] = v
+	if !o.batch {
+		o.out.ProcessElement(v, ts)
+	}
+}
+
+func (o *reduceOp[K, T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
+
+func (o *reduceOp[K, T]) Finish() error {
+	if o.batch {
+		for _, v := range o.acc {
+			o.out.ProcessElement(v, NoTimestamp)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+package weir
+
+import (
+	"math/rand/v2"
+
+	"github.com/weirhq/weir/internal/keygroup"
+)
+
+// roundRobin starts each producer subtask at a different channel so that
+// small streams do not all land on channel 0.
+func roundRobin[T any](channels, subtask, _ int) any {
+	next := subtask % channels
+	return func(T) int {
+		c := next
+		next++
+		if next == channels {
+			next = 0
+		}
+		return c
+	}
+}
+
+func shuffleSelector[T any](channels, subtask, _ int) any {
+	rng := rand.New(rand.NewPCG(uint64(subtask)+1, 0x5eed))
+	return func(T) int { return rng.IntN(channels) }
+}
+
+// keySelector sends each record to the subtask that owns its key's key group.
+func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, maxP int) any {
+	return func(channels, _, maxP int) any {
+		hash := keyHasher[K]()
+		return func(v T) int {
+			kg := keygroup.ForHash(hash(key(v)), maxP)
+			return keygroup.OperatorIndex(kg, channels, maxP)
+		}
+	}
+}

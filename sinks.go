@@ -1,0 +1,218 @@
+package weir
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"sync"
+
+	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/operator"
+)
+
+// SinkWriter receives the elements of one sink subtask; see SinkTo.
+type SinkWriter[T any] = operator.SinkWriter[T]
+
+// Sink is anything that can create a writer per subtask.
+type Sink[T any] interface {
+	NewWriter() SinkWriter[T]
+}
+
+// SinkHandle sets properties of a sink operator.
+type SinkHandle struct{ n *graph.Node }
+
+// Name sets the sink's name.
+func (h SinkHandle) Name(name string) SinkHandle { h.n.Name = name; return h }
+
+// UID sets the sink's stable ID.
+func (h SinkHandle) UID(uid string) SinkHandle { h.n.UID = uid; return h }
+
+// SetParallelism sets the sink's parallelism.
+func (h SinkHandle) SetParallelism(p int) SinkHandle { h.n.Parallelism = p; return h }
+
+// DisableChaining keeps the sink out of any chain.
+func (h SinkHandle) DisableChaining() SinkHandle { h.n.ChainingDisabled = true; return h }
+
+// SinkTo adds a sink to the job.
+func SinkTo[T any](s DataStream[T], sink Sink[T], name string) SinkHandle {
+	fac := operator.NewSinkFactory(sink.NewWriter)
+	return SinkHandle{addNode[T](s.env, "Sink: "+name, fac, true, s.ends)}
+}
+
+// Discard adds a sink that drops every element.
+func Discard[T any](s DataStream[T]) SinkHandle {
+	return SinkTo[T](s, discardSink[T]{}, "Discard")
+}
+
+type discardSink[T any] struct{}
+
+func (discardSink[T]) NewWriter() SinkWriter[T] { return discardWriter[T]{} }
+
+type discardWriter[T any] struct{}
+
+func (discardWriter[T]) Open(*operator.Context) error { return nil }
+func (discardWriter[T]) Write(T, int64) error         { return nil }
+func (discardWriter[T]) Finish() error                { return nil }
+func (discardWriter[T]) Close() error                 { return nil }
+
+// WriteText writes one line per element, formatted by format (nil: fmt.Sprint).
+// At parallelism 1 it writes the file path; otherwise path is a directory of
+// part files, one per subtask.
+func WriteText[T any](s DataStream[T], path string, format func(T) string) SinkHandle {
+	if format == nil {
+		format = func(v T) string { return fmt.Sprint(v) }
+	}
+	return SinkTo[T](s, file.TextSink[T]{Path: path, Format: format}, path)
+}
+
+// stdout is shared by all print sinks of the process.
+var stdout = struct {
+	sync.Mutex
+	w io.Writer
+}{w: os.Stdout}
+
+// Print writes every element to standard output, prefixed with the subtask
+// number ("2> ") when the sink runs at parallelism above 1, as Flink does.
+func Print[T any](s DataStream[T]) SinkHandle {
+	return SinkTo[T](s, printSink[T]{}, "Print to Std. Out")
+}
+
+type printSink[T any] struct{}
+
+func (printSink[T]) NewWriter() SinkWriter[T] { return &printWriter[T]{} }
+
+type printWriter[T any] struct {
+	prefix string
+	buf    *bufio.Writer
+}
+
+func (w *printWriter[T]) Open(ctx *operator.Context) error {
+	if ctx.Parallelism > 1 {
+		w.prefix = fmt.Sprintf("%d> ", ctx.Subtask+1)
+	}
+	return nil
+}
+
+func (w *printWriter[T]) Write(v T, _ int64) error {
+	stdout.Lock()
+	defer stdout.Unlock()
+	_, err := fmt.Fprintf(stdout.w, "%s%v\n", w.prefix, v)
+	return err
+}
+
+func (w *printWriter[T]) Finish() error { return nil }
+func (w *printWriter[T]) Close() error  { return nil }
+
+// Collected gives the elements of a Collect sink back to the program.
+type Collected[T any] struct {
+	ch   chan []T
+	done <-chan struct{}
+	mu   sync.Mutex // guards open
+	open int        // sink subtasks that have not closed
+}
+
+type collectSink interface{ attach(done <-chan struct{}) }
+
+func (c *Collected[T]) attach(done <-chan struct{}) { c.done = done }
+
+// Collect adds a sink whose elements the program reads with All while the job
+// runs. The sink blocks (and so backpressures the job) while nobody reads.
+func Collect[T any](s DataStream[T]) *Collected[T] {
+	c := &Collected[T]{ch: make(chan []T, 16)}
+	s.env.collects = append(s.env.collects, c)
+	SinkTo[T](s, collectFactory[T]{c}, "Collect")
+	return c
+}
+
+// All iterates over the collected elements until the job ends. Elements of
+// one sink subtask arrive in order.
+func (c *Collected[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for {
+			select {
+			case batch := <-c.ch:
+				for _, v := range batch {
+					if !yield(v) {
+						return
+					}
+				}
+			case <-c.done:
+				for {
+					select {
+					case batch := <-c.ch:
+						for _, v := range batch {
+							if !yield(v) {
+								return
+							}
+						}
+					default:
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+type collectFactory[T any] struct{ c *Collected[T] }
+
+func (f collectFactory[T]) NewWriter() SinkWriter[T] { return &collectWriter[T]{c: f.c} }
+
+// collectWriter hands elements over in batches, never one channel send per element.
+type collectWriter[T any] struct {
+	c      *Collected[T]
+	batch  []T
+	cancel <-chan struct{}
+}
+
+const collectBatch = 256
+
+func (w *collectWriter[T]) Open(ctx *operator.Context) error {
+	w.cancel = ctx.Cancel
+	return nil
+}
+
+func (w *collectWriter[T]) Write(v T, _ int64) error {
+	w.batch = append(w.batch, v)
+	if len(w.batch) >= collectBatch {
+		return w.FlushOutput()
+	}
+	return nil
+}
+
+// FlushOutput hands over the pending batch; the task calls it on its buffer
+// timeout so a slow stream is not held back.
+func (w *collectWriter[T]) FlushOutput() error {
+	if len(w.batch) == 0 {
+		return nil
+	}
+	select {
+	case w.c.ch <- w.batch:
+		w.batch = make([]T, 0, collectBatch)
+		return nil
+	case <-w.cancel:
+		return context.Canceled
+	}
+}
+
+func (w *collectWriter[T]) Finish() error { return w.FlushOutput() }
+func (w *collectWriter[T]) Close() error  { return nil }
+
+// ExecuteAndCollect runs the job and returns every element of s.
+func ExecuteAndCollect[T any](ctx context.Context, env *Environment, s DataStream[T], name string) ([]T, error) {
+	c := Collect(s)
+	j, err := env.ExecuteAsync(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for v := range c.All() {
+		out = append(out, v)
+	}
+	_, err = j.Wait(context.Background())
+	return out, err
+}

@@ -1,0 +1,82 @@
+package weir
+
+import (
+	"fmt"
+
+	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/operator"
+)
+
+// Map applies f to every element.
+func Map[T, U any](s DataStream[T], f func(T) U) DataStream[U] {
+	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		op := &mapOp[T, U]{f: f, out: out.(operator.Input[U]), ctx: ctx}
+		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+	})
+	return newStream[U](s.env, addNode[U](s.env, "Map", fac, false, s.ends))
+}
+
+// FlatMap calls f for every element; f emits any number of elements.
+func FlatMap[T, U any](s DataStream[T], f func(v T, out Collector[U])) DataStream[U] {
+	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		op := &flatMapOp[T, U]{f: f, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+	})
+	return newStream[U](s.env, addNode[U](s.env, "FlatMap", fac, false, s.ends))
+}
+
+// Filter keeps the elements for which f is true.
+func Filter[T any](s DataStream[T], f func(T) bool) DataStream[T] {
+	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		op := &filterOp[T]{f: f, out: out.(operator.Input[T]), ctx: ctx}
+		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+	})
+	return newStream[T](s.env, addNode[T](s.env, "Filter", fac, false, s.ends))
+}
+
+// Process runs a process function over every element. If fn implements
+// Opener, Closer or Finisher, those are called too.
+func Process[T, U any](s DataStream[T], fn ProcessFunction[T, U]) DataStream[U] {
+	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		op := &processOp[T, U]{fn: fn, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		op.pctx.runtimeContext = runtimeContext{ctx}
+		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+	})
+	return newStream[U](s.env, addNode[U](s.env, "Process", fac, false, s.ends))
+}
+
+// Union merges streams of the same type into one.
+func Union[T any](s DataStream[T], others ...DataStream[T]) DataStream[T] {
+	ends := append([]end(nil), s.ends...)
+	for _, o := range others {
+		if o.env != s.env {
+			s.env.fail(fmt.Errorf("weir: Union of streams from different environments"))
+		}
+		ends = append(ends, o.ends...)
+	}
+	return DataStream[T]{env: s.env, ends: ends}
+}
+
+// KeyedStream is a stream partitioned by a key: all elements with the same
+// key go to the same subtask, which owns the key's key group.
+type KeyedStream[K comparable, T any] struct {
+	DataStream[T]
+	key func(T) K
+}
+
+// KeyBy partitions a stream by the key that key returns.
+func KeyBy[T any, K comparable](s DataStream[T], key func(T) K) KeyedStream[K, T] {
+	keyed := s.repartition(graph.Hash, keySelector(key))
+	return KeyedStream[K, T]{DataStream: keyed, key: key}
+}
+
+// Reduce combines the elements of each key with f. In streaming mode it emits
+// the updated value after every element (a rolling reduce); in batch mode it
+// emits the final value of each key at the end of input.
+func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataStream[T] {
+	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		op := &reduceOp[K, T]{f: f, key: ks.key, out: out.(operator.Input[T]), ctx: ctx, acc: map[K]T{}}
+		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+	})
+	return newStream[T](ks.env, addNode[T](ks.env, "Reduce", fac, false, ks.ends))
+}
