@@ -26,12 +26,19 @@ func shuffleSelector[T any](channels, subtask, _ int) any {
 }
 
 // keySelector sends each record to the subtask that owns its key's key group.
+// A table from key group to channel replaces the division per record, and a
+// mask replaces the modulo when maxP is a power of two (the default).
 func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, maxP int) any {
 	return func(channels, _, maxP int) any {
 		hash := keyHasher[K]()
-		return func(v T) int {
-			kg := keygroup.ForHash(hash(key(v)), maxP)
-			return keygroup.OperatorIndex(kg, channels, maxP)
+		owner := make([]int32, maxP)
+		for kg := range owner {
+			owner[kg] = int32(keygroup.OperatorIndex(kg, channels, maxP))
 		}
+		if maxP&(maxP-1) == 0 {
+			mask := int32(maxP - 1)
+			return func(v T) int { return int(owner[keygroup.Murmur(hash(key(v)))&mask]) }
+		}
+		return func(v T) int { return int(owner[keygroup.ForHash(hash(key(v)), maxP)]) }
 	}
 }

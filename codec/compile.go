@@ -150,21 +150,57 @@ func (c *compiler) compileStruct(t reflect.Type, path string) (*node, error) {
 	for i, o := range ops {
 		fields[i] = newFieldOp(o.off, o.n)
 	}
+	// The switches are written out in the loops, not in methods, so that a
+	// field costs no call unless it needs one.
 	return &node{
 		enc: func(dst []byte, p unsafe.Pointer) []byte {
 			for i := range fields {
-				dst = fields[i].encode(dst, p)
+				f := &fields[i]
+				q := unsafe.Add(p, f.off)
+				switch f.kind {
+				case fieldFixed8:
+					dst = le.AppendUint64(dst, *(*uint64)(q))
+				case fieldRaw:
+					dst = append(dst, unsafe.Slice((*byte)(q), f.size)...)
+				case fieldString:
+					dst = appendString(dst, *(*string)(q))
+				default:
+					dst = f.enc(dst, q)
+				}
 			}
 			return dst
 		},
 		dec: func(src []byte, p unsafe.Pointer) (int, error) {
 			n := 0
 			for i := range fields {
-				m, err := fields[i].decode(src[n:], p)
-				if err != nil {
-					return 0, err
+				f := &fields[i]
+				q := unsafe.Add(p, f.off)
+				switch f.kind {
+				case fieldFixed8:
+					if len(src)-n < 8 {
+						return 0, ErrTruncated
+					}
+					*(*uint64)(q) = le.Uint64(src[n:])
+					n += 8
+				case fieldRaw:
+					if uintptr(len(src)-n) < f.size {
+						return 0, ErrTruncated
+					}
+					n += copy(unsafe.Slice((*byte)(q), f.size), src[n:])
+				case fieldString:
+					s, m, err := decodeString(src[n:])
+					if err != nil {
+						return 0, err
+					}
+					*(*string)(q) = s
+					n += m
+				default:
+					m, err := f.dec(src[n:], q)
+					if err != nil {
+						return 0, err
+					}
+					n += m
 				}
-				n += m
 			}
 			return n, nil
 		},
@@ -175,7 +211,7 @@ func (c *compiler) compileStruct(t reflect.Type, path string) (*node, error) {
 
 // fieldOp is one step of a struct codec. The commonest fields (8-byte
 // numbers, copied runs, strings) are handled inline by a switch rather than
-// through an indirect call, which halves the cost of small structs.
+// through an indirect call, which roughly halves the cost of small structs.
 type fieldOp struct {
 	kind fieldKind
 	off  uintptr
@@ -206,339 +242,5 @@ func newFieldOp(off uintptr, n *node) fieldOp {
 	return op
 }
 
-func (f *fieldOp) encode(dst []byte, p unsafe.Pointer) []byte {
-	q := unsafe.Add(p, f.off)
-	switch f.kind {
-	case fieldFixed8:
-		return le.AppendUint64(dst, *(*uint64)(q))
-	case fieldRaw:
-		return append(dst, unsafe.Slice((*byte)(q), f.size)...)
-	case fieldString:
-		return appendString(dst, *(*string)(q))
-	}
-	return f.enc(dst, q)
-}
-
-func (f *fieldOp) decode(src []byte, p unsafe.Pointer) (n int, err error) {
-	q := unsafe.Add(p, f.off)
-	switch f.kind {
-	case fieldFixed8:
-		if len(src) < 8 {
-			return 0, ErrTruncated
-		}
-		*(*uint64)(q) = le.Uint64(src)
-		return 8, nil
-	case fieldRaw:
-		if uintptr(len(src)) < f.size {
-			return 0, ErrTruncated
-		}
-		copy(unsafe.Slice((*byte)(q), f.size), src)
-		return int(f.size), nil
-	case fieldString:
-		*(*string)(q), n, err = decodeString(src)
-		return n, err
-	}
-	return f.dec(src, q)
-}
-
 func encodeNothing(dst []byte, _ unsafe.Pointer) []byte     { return dst }
 func decodeNothing(_ []byte, _ unsafe.Pointer) (int, error) { return 0, nil }
-
-// rawNode copies size bytes of memory as the encoding. Only built on
-// little-endian machines for types without padding or invalid bit patterns.
-func rawNode(size uintptr) *node {
-	return &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte {
-			return append(dst, unsafe.Slice((*byte)(p), size)...)
-		},
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			if uintptr(len(src)) < size {
-				return 0, ErrTruncated
-			}
-			copy(unsafe.Slice((*byte)(p), size), src)
-			return int(size), nil
-		},
-		min: int(size), size: size, raw: true,
-	}
-}
-
-func arrayNode(t reflect.Type, elem *node) *node {
-	length, esize := uintptr(t.Len()), elem.size
-	if elem.raw && littleEndian {
-		return rawNode(t.Size())
-	}
-	if t.Size() == 0 {
-		return &node{enc: encodeNothing, dec: decodeNothing}
-	}
-	enc, dec := elem.enc, elem.dec
-	return &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte {
-			for i := range length {
-				dst = enc(dst, unsafe.Add(p, i*esize))
-			}
-			return dst
-		},
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			n := 0
-			for i := range length {
-				m, err := dec(src[n:], unsafe.Add(p, i*esize))
-				if err != nil {
-					return 0, err
-				}
-				n += m
-			}
-			return n, nil
-		},
-		min:  int(length) * elem.min,
-		size: t.Size(),
-	}
-}
-
-func sliceNode(t reflect.Type, elem *node) *node {
-	esize, emin, raw := elem.size, elem.min, elem.raw && littleEndian
-	enc, dec := elem.enc, elem.dec
-	return &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte {
-			h := (*sliceHeader)(p)
-			dst = appendNilLen(dst, h.len, h.data == nil)
-			if raw {
-				return append(dst, unsafe.Slice((*byte)(h.data), uintptr(h.len)*esize)...)
-			}
-			for i := range uintptr(h.len) {
-				dst = enc(dst, unsafe.Add(h.data, i*esize))
-			}
-			return dst
-		},
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			h := (*sliceHeader)(p)
-			*h = sliceHeader{}
-			count, isNil, n, err := readNilLen(src)
-			if err != nil || isNil {
-				return n, err
-			}
-			if err := checkCount(count, len(src)-n, emin, esize); err != nil {
-				return 0, err
-			}
-			if count == 0 {
-				h.data = unsafe.Pointer(&emptyBacking)
-				return n, nil
-			}
-			// Grow allocates the backing array of the right element type,
-			// zeroed, straight into *h: one allocation.
-			s := reflect.NewAt(t, p).Elem()
-			s.Grow(count)
-			s.SetLen(count)
-			switch {
-			case esize == 0:
-				return n, nil
-			case raw:
-				size := count * int(esize)
-				copy(unsafe.Slice((*byte)(h.data), size), src[n:n+size])
-				return n + size, nil
-			}
-			for i := range uintptr(count) {
-				m, err := dec(src[n:], unsafe.Add(h.data, i*esize))
-				if err != nil {
-					*h = sliceHeader{}
-					return 0, err
-				}
-				n += m
-			}
-			return n, nil
-		},
-		min: 1, size: t.Size(),
-	}
-}
-
-// mapNode goes through package reflect per entry: a map's layout is private
-// to the runtime and Go cannot instantiate Map[K, V] from a reflect.Type.
-func mapNode(t reflect.Type, key, val *node) *node {
-	kt, vt := t.Key(), t.Elem()
-	min := max(key.min+val.min, 1)
-	return &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte {
-			m := reflect.NewAt(t, p).Elem()
-			dst = appendNilLen(dst, m.Len(), m.IsNil())
-			if m.Len() == 0 {
-				return dst
-			}
-			kp, vp := reflect.New(kt), reflect.New(vt)
-			k, v := kp.Elem(), vp.Elem()
-			var it reflect.MapIter
-			it.Reset(m)
-			for it.Next() {
-				k.SetIterKey(&it)
-				v.SetIterValue(&it)
-				dst = key.enc(dst, kp.UnsafePointer())
-				dst = val.enc(dst, vp.UnsafePointer())
-			}
-			return dst
-		},
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			*(*unsafe.Pointer)(p) = nil
-			count, isNil, n, err := readNilLen(src)
-			if err != nil || isNil {
-				return n, err
-			}
-			if count > 1 { // zero-width entries: a second one is a duplicate
-				if err := checkCount(count, len(src)-n, min, 0); err != nil {
-					return 0, err
-				}
-			}
-			m := reflect.MakeMapWithSize(t, count)
-			kp, vp := reflect.New(kt), reflect.New(vt)
-			k, v := kp.Elem(), vp.Elem()
-			for i := range count {
-				kn, err := key.dec(src[n:], kp.UnsafePointer())
-				if err != nil {
-					return 0, err
-				}
-				n += kn
-				vn, err := val.dec(src[n:], vp.UnsafePointer())
-				if err != nil {
-					return 0, err
-				}
-				n += vn
-				m.SetMapIndex(k, v)
-				if m.Len() != i+1 {
-					return 0, errDuplicateKey
-				}
-			}
-			*(*unsafe.Pointer)(p) = m.UnsafePointer()
-			return n, nil
-		},
-		min: 1, size: t.Size(),
-	}
-}
-
-func pointerNode(t reflect.Type, elem *node) *node {
-	et := t.Elem()
-	return &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte {
-			q := *(*unsafe.Pointer)(p)
-			if q == nil {
-				return append(dst, 0)
-			}
-			return elem.enc(append(dst, 1), q)
-		},
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			*(*unsafe.Pointer)(p) = nil
-			if len(src) < 1 {
-				return 0, ErrTruncated
-			}
-			switch src[0] {
-			case 0:
-				return 1, nil
-			case 1:
-			default:
-				return 0, errPointerFlag
-			}
-			q := reflect.New(et).UnsafePointer()
-			n, err := elem.dec(src[1:], q)
-			if err != nil {
-				return 0, err
-			}
-			*(*unsafe.Pointer)(p) = q
-			return n + 1, nil
-		},
-		min: 1, size: t.Size(),
-	}
-}
-
-// Leaf nodes, shared by every compiled type. They produce the same bytes as
-// the hand-written codecs.
-var (
-	fixed1Node = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return append(dst, *(*byte)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			if len(src) < 1 {
-				return 0, ErrTruncated
-			}
-			*(*byte)(p) = src[0]
-			return 1, nil
-		},
-		min: 1, size: 1, raw: littleEndian,
-	}
-	fixed2Node = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return le.AppendUint16(dst, *(*uint16)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			if len(src) < 2 {
-				return 0, ErrTruncated
-			}
-			*(*uint16)(p) = le.Uint16(src)
-			return 2, nil
-		},
-		min: 2, size: 2, raw: littleEndian,
-	}
-	fixed4Node = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return le.AppendUint32(dst, *(*uint32)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			if len(src) < 4 {
-				return 0, ErrTruncated
-			}
-			*(*uint32)(p) = le.Uint32(src)
-			return 4, nil
-		},
-		min: 4, size: 4, raw: littleEndian,
-	}
-	fixed8Node = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return le.AppendUint64(dst, *(*uint64)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (int, error) {
-			if len(src) < 8 {
-				return 0, ErrTruncated
-			}
-			*(*uint64)(p) = le.Uint64(src)
-			return 8, nil
-		},
-		min: 8, size: 8, raw: littleEndian,
-	}
-	// int and uint on 32-bit platforms: 8 bytes on the wire, range-checked.
-	int32BitNode = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return Int().AppendEncode(dst, *(*int)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (n int, err error) {
-			*(*int)(p), n, err = Int().Decode(src)
-			return n, err
-		},
-		min: 8, size: unsafe.Sizeof(int(0)),
-	}
-	uint32BitNode = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return Uint().AppendEncode(dst, *(*uint)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (n int, err error) {
-			*(*uint)(p), n, err = Uint().Decode(src)
-			return n, err
-		},
-		min: 8, size: unsafe.Sizeof(uint(0)),
-	}
-	boolNode = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return Bool().AppendEncode(dst, *(*bool)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (n int, err error) {
-			*(*bool)(p), n, err = Bool().Decode(src)
-			return n, err
-		},
-		min: 1, size: 1,
-	}
-	stringNode = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return appendString(dst, *(*string)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (n int, err error) {
-			*(*string)(p), n, err = decodeString(src)
-			return n, err
-		},
-		min: 1, size: unsafe.Sizeof(""),
-	}
-	bytesNode = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return appendBytes(dst, *(*[]byte)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (n int, err error) {
-			*(*[]byte)(p), n, err = decodeBytes(src)
-			return n, err
-		},
-		min: 1, size: unsafe.Sizeof([]byte(nil)),
-	}
-	timeNode = &node{
-		enc: func(dst []byte, p unsafe.Pointer) []byte { return appendTime(dst, *(*time.Time)(p)) },
-		dec: func(src []byte, p unsafe.Pointer) (n int, err error) {
-			*(*time.Time)(p), n, err = decodeTime(src)
-			return n, err
-		},
-		min: timeSize, size: unsafe.Sizeof(time.Time{}),
-	}
-)

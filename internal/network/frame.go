@@ -43,6 +43,30 @@ func HeaderLen(ts int64) int {
 	return 12
 }
 
+// NextInBuffer is the fast path of Deframer.Next for a record that lies wholly
+// in buf at pos: it returns the payload bounds and timestamp, or ok=false
+// when the record is cut off or malformed (then the caller uses Next).
+func NextInBuffer(buf []byte, pos int) (start, end int, ts int64, ok bool) {
+	if len(buf)-pos < 4 {
+		return 0, 0, 0, false
+	}
+	h := binary.LittleEndian.Uint32(buf[pos:])
+	start = pos + 4
+	ts = NoTimestamp
+	if h&1 == 1 {
+		if len(buf)-start < 8 {
+			return 0, 0, 0, false
+		}
+		ts = int64(binary.LittleEndian.Uint64(buf[start:]))
+		start += 8
+	}
+	end = start + int(h>>1)
+	if end > len(buf) || end < start {
+		return 0, 0, 0, false
+	}
+	return start, end, ts, true
+}
+
 // Deframer reads records out of the data buffers of one channel, in order.
 // It keeps the part of a record that spans buffers until the rest arrives.
 type Deframer struct {

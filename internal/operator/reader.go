@@ -39,6 +39,18 @@ func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
 	r.stats.BytesIn += int64(len(data))
 	pos := 0
 	for {
+		var payload []byte
+		var ts int64
+		if start, end, t, ok := network.NextInBuffer(data, pos); ok && !d.Open() {
+			payload, ts, pos = data[start:end], t, end
+			if err := r.emit(ch, payload, ts); err != nil {
+				return err
+			}
+			continue
+		}
+		if pos >= len(data) && !d.Open() {
+			return nil
+		}
 		payload, ts, next, ok, err := d.Next(data, pos)
 		if err != nil {
 			return fmt.Errorf("%s, channel %d: %w", r.name, ch, err)
@@ -47,16 +59,23 @@ func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
 			return nil
 		}
 		pos = next
-		v, n, err := r.codec.Decode(payload)
-		if err != nil {
-			return fmt.Errorf("%s, channel %d: decoding a record of %d bytes: %w", r.name, ch, len(payload), err)
+		if err := r.emit(ch, payload, ts); err != nil {
+			return err
 		}
-		if n != len(payload) {
-			return fmt.Errorf("%s, channel %d: the codec used %d of a record's %d bytes", r.name, ch, n, len(payload))
-		}
-		r.stats.RecordsIn++
-		r.in.ProcessElement(v, ts)
 	}
+}
+
+func (r *Reader[T]) emit(ch int, payload []byte, ts int64) error {
+	v, n, err := r.codec.Decode(payload)
+	if err != nil {
+		return fmt.Errorf("%s, channel %d: decoding a record of %d bytes: %w", r.name, ch, len(payload), err)
+	}
+	if n != len(payload) {
+		return fmt.Errorf("%s, channel %d: the codec used %d of a record's %d bytes", r.name, ch, n, len(payload))
+	}
+	r.stats.RecordsIn++
+	r.in.ProcessElement(v, ts)
+	return nil
 }
 
 // ProcessWatermark implements RecordReader.

@@ -1,0 +1,127 @@
+package weir_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/cli"
+	"github.com/weirhq/weir/internal/rest"
+	"go.uber.org/goleak"
+)
+
+// A running job is visible through the REST API and the CLI, and can be
+// canceled through them.
+func TestRESTAndCLIAgainstRunningJob(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
+	src := weir.Generate(env, -1, 2000, func(i int64) int64 { return i })
+	weir.Discard(weir.Map(src.Rebalance(), func(v int64) int64 { return v }).Name("Identity"))
+	job, err := env.ExecuteAsync(context.Background(), "visible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := job.RESTAddr()
+	c := rest.NewClient(addr, nil)
+	ctx := context.Background()
+
+	var d rest.JobDetails
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, err = c.Job(ctx, job.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.State == rest.JobRunning && len(d.Vertices) == 2 && d.Vertices[1].Metrics.ReadRecords > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job never showed running vertices with records: %+v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if d.Name != "visible" || d.Vertices[0].Parallelism != 2 || d.Vertices[1].Name != "Identity -> Sink: Discard" {
+		t.Fatalf("unexpected job details: %+v", d)
+	}
+	if d.Vertices[0].Metrics.WriteRecords == 0 {
+		t.Fatalf("the source vertex reports no written records: %+v", d.Vertices[0].Metrics)
+	}
+	ov, err := c.Overview(ctx)
+	if err != nil || ov.JobsRunning != 1 || ov.SlotsTotal != 2 || ov.TaskManagers != 1 {
+		t.Fatalf("overview %+v, %v", ov, err)
+	}
+
+	var out, errOut bytes.Buffer
+	if code := cli.Main([]string{"list", "--address", addr}, &out, &errOut); code != 0 || !bytes.Contains(out.Bytes(), []byte(job.ID())) || !bytes.Contains(out.Bytes(), []byte("RUNNING")) {
+		t.Fatalf("weir list: code %d, out %q, err %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := cli.Main([]string{"cancel", job.ID(), "--address", addr}, &out, &errOut); code != 0 {
+		t.Fatalf("weir cancel: code %d, err %q", code, errOut.String())
+	}
+	_, err = job.Wait(ctx)
+	if !errors.Is(err, weir.ErrCanceled) {
+		t.Fatalf("after cancel, Wait returned %v", err)
+	}
+	if code := cli.Main([]string{"list", "--address", addr}, &out, &errOut); code != 1 || !bytes.Contains(errOut.Bytes(), []byte("no Weir cluster answered")) {
+		t.Fatalf("list after shutdown: code %d, err %q", code, errOut.String())
+	}
+}
+
+// closeBlocker fails on subtask 0 and blocks in Close on subtask 1 until
+// released, which holds the job in FAILING so the REST API can be read.
+type closeBlocker struct {
+	release chan struct{}
+	subtask int
+}
+
+func (c *closeBlocker) Open(ctx weir.RuntimeContext) error { c.subtask = ctx.Subtask(); return nil }
+func (c *closeBlocker) Close() error {
+	if c.subtask == 1 {
+		<-c.release
+	}
+	return nil
+}
+func (c *closeBlocker) ProcessElement(ctx weir.Context, v int64, out weir.Collector[int64]) error {
+	if c.subtask == 0 {
+		return errors.New("row is broken")
+	}
+	return nil
+}
+
+func TestRESTShowsFailure(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
+	release := make(chan struct{})
+	src := weir.Generate(env, -1, 100, func(i int64) int64 { return i })
+	weir.Discard(weir.Process[int64, int64](src, &closeBlocker{release: release}).Name("Breaks"))
+	job, err := env.ExecuteAsync(context.Background(), "fails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rest.NewClient(job.RESTAddr(), nil)
+	for {
+		ex, err := c.Exceptions(context.Background(), job.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.RootException != "" {
+			if !bytes.Contains([]byte(ex.RootException), []byte("row is broken")) || !bytes.Contains([]byte(ex.AllExceptions[0].Task), []byte("(1/2)")) {
+				t.Fatalf("exceptions %+v", ex)
+			}
+			d, err := c.Job(context.Background(), job.ID())
+			if err != nil || d.State != rest.JobFailing {
+				t.Fatalf("job state %s, %v; want FAILING while a subtask is still closing", d.State, err)
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if _, err := job.Wait(context.Background()); err == nil {
+		t.Fatal("want failure")
+	}
+}
