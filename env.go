@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/weirhq/weir/internal/clock"
@@ -51,6 +53,13 @@ type Config struct {
 	TaskManagers, SlotsPerTaskManager int
 	// RESTAddr is where the local cluster serves its REST API ("": none).
 	RESTAddr string
+	// StateBackend is where keyed state lives: "hashmap" (default: Go maps
+	// on the heap) or "pebble" (an LSM tree on local disk, for state larger
+	// than memory), as Flink's state.backend.type.
+	StateBackend string
+	// StateDir is the working directory of on-disk state (default: a new
+	// directory under the system's temporary directory, removed at the end).
+	StateDir string
 	// Logger receives the engine's logs (default: none).
 	Logger *slog.Logger
 	// Clock is processing time (default: the system clock).
@@ -203,9 +212,27 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 	if cfg.Mode == Batch {
 		mode = operator.Batch
 	}
-	spec := &jobmanager.JobSpec{ID: rest.NewJobID(), Graph: jg, Config: jobmanager.RuntimeConfig{
+	switch cfg.StateBackend {
+	case "", "hashmap", "pebble":
+	default:
+		c.Close(context.Background())
+		return nil, fmt.Errorf("weir: unknown state backend %q (want hashmap or pebble)", cfg.StateBackend)
+	}
+	id := rest.NewJobID()
+	stateDir, removeDir := cfg.StateDir, false
+	if stateDir == "" {
+		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
+			c.Close(context.Background())
+			return nil, fmt.Errorf("weir: creating a state directory: %w", err)
+		}
+		removeDir = true
+	} else {
+		stateDir = filepath.Join(stateDir, id)
+	}
+	spec := &jobmanager.JobSpec{ID: id, Graph: jg, Config: jobmanager.RuntimeConfig{
 		Mode: mode, BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize,
 		BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers, Clock: cfg.Clock,
+		StateBackend: cfg.StateBackend, StateDir: stateDir,
 	}}
 	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{})}
 	for _, cs := range e.collects {
@@ -213,6 +240,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 	}
 	if err := c.JM.Submit(spec); err != nil {
 		c.Close(context.Background())
+		if removeDir {
+			os.RemoveAll(stateDir)
+		}
 		return nil, err
 	}
 	go func() {
@@ -234,6 +264,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
 		}
 		c.Close(context.Background())
+		if removeDir {
+			os.RemoveAll(stateDir)
+		}
 		close(j.done)
 	}()
 	return j, nil

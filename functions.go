@@ -34,6 +34,10 @@ const NoTimestamp = operator.NoTimestamp
 
 // ProcessFunction handles each element of a stream and may emit any number
 // of elements. Returning an error fails the job, naming the operator.
+//
+// Each subtask runs its own copy of a function given as a pointer to a
+// struct (a shallow copy), so per-subtask fields set in Open are safe. Plain
+// funcs and the variables they capture are shared by all subtasks.
 type ProcessFunction[T, U any] interface {
 	ProcessElement(ctx Context, v T, out Collector[U]) error
 }

@@ -1,7 +1,9 @@
 package weir
 
 import (
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/state"
 )
 
 // The operators below adapt user functions to the runtime. Each calls
@@ -112,42 +114,65 @@ func (o *processOp[T, U]) Close() error {
 	return nil
 }
 
-// reduceOp keeps one accumulator per key. In streaming mode it emits each
-// update; in batch mode only the final values, at the end of input.
+// reduceOp keeps one accumulator per key: in streaming mode in keyed
+// ValueState (so it lives in the configured state backend) and emits each
+// update; in batch mode in a Go map, emitting only final values at the end.
 type reduceOp[K comparable, T any] struct {
 	noLifecycle
-	f     func(T, T) T
-	key   func(T) K
-	out   operator.Input[T]
-	ctx   *operator.Context
-	acc   map[K]T
-	batch bool
+	f          func(T, T) T
+	key        func(T) K
+	out        operator.Input[T]
+	ctx        *operator.Context
+	batch      map[K]T // batch mode only
+	keyCodec   codec.Codec[K]
+	valueCodec codec.Codec[T]
+	core       *keyedCore[K]
+	acc        state.ValueState[T]
 }
 
 func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
-	o.batch = ctx.Mode == operator.Batch
+	if o.batch != nil {
+		return nil
+	}
+	core, err := newKeyedCore(ctx, o.keyCodec)
+	if err != nil {
+		return err
+	}
+	o.core = core
+	o.acc = state.GetValueState(core.backend, state.ValueDescriptor[T]{Name: "reduce", Codec: o.valueCodec})
 	return nil
 }
 
 func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 	o.ctx.Enter()
 	k := o.key(v)
-	if a, ok := o.acc[k]; ok {
+	if o.batch != nil {
+		if a, ok := o.batch[k]; ok {
+			v = o.f(a, v)
+		}
+		o.batch[k] = v
+		return
+	}
+	o.core.setKey(k)
+	if a, ok := o.acc.Value(); ok {
 		v = o.f(a, v)
 	}
-	o.acc[k] = v
-	if !o.batch {
-		o.out.ProcessElement(v, ts)
-	}
+	o.acc.Update(v)
+	o.out.ProcessElement(v, ts)
 }
 
 func (o *reduceOp[K, T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
 
 func (o *reduceOp[K, T]) Finish() error {
-	if o.batch {
-		for _, v := range o.acc {
-			o.out.ProcessElement(v, NoTimestamp)
-		}
+	for _, v := range o.batch {
+		o.out.ProcessElement(v, NoTimestamp)
+	}
+	return nil
+}
+
+func (o *reduceOp[K, T]) Close() error {
+	if o.core != nil {
+		return o.core.close()
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package weir
 import (
 	"fmt"
 
+	"github.com/weirhq/weir/codec"
+
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/operator"
 )
@@ -38,7 +40,7 @@ func Filter[T any](s DataStream[T], f func(T) bool) DataStream[T] {
 // Opener, Closer or Finisher, those are called too.
 func Process[T, U any](s DataStream[T], fn ProcessFunction[T, U]) DataStream[U] {
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
-		op := &processOp[T, U]{fn: fn, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		op := &processOp[T, U]{fn: instanceOf(fn), col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
 		op.pctx.runtimeContext = runtimeContext{ctx}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
@@ -61,21 +63,44 @@ func Union[T any](s DataStream[T], others ...DataStream[T]) DataStream[T] {
 // key go to the same subtask, which owns the key's key group.
 type KeyedStream[K comparable, T any] struct {
 	DataStream[T]
-	key func(T) K
+	key      func(T) K
+	keyCodec codec.Codec[K]
+	codecErr error // why K has no derived codec; reported by keyed state users
 }
 
-// KeyBy partitions a stream by the key that key returns.
+// KeyBy partitions a stream by the key that key returns. Keyed state stores
+// keys with a codec derived from K (see KeyByWithCodec).
 func KeyBy[T any, K comparable](s DataStream[T], key func(T) K) KeyedStream[K, T] {
+	c, err := codec.For[K]()
+	ks := KeyByWithCodec(s, key, c)
+	ks.codecErr = err // only keyed state needs the key's codec: fail there
+	return ks
+}
+
+// KeyByWithCodec is KeyBy with the codec that keyed state uses for keys.
+func KeyByWithCodec[T any, K comparable](s DataStream[T], key func(T) K, c codec.Codec[K]) KeyedStream[K, T] {
 	keyed := s.repartition(graph.Hash, keySelector(key))
-	return KeyedStream[K, T]{DataStream: keyed, key: key}
+	return KeyedStream[K, T]{DataStream: keyed, key: key, keyCodec: c}
 }
 
 // Reduce combines the elements of each key with f. In streaming mode it emits
 // the updated value after every element (a rolling reduce); in batch mode it
 // emits the final value of each key at the end of input.
 func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataStream[T] {
+	valueCodec, valueErr := codec.For[T]()
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
-		op := &reduceOp[K, T]{f: f, key: ks.key, out: out.(operator.Input[T]), ctx: ctx, acc: map[K]T{}}
+		op := &reduceOp[K, T]{f: f, key: ks.key, out: out.(operator.Input[T]), ctx: ctx}
+		if ctx.Mode == operator.Batch {
+			op.batch = map[K]T{}
+		} else {
+			if ks.keyCodec == nil {
+				return operator.Instance{}, fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for the key: %w (use KeyByWithCodec)", ks.codecErr)
+			}
+			if valueErr != nil {
+				return operator.Instance{}, fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for its values: %w", valueErr)
+			}
+			op.keyCodec, op.valueCodec = ks.keyCodec, valueCodec
+		}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[T](ks.env, addNode[T](ks.env, "Reduce", fac, false, ks.ends))

@@ -17,6 +17,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/jobs/clicks"
+	"github.com/weirhq/weir/jobs/frauddetection"
 	"github.com/weirhq/weir/jobs/wordcount"
 )
 
@@ -34,12 +35,17 @@ Built-in jobs:
               (without --input: counts a sample text and prints the top 20 words)
   clicks      a live stream of page clicks with a rolling count per page;
               runs until Ctrl-C: [--rate N] [--count N] [--parallelism N]
+  fraud-detection
+              alerts on a transaction above 500.00 right after one below 1.00
+              on the same account within a minute: --input FILE --output FILE
+              [--state-backend hashmap|pebble] [--max-out-of-orderness D] [--parallelism N]
 
 Flags of run (all jobs):
   --parallelism N       default parallelism (default 1)
   --rest-address A      where the REST API listens (default 127.0.0.1:8081; "" for none)
   --buffer-timeout D    longest a partly filled network buffer waits (default 100ms)
   --log-level L         debug, info, warn or error (default warn)
+  --state-backend B     where keyed state lives: hashmap (default) or pebble
 `
 
 // Main runs the command line args and returns the exit code.
@@ -109,6 +115,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	output := fs.String("output", "", "")
 	rate := fs.Float64("rate", 5, "")
 	count := fs.Int64("count", -1, "")
+	backend := fs.String("state-backend", "hashmap", "")
+	ooo := fs.Duration("max-out-of-orderness", 0, "")
 	pos, err := splitArgs(fs, args)
 	if err != nil {
 		return err
@@ -121,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Sprintf("--log-level: %v", err)}
 	}
 	cfg := weir.Config{
-		Parallelism: *parallelism, RESTAddr: *restAddr, BufferTimeout: *bufferTimeout,
+		Parallelism: *parallelism, RESTAddr: *restAddr, BufferTimeout: *bufferTimeout, StateBackend: *backend,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -129,6 +137,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch pos[0] {
 	case "wordcount":
 		return wordcount.Run(ctx, wordcount.Options{Input: *input, Output: *output, Parallelism: *parallelism, Stdout: stdout, Config: cfg})
+	case "fraud-detection":
+		if *input == "" || *output == "" {
+			return usageError{"fraud-detection needs --input and --output"}
+		}
+		return frauddetection.Run(ctx, frauddetection.Options{Input: *input, Output: *output, Parallelism: *parallelism,
+			StateBackend: *backend, MaxOutOfOrderness: *ooo, Config: cfg})
 	case "clicks":
 		if *restAddr != "" {
 			fmt.Fprintf(stderr, "weir: running clicks until Ctrl-C; REST API at http://%s\n", *restAddr)
@@ -140,7 +154,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	return usageError{fmt.Sprintf("unknown job %q (built-in jobs: wordcount, clicks)", pos[0])}
+	return usageError{fmt.Sprintf("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection)", pos[0])}
 }
 
 func client(fs *flag.FlagSet, args []string) (*rest.Client, []string, error) {

@@ -31,6 +31,9 @@ type RuntimeConfig struct {
 	// are extra buffers per result partition shared by its subpartitions.
 	BuffersPerChannel, FloatingBuffers int
 	Clock                              clock.Clock
+	// StateBackend is the keyed state backend ("hashmap" or "pebble");
+	// StateDir the job's working directory for on-disk state.
+	StateBackend, StateDir string
 }
 
 // PoolSize is the number of buffers of a result partition with n subpartitions:

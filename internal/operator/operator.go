@@ -62,11 +62,42 @@ type Context struct {
 	current *int
 	// Cancel is closed when the task is canceled.
 	Cancel <-chan struct{}
+	// State configures keyed state backends of keyed operators.
+	State StateConfig
+	// wakeAt is the processing time (ms) at which the task should call the
+	// operator's OnProcessingTime; NoWakeUp when none.
+	wakeAt int64
 }
+
+// StateConfig says where keyed operators keep their state.
+type StateConfig struct {
+	Backend string // "hashmap" (default) or "pebble"
+	// Dir is this operator subtask's own working directory for on-disk state.
+	Dir string
+}
+
+// NoWakeUp means no processing-time wake-up is requested.
+const NoWakeUp = math.MaxInt64
+
+// ProcessingTimer is implemented by operators that asked for a wake-up with
+// WakeAt; the task calls OnProcessingTime on its goroutine once the
+// processing time (ctx.Clock) reaches the requested time.
+type ProcessingTimer interface {
+	OnProcessingTime(now int64)
+}
+
+// WakeAt asks the task to call the operator's OnProcessingTime at processing
+// time t (ms); it replaces any earlier request. NoWakeUp cancels it.
+func (c *Context) WakeAt(t int64) { c.wakeAt = t }
+
+// WakeUp returns the requested wake-up time (NoWakeUp: none).
+func (c *Context) WakeUp() int64 { return c.wakeAt }
 
 // NewContext returns a context for the operator at position index of a chain
 // whose operators share current.
-func NewContext(current *int, index int) *Context { return &Context{Index: index, current: current} }
+func NewContext(current *int, index int) *Context {
+	return &Context{Index: index, current: current, wakeAt: NoWakeUp}
+}
 
 // Enter marks this operator as the one running. Operators call it before user
 // code, and again after their output returns if user code continues.

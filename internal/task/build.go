@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/weirhq/weir/internal/operator"
 )
@@ -54,6 +55,10 @@ func (t *Task) build() error {
 		ctx.Mode = t.spec.Mode
 		ctx.Clock = t.spec.Clock
 		ctx.Cancel = t.cancel
+		ctx.State = operator.StateConfig{Backend: t.spec.StateBackend}
+		if t.spec.StateDir != "" {
+			ctx.State.Dir = filepath.Join(t.spec.StateDir, ctx.OperatorID, fmt.Sprintf("subtask-%d-attempt-%d", t.spec.Subtask, t.spec.Attempt))
+		}
 		t.current = i
 		inst, err := n.Factory.(operator.Factory).Create(ctx, out)
 		if err != nil {
@@ -62,6 +67,9 @@ func (t *Task) build() error {
 		insts[i], t.ops[i], t.contexts[i] = inst, inst.Op, ctx
 		if _, ok := inst.Op.(operator.OutputFlusher); ok {
 			t.flushers = append(t.flushers, i)
+		}
+		if _, ok := inst.Op.(operator.ProcessingTimer); ok {
+			t.timed = append(t.timed, i)
 		}
 		if i == 0 {
 			t.source = inst.Source

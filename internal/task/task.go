@@ -54,6 +54,9 @@ type Spec struct {
 	Gate             *network.InputGate
 	ChannelsPerInput []int
 	Logger           *slog.Logger
+	// StateBackend and StateDir configure keyed state ("" and "": heap,
+	// nothing on disk); each operator subtask gets its own directory below StateDir.
+	StateBackend, StateDir string
 }
 
 // Task is one running subtask.
@@ -72,6 +75,7 @@ type Task struct {
 	valves    []*valve
 	writers   []operator.PartitionWriter
 	flushers  []int // indexes of ops that are operator.OutputFlushers
+	timed     []int // indexes of ops that are operator.ProcessingTimers
 	lastFlush time.Time
 	lastPub   time.Time
 	started   time.Time
@@ -198,6 +202,9 @@ func (t *Task) canceled() bool {
 // tick flushes and publishes counters when their intervals have passed.
 func (t *Task) tick() {
 	now := time.Now()
+	if len(t.timed) > 0 {
+		t.fireProcessingTimers()
+	}
 	if bt := t.spec.BufferTimeout; bt >= 0 && now.Sub(t.lastFlush) >= bt {
 		t.flush(now)
 	}
@@ -229,13 +236,41 @@ func (t *Task) flush(now time.Time) {
 	t.lastFlush = now
 }
 
-// waitTimer returns a channel that fires when the next flush is due, or nil.
+// fireProcessingTimers calls OnProcessingTime on operators whose requested
+// wake-up time has come.
+func (t *Task) fireProcessingTimers() {
+	now := t.spec.Clock.NowMillis()
+	for _, i := range t.timed {
+		ctx := t.contexts[i]
+		if w := ctx.WakeUp(); w != operator.NoWakeUp && w <= now {
+			ctx.WakeAt(operator.NoWakeUp)
+			t.current = i
+			t.ops[i].(operator.ProcessingTimer).OnProcessingTime(now)
+		}
+	}
+}
+
+// waitTimer returns a channel that fires when the next flush or processing
+// time wake-up is due, or nil when nothing is due.
 func (t *Task) waitTimer() (<-chan time.Time, *time.Timer) {
-	bt := t.spec.BufferTimeout
-	if bt < 0 || len(t.writers)+len(t.flushers) == 0 {
+	d := time.Duration(-1)
+	if bt := t.spec.BufferTimeout; bt >= 0 && len(t.writers)+len(t.flushers) > 0 {
+		d = max(bt-time.Since(t.lastFlush), time.Millisecond)
+	}
+	if len(t.timed) > 0 {
+		now := t.spec.Clock.NowMillis()
+		for _, i := range t.timed {
+			if w := t.contexts[i].WakeUp(); w != operator.NoWakeUp {
+				wd := max(time.Duration(w-now)*time.Millisecond, time.Millisecond)
+				if d < 0 || wd < d {
+					d = wd
+				}
+			}
+		}
+	}
+	if d < 0 {
 		return nil, nil
 	}
-	d := max(bt-time.Since(t.lastFlush), time.Millisecond)
 	tm := time.NewTimer(d)
 	return tm.C, tm
 }
@@ -265,15 +300,20 @@ func (t *Task) runSource() error {
 			tm = time.NewTimer(time.Duration(max(retry, 1)) * time.Millisecond)
 			retryC = tm.C
 		}
+		timerC, tm2 := t.waitTimer()
 		t0 := time.Now()
 		select {
 		case <-wait:
 		case <-retryC:
+		case <-timerC:
 		case <-t.Mailbox.notify:
 		case <-t.cancel:
 		}
 		if tm != nil {
 			tm.Stop()
+		}
+		if tm2 != nil {
+			tm2.Stop()
 		}
 		t.Stats.IdleNanos += int64(time.Since(t0))
 	}

@@ -96,7 +96,7 @@ func (tm *TaskManager) taskSpec(d jm.Deployment) (task.Spec, error) {
 	spec := task.Spec{
 		Vertex: v, OperatorIDs: g.OperatorIDs, Subtask: d.Exec.Subtask, Attempt: d.Exec.Attempt,
 		MaxParallelism: v.MaxParallelism, Mode: cfg.Mode, Clock: cfg.Clock, BufferTimeout: cfg.BufferTimeout,
-		Logger: tm.logger,
+		Logger: tm.logger, StateBackend: cfg.StateBackend, StateDir: cfg.StateDir,
 	}
 	partition := func(e *graph.JobEdge, producer int) *network.ResultPartition {
 		targets, _ := graph.Wiring(e.Pattern, e.Source.Parallelism, e.Target.Parallelism)

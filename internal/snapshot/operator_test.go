@@ -1,0 +1,104 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func ops(spec string) OperatorSnapshot {
+	// spec: "name:kind=a,b;name2:kind=" with kind l (list), u (union), b (broadcast)
+	var s OperatorSnapshot
+	if spec == "" {
+		return s
+	}
+	for _, part := range strings.Split(spec, ";") {
+		head, elems, _ := strings.Cut(part, "=")
+		name, k, _ := strings.Cut(head, ":")
+		st := OperatorState{Name: name, Kind: map[string]Kind{"l": KindOperatorList, "u": KindOperatorUnion, "b": KindBroadcast}[k]}
+		if elems != "" {
+			for _, e := range strings.Split(elems, ",") {
+				st.Elements = append(st.Elements, []byte(e))
+			}
+		}
+		s.States = append(s.States, st)
+	}
+	return s
+}
+
+func show(ss []OperatorSnapshot) string {
+	var subs []string
+	for _, s := range ss {
+		var parts []string
+		for _, st := range s.States {
+			var es []string
+			for _, e := range st.Elements {
+				es = append(es, string(e))
+			}
+			parts = append(parts, fmt.Sprintf("%s=%s", st.Name, strings.Join(es, ",")))
+		}
+		subs = append(subs, strings.Join(parts, ";"))
+	}
+	return strings.Join(subs, " | ")
+}
+
+// TestRedistributeOperatorGolden pins the redistribution rules with
+// explicit cases (old subtasks -> new subtasks).
+func TestRedistributeOperatorGolden(t *testing.T) {
+	cases := []struct {
+		old    []string
+		newPar int
+		want   string
+	}{
+		{[]string{"offsets:l=p0,p1,p2", "offsets:l=p3,p4"}, 2, "offsets=p0,p1,p2 | offsets=p3,p4"},
+		{[]string{"offsets:l=p0,p1,p2", "offsets:l=p3,p4"}, 3, "offsets=p0,p1 | offsets=p2,p3 | offsets=p4"},
+		{[]string{"offsets:l=p0,p1,p2", "offsets:l=p3,p4"}, 1, "offsets=p0,p1,p2,p3,p4"},
+		{[]string{"offsets:l=p0", "offsets:l="}, 4, "offsets=p0 | offsets= | offsets= | offsets="},
+		{[]string{"txn:u=a", "txn:u=b,c"}, 3, "txn=a,b,c | txn=a,b,c | txn=a,b,c"},
+		{[]string{"rules:b=r1,r2", "rules:b=r1,r2"}, 3, "rules=r1,r2 | rules=r1,r2 | rules=r1,r2"},
+		{[]string{"z:l=1,2,3,4;a:u=x", "z:l=5"}, 2, "a=x;z=1,2,3 | a=x;z=4,5"},
+		{[]string{"", "only:l=q"}, 2, "only=q | only="},
+	}
+	for _, c := range cases {
+		var old []OperatorSnapshot
+		for _, o := range c.old {
+			old = append(old, ops(o))
+		}
+		got, err := RedistributeOperator(old, c.newPar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if show(got) != c.want {
+			t.Errorf("%q -> %d:\n got %s\nwant %s", c.old, c.newPar, show(got), c.want)
+		}
+	}
+	if _, err := RedistributeOperator([]OperatorSnapshot{ops("x:l=1"), ops("x:u=2")}, 2); err == nil {
+		t.Error("kind conflict not reported")
+	}
+}
+
+func TestOperatorEncoding(t *testing.T) {
+	s := ops("offsets:l=p0,,p2;rules:b=k")
+	b := EncodeOperator(s)
+	got, err := DecodeOperator(b)
+	if err != nil || show([]OperatorSnapshot{got}) != show([]OperatorSnapshot{s}) {
+		t.Fatalf("round trip: %v %s", err, show([]OperatorSnapshot{got}))
+	}
+	b[20] ^= 1
+	var ce *CorruptError
+	if _, err := DecodeOperator(b); !errors.As(err, &ce) || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("corrupt: %v", err)
+	}
+}
+
+func FuzzDecodeOperator(f *testing.F) {
+	f.Add(EncodeOperator(ops("offsets:l=p0,,p2;rules:b=k")))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := DecodeOperator(b); err == nil {
+			if _, err := DecodeOperator(EncodeOperator(s)); err != nil {
+				t.Fatalf("re-encoding a decoded snapshot fails: %v", err)
+			}
+		}
+	})
+}

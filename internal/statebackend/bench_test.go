@@ -1,0 +1,167 @@
+package statebackend
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/state"
+)
+
+const benchMaxPar = 128
+
+// cpuSeconds is the process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+func envInt(name string, def int64) int64 {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			panic(fmt.Sprintf("%s=%q: %v", name, v, err))
+		}
+		return n
+	}
+	return def
+}
+
+func newBench(b *testing.B, kind string) Keyed {
+	k, err := New(Config{Kind: kind, Dir: b.TempDir(), MaxParallelism: benchMaxPar,
+		Range: keygroup.Range{Start: 0, End: benchMaxPar - 1}, Clock: clock.NewManual(0)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { k.Close() })
+	return k
+}
+
+// setKey makes int64 key i current, as the runtime would: encoded bytes and key group.
+func setKey(k Keyed, buf *[8]byte, i int64) {
+	binary.BigEndian.PutUint64(buf[:], uint64(i))
+	k.SetCurrentKey(buf[:], keygroup.ForHash(keygroup.HashInt64(i), benchMaxPar))
+}
+
+// keyGroups precomputes the key group of keys 0..n-1: in the engine the
+// partitioner has computed it already, so the benchmark leaves out its cost
+// (a murmur hash and a division, about 25 ns).
+func keyGroups(n int64) []uint16 {
+	kgs := make([]uint16, n)
+	for i := range n {
+		kgs[i] = uint16(keygroup.ForHash(keygroup.HashInt64(i), benchMaxPar))
+	}
+	return kgs
+}
+
+// BenchmarkValueRMW is the per-record cost of a keyed counter: Value, then
+// Update(n+1), on keys visited in a scattered order. ops/s/core divides by
+// the process CPU time, so background work (Pebble compactions, GC) counts.
+func BenchmarkValueRMW(b *testing.B) {
+	for _, kind := range []string{KindHashMap, KindPebble} {
+		for _, n := range []int64{10_000, envInt("WEIR_BENCH_BIG_KEYS", 10_000_000)} {
+			b.Run(fmt.Sprintf("%s/keys=%d", kind, n), func(b *testing.B) {
+				k := newBench(b, kind)
+				v := state.GetValueState(k, state.ValueDescriptor[int64]{Name: "count", Codec: codec.Int64()})
+				var kb [8]byte
+				for i := range n {
+					setKey(k, &kb, i)
+					v.Update(0)
+				}
+				runtime.GC()
+				// A multiplicative step visits every key once per n ops, scattered.
+				const stride = 2654435761
+				kgs := keyGroups(n)
+				cpu0, wall0 := cpuSeconds(), time.Now()
+				b.ResetTimer()
+				for i := range int64(b.N) {
+					key := (i * stride) % n
+					binary.BigEndian.PutUint64(kb[:], uint64(key))
+					k.SetCurrentKey(kb[:], int(kgs[key]))
+					c, _ := v.Value()
+					v.Update(c + 1)
+				}
+				b.StopTimer()
+				cpu := cpuSeconds() - cpu0
+				b.ReportMetric(float64(b.N)/cpu, "ops/s/core")
+				b.ReportMetric(cpu/time.Since(wall0).Seconds(), "cores")
+			})
+		}
+	}
+}
+
+// BenchmarkSnapshot measures a canonical snapshot of WEIR_BENCH_SNAPSHOT_MB
+// (default 64) of value state (100-byte values): the synchronous part on the
+// task goroutine, and materializing to a file; and for Pebble, a native
+// checkpoint.
+func BenchmarkSnapshot(b *testing.B) {
+	mb := envInt("WEIR_BENCH_SNAPSHOT_MB", 64)
+	const valSize = 100
+	n := mb << 20 / (valSize + 8)
+	for _, kind := range []string{KindHashMap, KindPebble} {
+		b.Run(fmt.Sprintf("%s/MB=%d", kind, mb), func(b *testing.B) {
+			k := newBench(b, kind)
+			v := state.GetValueState(k, state.ValueDescriptor[[]byte]{Name: "blob", Codec: codec.Bytes()})
+			val := make([]byte, valSize)
+			var kb [8]byte
+			for i := range n {
+				setKey(k, &kb, i)
+				binary.BigEndian.PutUint64(val, uint64(i))
+				v.Update(append([]byte(nil), val...))
+			}
+			dir := b.TempDir()
+			b.ResetTimer()
+			var syncTime, total time.Duration
+			var size int64
+			for i := range b.N {
+				t0 := time.Now()
+				p, err := k.Snapshot(int64(i), Canonical)
+				if err != nil {
+					b.Fatal(err)
+				}
+				syncTime += time.Since(t0)
+				f, err := os.Create(filepath.Join(dir, "snap"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				h, err := p.Materialize(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+				total += time.Since(t0)
+				size = h.Size
+			}
+			b.ReportMetric(float64(syncTime.Microseconds())/float64(b.N), "sync-µs")
+			b.ReportMetric(total.Seconds()/float64(b.N), "total-s")
+			b.ReportMetric(float64(size)/(1<<20), "snapshot-MB")
+			if kind == KindPebble {
+				t0 := time.Now()
+				p, err := k.Snapshot(1000, Native)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sync := time.Since(t0)
+				h, err := p.Materialize(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(sync.Microseconds()), "native-sync-µs")
+				b.ReportMetric(float64(h.Size)/(1<<20), "native-MB")
+				os.RemoveAll(h.Dir)
+			}
+		})
+	}
+}

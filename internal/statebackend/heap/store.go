@@ -1,0 +1,190 @@
+package heap
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+// Store holds the heap tables of one keyed operator subtask. It is owned by
+// the task goroutine; only frozen snapshot views are read elsewhere.
+type Store struct {
+	rng    keygroup.Range
+	maxPar int
+	clock  clock.Clock
+
+	cur    []byte // map key of the current key and namespace
+	keyEnd int    // cur[:keyEnd] is uvarint(len(key)) | key
+	ns     []byte // current namespace (a copy)
+	kg     int
+	kgIdx  int // kg - rng.Start, or -1 before the first SetCurrentKey
+
+	snapVer uint64 // incremented by every snapshot; see package doc
+	// epoch changes whenever the current key or namespace does, so a table
+	// may cache the entry it looked up last (Value then Update costs one
+	// map lookup). It starts at 1: a table's zero lastEpoch never matches.
+	epoch uint64
+
+	tables  map[string]erased
+	pending map[string]*raw // restored states not registered yet
+}
+
+// erased is a Table[E] with its type erased.
+type erased interface {
+	meta() snapshot.StateMeta
+	source(now int64) snapshot.Source
+	restore(kg int, mapKey []byte, e snapshot.Entry, restoredTS bool) error
+}
+
+// NewStore returns an empty store for the key groups in rng.
+func NewStore(rng keygroup.Range, maxParallelism int, c clock.Clock) *Store {
+	return &Store{rng: rng, maxPar: maxParallelism, clock: c, kgIdx: -1, epoch: 1,
+		tables: map[string]erased{}, pending: map[string]*raw{}}
+}
+
+// Now is the processing time used for TTL.
+func (s *Store) Now() int64 { return s.clock.NowMillis() }
+
+// SetCurrentKey sets the key (encoded bytes, copied) and its key group for
+// the following state accesses, keeping the current namespace.
+func (s *Store) SetCurrentKey(key []byte, kg int) {
+	if !s.rng.Contains(kg) {
+		panic(fmt.Sprintf("state: key group %d outside this subtask's range %v", kg, s.rng))
+	}
+	var b []byte
+	if len(key) < 0x80 {
+		b = append(s.cur[:0], byte(len(key))) // the one-byte uvarint
+	} else {
+		b = binary.AppendUvarint(s.cur[:0], uint64(len(key)))
+	}
+	b = append(b, key...)
+	s.keyEnd = len(b)
+	s.cur = append(b, s.ns...)
+	s.kg, s.kgIdx = kg, kg-s.rng.Start
+	s.epoch++
+}
+
+// SetCurrentNamespace sets the namespace (copied); empty means none.
+func (s *Store) SetCurrentNamespace(ns []byte) {
+	s.ns = append(s.ns[:0], ns...)
+	s.cur = append(s.cur[:s.keyEnd], ns...)
+	s.epoch++
+}
+
+// CurrentKey returns the current key bytes (valid until the next SetCurrentKey).
+func (s *Store) CurrentKey() []byte {
+	_, n := binary.Uvarint(s.cur)
+	return s.cur[n:s.keyEnd]
+}
+
+func (s *Store) attach(name string, t erased) error {
+	if _, ok := s.tables[name]; ok {
+		return fmt.Errorf("state %q: heap table registered twice", name)
+	}
+	s.tables[name] = t
+	r := s.pending[name]
+	if r == nil {
+		return nil
+	}
+	delete(s.pending, name)
+	if r.meta.Kind != t.meta().Kind {
+		return fmt.Errorf("state %q was restored as %s state but is registered as %s state", name, r.meta.Kind, t.meta().Kind)
+	}
+	var mk []byte
+	for i, es := range r.groups {
+		for _, e := range es {
+			mk = mapKey(mk[:0], e.Key, e.Namespace)
+			if err := t.restore(s.rng.Start+i, mk, e, r.meta.HasTTL()); err != nil {
+				return fmt.Errorf("state %q: restoring key group %d: %w", name, s.rng.Start+i, err)
+			}
+		}
+	}
+	return nil
+}
+
+func mapKey(dst, key, ns []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	return append(dst, ns...)
+}
+
+// splitMapKey splits a map key into key and namespace.
+func splitMapKey(k string) (key, ns []byte) {
+	b := []byte(k)
+	n, w := binary.Uvarint(b)
+	return b[w : w+int(n)], b[w+int(n):]
+}
+
+// Snapshot freezes every table (see the package doc) and returns sources
+// that can be written from another goroutine. Expired TTL entries (by now)
+// are left out.
+func (s *Store) Snapshot() []snapshot.Source {
+	s.snapVer++
+	now := s.clock.NowMillis()
+	var out []snapshot.Source
+	for _, name := range sortedKeys(s.tables) {
+		out = append(out, s.tables[name].source(now))
+	}
+	for _, name := range sortedKeys(s.pending) {
+		out = append(out, s.pending[name].source(now))
+	}
+	return out
+}
+
+// Restore adds the entries of the key groups in this store's range from a
+// canonical snapshot. Timer states are skipped (they belong to the timer
+// service). Restore before registering states; entries of states registered
+// already are decoded immediately.
+func (s *Store) Restore(r *snapshot.Reader) error {
+	s.epoch++
+	states := r.States()
+	var mk []byte
+	for _, kg := range r.KeyGroups() {
+		if !s.rng.Contains(kg) {
+			continue
+		}
+		err := r.ReadKeyGroup(kg, func(e snapshot.Entry) error {
+			m := states[e.State]
+			if m.Kind.IsTimers() {
+				return nil
+			}
+			if t, ok := s.tables[m.Name]; ok {
+				if t.meta().Kind != m.Kind {
+					return fmt.Errorf("state %q: snapshot has %s state, registered as %s", m.Name, m.Kind, t.meta().Kind)
+				}
+				mk = mapKey(mk[:0], e.Key, e.Namespace)
+				return t.restore(kg, mk, e, m.HasTTL())
+			}
+			p := s.pending[m.Name]
+			if p == nil {
+				p = &raw{meta: m, groups: make([][]snapshot.Entry, s.rng.Len()), start: s.rng.Start}
+				s.pending[m.Name] = p
+			} else if p.meta.Kind != m.Kind {
+				return fmt.Errorf("state %q: snapshots disagree on its kind (%s, %s)", m.Name, p.meta.Kind, m.Kind)
+			}
+			p.add(kg, e)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Small n: insertion sort keeps this file free of a sort import cycle of concerns.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}

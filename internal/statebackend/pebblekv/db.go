@@ -1,0 +1,217 @@
+package pebblekv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+// Options bound Pebble's memory.
+type Options struct {
+	CacheBytes    int64 // block cache; default 64 MiB
+	MemTableBytes int64 // one memtable; default 16 MiB
+	DisableWAL    bool
+	// WriteCacheBytes bounds the write-back cache of single-value states
+	// (see writeCache); default 8 MiB. A snapshot writes back at most this much.
+	WriteCacheBytes int64
+}
+
+// metaKG is the reserved key group that holds state metadata.
+const metaKG = 0xFFFF
+
+// DB is the Pebble database of one subtask. Owned by the task goroutine,
+// except Snapshot views and checkpoints, which other goroutines read.
+type DB struct {
+	db     *pebble.DB
+	dir    string
+	opts   Options
+	rng    keygroup.Range
+	maxPar int
+	clock  clock.Clock
+	wo     *pebble.WriteOptions
+
+	cur    []byte // kg | id | key | ns, with id 0 (tables patch their id in)
+	key    []byte
+	ns     []byte
+	kg     int
+	hasKey bool
+	ukey   []byte // scratch: cur | user key
+	vbuf   []byte // scratch: encoded values and copies of read values
+
+	tables map[string]*Table
+	nextID uint16
+
+	wc    writeCache
+	epoch uint64 // changes with the current key or namespace and on cache eviction; starts at 1
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)         {}
+func (quietLogger) Errorf(string, ...any)        {}
+func (quietLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+
+func pebbleOptions(o Options) (*pebble.Options, func()) {
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 64 << 20
+	}
+	if o.MemTableBytes <= 0 {
+		o.MemTableBytes = 16 << 20
+	}
+	c := pebble.NewCache(o.CacheBytes)
+	po := &pebble.Options{
+		Cache:                       c,
+		MemTableSize:                uint64(o.MemTableBytes),
+		MemTableStopWritesThreshold: 2,
+		DisableWAL:                  o.DisableWAL,
+		Logger:                      quietLogger{},
+		Merger:                      pebble.DefaultMerger, // concatenation: list appends
+	}
+	return po, c.Unref
+}
+
+// Open opens (or creates) the DB in dir.
+func Open(dir string, o Options, rng keygroup.Range, maxPar int, c clock.Clock) (*DB, error) {
+	po, unref := pebbleOptions(o)
+	db, err := pebble.Open(dir, po)
+	unref() // the DB holds its own reference
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: opening %s: %w", dir, err)
+	}
+	d := &DB{db: db, dir: dir, opts: o, rng: rng, maxPar: maxPar, clock: c, wo: pebble.NoSync,
+		tables: map[string]*Table{}, nextID: 1}
+	if err := d.loadMeta(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	d.cur = make([]byte, 4, 64)
+	if o.WriteCacheBytes <= 0 {
+		o.WriteCacheBytes = 8 << 20
+	}
+	d.wc = writeCache{m: map[string]*cacheEntry{}, limit: o.WriteCacheBytes}
+	d.epoch = 1
+	return d, nil
+}
+
+// Close closes the DB.
+func (d *DB) Close() error { return d.db.Close() }
+
+// CacheBytes is the current size of the write-back cache.
+func (d *DB) CacheBytes() int64 { return d.wc.bytes }
+
+// Pebble returns the underlying DB (for checkpoints and metrics).
+func (d *DB) Pebble() *pebble.DB { return d.db }
+
+// Now is the processing time used for TTL.
+func (d *DB) Now() int64 { return d.clock.NowMillis() }
+
+// SetCurrentKey sets the current key (copied) and key group.
+func (d *DB) SetCurrentKey(key []byte, kg int) {
+	if !d.rng.Contains(kg) {
+		panic(fmt.Sprintf("state: key group %d outside this subtask's range %v", kg, d.rng))
+	}
+	d.key = append(d.key[:0], key...)
+	d.kg, d.hasKey = kg, true
+	d.rebuild()
+}
+
+// SetCurrentNamespace sets the namespace (copied).
+func (d *DB) SetCurrentNamespace(ns []byte) {
+	d.ns = append(d.ns[:0], ns...)
+	d.rebuild()
+}
+
+func (d *DB) rebuild() {
+	d.epoch++
+	b := binary.BigEndian.AppendUint16(d.cur[:0], uint16(d.kg))
+	b = append(b, 0, 0)
+	b = binary.AppendUvarint(b, uint64(len(d.key)))
+	b = append(b, d.key...)
+	b = binary.AppendUvarint(b, uint64(len(d.ns)))
+	d.cur = append(b, d.ns...)
+}
+
+func metaKey(name string) []byte {
+	b := []byte{0xFF, 0xFF, 'm'}
+	return append(b, name...)
+}
+
+func encodeMeta(id uint16, m snapshot.StateMeta) []byte {
+	b := binary.BigEndian.AppendUint16(nil, id)
+	b = append(b, byte(m.Kind))
+	b = binary.AppendVarint(b, m.TTLMillis)
+	return append(b, byte(m.TTLUpdate))
+}
+
+func (d *DB) loadMeta() error {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{0xFF, 0xFF, 'm'}, UpperBound: []byte{0xFF, 0xFF, 'n'}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		name := string(it.Key()[3:])
+		v := it.Value()
+		if len(v) < 4 {
+			return fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
+		}
+		id := binary.BigEndian.Uint16(v)
+		ttl, n := binary.Varint(v[3:])
+		if n <= 0 || len(v) != 3+n+1 {
+			return fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
+		}
+		m := snapshot.StateMeta{Name: name, Kind: snapshot.Kind(v[2]), TTLMillis: ttl, TTLUpdate: snapshot.TTLUpdate(v[3+n])}
+		d.tables[name] = newTable(d, m, id)
+		d.nextID = max(d.nextID, id+1)
+	}
+	return it.Error()
+}
+
+// Table returns the table of a state, creating it (and persisting its id)
+// on first use. A state restored with TTL on cannot be opened with TTL off
+// and the other way round (the value layout differs).
+func (d *DB) Table(m snapshot.StateMeta) (*Table, error) {
+	if t, ok := d.tables[m.Name]; ok {
+		if t.meta.Kind != m.Kind {
+			return nil, fmt.Errorf("state %q holds %s state, requested as %s", m.Name, t.meta.Kind, m.Kind)
+		}
+		if t.meta.HasTTL() != m.HasTTL() {
+			return nil, fmt.Errorf("state %q: turning TTL on or off for existing state is not supported by the pebble backend (stored TTL %d ms, requested %d ms)",
+				m.Name, t.meta.TTLMillis, m.TTLMillis)
+		}
+		if t.meta != m {
+			t.meta = m
+			if err := d.db.Set(metaKey(m.Name), encodeMeta(t.id, m), d.wo); err != nil {
+				return nil, err
+			}
+		}
+		return t, nil
+	}
+	if d.nextID == 0xFFFF {
+		return nil, errors.New("pebblekv: too many states")
+	}
+	t := newTable(d, m, d.nextID)
+	if err := d.db.Set(metaKey(m.Name), encodeMeta(t.id, m), d.wo); err != nil {
+		return nil, err
+	}
+	d.nextID++
+	d.tables[m.Name] = t
+	return t, nil
+}
+
+// sortedTables returns the tables by name.
+func (d *DB) sortedTables() []*Table {
+	out := make([]*Table, 0, len(d.tables))
+	for _, t := range d.tables {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].meta.Name < out[j].meta.Name })
+	return out
+}

@@ -1,0 +1,294 @@
+package timers
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"maps"
+
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+// Timer is a due timer. Key and Namespace are immutable and may be kept.
+type Timer struct {
+	Timestamp int64
+	KeyGroup  int
+	Key       []byte
+	Namespace []byte
+}
+
+// State names of the timers in snapshots.
+const (
+	EventTimeState      = "_timers/event"
+	ProcessingTimeState = "_timers/processing"
+)
+
+type item struct {
+	Timer
+	id  string // dedup key within a key group: ts | uvarint(len(key)) key | ns
+	idx int    // position in the heap (written by the task goroutine only)
+}
+
+type group struct {
+	m   map[string]*item
+	ver uint64 // shared with a snapshot when ver < Service.snapVer
+}
+
+// queue is one time domain's timers: a heap for order, per-key-group maps for
+// deduplication, deletion and snapshots.
+type queue struct {
+	h      itemHeap
+	groups []group
+}
+
+// Service is the timer service of one keyed operator subtask.
+type Service struct {
+	rng     keygroup.Range
+	event   queue
+	proc    queue
+	key     []byte
+	ns      []byte
+	kg      int
+	hasKey  bool
+	snapVer uint64
+	idbuf   []byte
+}
+
+// New returns an empty timer service for the key groups in rng.
+func New(rng keygroup.Range) *Service {
+	return &Service{rng: rng,
+		event: queue{groups: make([]group, rng.Len())},
+		proc:  queue{groups: make([]group, rng.Len())}}
+}
+
+// SetCurrentKey sets the key (copied) that Register and Delete apply to.
+func (s *Service) SetCurrentKey(key []byte, kg int) {
+	if !s.rng.Contains(kg) {
+		panic(fmt.Sprintf("timers: key group %d outside range %v", kg, s.rng))
+	}
+	s.key = append(s.key[:0], key...)
+	s.kg, s.hasKey = kg, true
+}
+
+// SetCurrentNamespace sets the namespace (copied); empty is none.
+func (s *Service) SetCurrentNamespace(ns []byte) { s.ns = append(s.ns[:0], ns...) }
+
+// RegisterEventTime registers an event-time timer for the current key and
+// namespace; registering the same (key, namespace, ts) twice keeps one.
+func (s *Service) RegisterEventTime(ts int64) { s.register(&s.event, ts) }
+
+// DeleteEventTime deletes an event-time timer of the current key and namespace.
+func (s *Service) DeleteEventTime(ts int64) { s.delete(&s.event, ts) }
+
+// RegisterProcessingTime registers a processing-time timer.
+func (s *Service) RegisterProcessingTime(ts int64) { s.register(&s.proc, ts) }
+
+// DeleteProcessingTime deletes a processing-time timer.
+func (s *Service) DeleteProcessingTime(ts int64) { s.delete(&s.proc, ts) }
+
+func (s *Service) id(ts int64, key, ns []byte) []byte {
+	b := binary.BigEndian.AppendUint64(s.idbuf[:0], uint64(ts))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	s.idbuf = append(b, ns...)
+	return s.idbuf
+}
+
+func (s *Service) register(q *queue, ts int64) {
+	if !s.hasKey {
+		panic("timers: timer registered with no current key")
+	}
+	s.add(q, Timer{Timestamp: ts, KeyGroup: s.kg, Key: s.key, Namespace: s.ns})
+}
+
+func (s *Service) add(q *queue, t Timer) {
+	id := s.id(t.Timestamp, t.Key, t.Namespace)
+	g := &q.groups[t.KeyGroup-s.rng.Start]
+	if _, ok := g.m[string(id)]; ok {
+		return
+	}
+	g = s.own(q, t.KeyGroup)
+	it := &item{Timer: Timer{Timestamp: t.Timestamp, KeyGroup: t.KeyGroup,
+		Key: bytes.Clone(t.Key), Namespace: bytes.Clone(t.Namespace)}, id: string(id)}
+	if it.Key == nil {
+		it.Key = []byte{}
+	}
+	g.m[it.id] = it
+	heap.Push(&q.h, it)
+}
+
+func (s *Service) delete(q *queue, ts int64) {
+	if !s.hasKey {
+		panic("timers: timer deleted with no current key")
+	}
+	id := s.id(ts, s.key, s.ns)
+	it, ok := q.groups[s.kg-s.rng.Start].m[string(id)]
+	if !ok {
+		return
+	}
+	delete(s.own(q, s.kg).m, it.id)
+	heap.Remove(&q.h, it.idx)
+}
+
+// own returns key group kg's map, cloning it if a snapshot shares it.
+func (s *Service) own(q *queue, kg int) *group {
+	g := &q.groups[kg-s.rng.Start]
+	if g.ver != s.snapVer {
+		g.m = maps.Clone(g.m)
+		g.ver = s.snapVer
+	}
+	if g.m == nil {
+		g.m = map[string]*item{}
+	}
+	return g
+}
+
+// pop removes and returns the earliest timer if it is due at t.
+func (s *Service) pop(q *queue, t int64) (Timer, bool) {
+	if len(q.h) == 0 || q.h[0].Timestamp > t {
+		return Timer{}, false
+	}
+	it := heap.Pop(&q.h).(*item)
+	delete(s.own(q, it.KeyGroup).m, it.id)
+	return it.Timer, true
+}
+
+// AdvanceWatermark fires, in timestamp order, every event-time timer with
+// timestamp <= wm, including timers that fire registers at or below wm.
+func (s *Service) AdvanceWatermark(wm int64, fire func(Timer)) {
+	for {
+		t, ok := s.pop(&s.event, wm)
+		if !ok {
+			return
+		}
+		fire(t)
+	}
+}
+
+// NextProcessingTime returns the earliest processing-time timer.
+func (s *Service) NextProcessingTime() (int64, bool) {
+	if len(s.proc.h) == 0 {
+		return 0, false
+	}
+	return s.proc.h[0].Timestamp, true
+}
+
+// FireProcessingTime fires every processing-time timer with timestamp <= now.
+func (s *Service) FireProcessingTime(now int64, fire func(Timer)) {
+	for {
+		t, ok := s.pop(&s.proc, now)
+		if !ok {
+			return
+		}
+		fire(t)
+	}
+}
+
+// Len returns the number of event-time and processing-time timers.
+func (s *Service) Len() (event, processing int) { return len(s.event.h), len(s.proc.h) }
+
+// Snapshot freezes the timers and returns the two snapshot sources (event
+// time, processing time), which may be written from another goroutine.
+func (s *Service) Snapshot() []snapshot.Source {
+	s.snapVer++
+	return []snapshot.Source{
+		frozen(snapshot.StateMeta{Name: EventTimeState, Kind: snapshot.KindEventTimers}, s.rng, &s.event),
+		frozen(snapshot.StateMeta{Name: ProcessingTimeState, Kind: snapshot.KindProcTimers}, s.rng, &s.proc),
+	}
+}
+
+type source struct {
+	meta  snapshot.StateMeta
+	start int
+	maps  []map[string]*item
+}
+
+func frozen(meta snapshot.StateMeta, rng keygroup.Range, q *queue) snapshot.Source {
+	ms := make([]map[string]*item, len(q.groups))
+	for i, g := range q.groups {
+		ms[i] = g.m
+	}
+	return &source{meta: meta, start: rng.Start, maps: ms}
+}
+
+func (src *source) Meta() snapshot.StateMeta { return src.meta }
+
+func (src *source) KeyGroup(kg int, add func(snapshot.Entry) error) error {
+	i := kg - src.start
+	if i < 0 || i >= len(src.maps) {
+		return nil
+	}
+	var v [8]byte
+	for _, it := range src.maps[i] {
+		binary.BigEndian.PutUint64(v[:], uint64(it.Timestamp))
+		if err := add(snapshot.Entry{Key: it.Key, Namespace: it.Namespace, Value: v[:]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Restore adds the timers of this service's key groups from a canonical
+// snapshot; keyed state entries are skipped.
+func (s *Service) Restore(r *snapshot.Reader) error {
+	states := r.States()
+	for _, kg := range r.KeyGroups() {
+		if !s.rng.Contains(kg) {
+			continue
+		}
+		err := r.ReadKeyGroup(kg, func(e snapshot.Entry) error {
+			var q *queue
+			switch states[e.State].Kind {
+			case snapshot.KindEventTimers:
+				q = &s.event
+			case snapshot.KindProcTimers:
+				q = &s.proc
+			default:
+				return nil
+			}
+			if len(e.Value) != 8 {
+				return fmt.Errorf("timers: key group %d: timer value of %d bytes, want 8", kg, len(e.Value))
+			}
+			s.add(q, Timer{Timestamp: int64(binary.BigEndian.Uint64(e.Value)), KeyGroup: kg, Key: e.Key, Namespace: e.Namespace})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// itemHeap orders timers by timestamp, then key group, key and namespace, so
+// firing order is deterministic.
+type itemHeap []*item
+
+func (h itemHeap) Len() int { return len(h) }
+func (h itemHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.Timestamp != b.Timestamp {
+		return a.Timestamp < b.Timestamp
+	}
+	if a.KeyGroup != b.KeyGroup {
+		return a.KeyGroup < b.KeyGroup
+	}
+	return a.id < b.id
+}
+func (h itemHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *itemHeap) Push(x any) {
+	it := x.(*item)
+	it.idx = len(*h)
+	*h = append(*h, it)
+}
+func (h *itemHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return it
+}

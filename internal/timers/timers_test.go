@@ -1,0 +1,247 @@
+package timers
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+func seed(t *testing.T) uint64 {
+	s := uint64(time.Now().UnixNano())
+	if v := os.Getenv("WEIR_SEED"); v != "" {
+		s, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (rerun with WEIR_SEED=%d)", s, s)
+	return s
+}
+
+const maxPar = 16
+
+func kgOf(key string) int { return keygroup.ForHash(keygroup.HashString(key), maxPar) }
+
+func TestDedupDeleteAndOrder(t *testing.T) {
+	s := New(keygroup.Range{Start: 0, End: maxPar - 1})
+	s.SetCurrentKey([]byte("a"), kgOf("a"))
+	s.RegisterEventTime(10)
+	s.RegisterEventTime(10) // deduplicated
+	s.RegisterEventTime(5)
+	s.SetCurrentNamespace([]byte("w"))
+	s.RegisterEventTime(10) // another namespace: another timer
+	s.SetCurrentKey([]byte("b"), kgOf("b"))
+	s.SetCurrentNamespace(nil)
+	s.RegisterEventTime(7)
+	s.RegisterEventTime(30)
+	s.DeleteEventTime(30)
+	s.DeleteEventTime(31) // absent: no-op
+	s.RegisterProcessingTime(100)
+	if ev, pr := s.Len(); ev != 4 || pr != 1 {
+		t.Fatalf("Len = %d, %d", ev, pr)
+	}
+	var got []string
+	s.AdvanceWatermark(10, func(tm Timer) {
+		got = append(got, fmt.Sprintf("%d %s/%s", tm.Timestamp, tm.Key, tm.Namespace))
+		if tm.Timestamp == 5 {
+			s.SetCurrentKey(tm.Key, tm.KeyGroup)
+			s.RegisterEventTime(8) // registered while firing, due: fires in this call
+		}
+	})
+	want := []string{"5 a/", "7 b/", "8 a/"}
+	if !slices.Equal(got[:3], want) || len(got) != 5 {
+		t.Fatalf("fired %v", got)
+	}
+	if ts, ok := s.NextProcessingTime(); !ok || ts != 100 {
+		t.Fatalf("NextProcessingTime = %d, %v", ts, ok)
+	}
+	s.FireProcessingTime(99, func(Timer) { t.Fatal("fired early") })
+	n := 0
+	s.FireProcessingTime(100, func(Timer) { n++ })
+	if _, ok := s.NextProcessingTime(); ok || n != 1 {
+		t.Fatalf("processing timers left, fired %d", n)
+	}
+}
+
+type ref map[string]bool // "domain|ts|key|ns"
+
+// TestAgainstReference drives the service and a plain set with the same
+// random operations (including snapshots interleaved with writes) and
+// compares what fires.
+func TestAgainstReference(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(seed(t), 1))
+	s := New(keygroup.Range{Start: 0, End: maxPar - 1})
+	model := ref{}
+	var snaps [][]snapshot.Source
+	var snapModels []ref
+	wm, now := int64(0), int64(0)
+	for step := range 20000 {
+		key := fmt.Sprint("k", rnd.IntN(30))
+		ns := []string{"", "n"}[rnd.IntN(2)]
+		ts := wm + rnd.Int64N(50)
+		s.SetCurrentKey([]byte(key), kgOf(key))
+		s.SetCurrentNamespace([]byte(ns))
+		id := fmt.Sprintf("%d|%s|%s", ts, key, ns)
+		switch rnd.IntN(7) {
+		case 0, 1:
+			s.RegisterEventTime(ts)
+			model["e|"+id] = true
+		case 2:
+			s.DeleteEventTime(ts)
+			delete(model, "e|"+id)
+		case 3:
+			s.RegisterProcessingTime(now + ts - wm)
+			model[fmt.Sprintf("p|%d|%s|%s", now+ts-wm, key, ns)] = true
+		case 4:
+			wm += rnd.Int64N(20)
+			var prev int64 = -1 << 62
+			s.AdvanceWatermark(wm, func(tm Timer) {
+				k := fmt.Sprintf("e|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace)
+				if !model[k] || tm.Timestamp > wm || tm.Timestamp < prev {
+					t.Fatalf("step %d: fired %s at watermark %d (prev %d), model has it: %v", step, k, wm, prev, model[k])
+				}
+				prev = tm.Timestamp
+				delete(model, k)
+			})
+		case 5:
+			now += rnd.Int64N(20)
+			s.FireProcessingTime(now, func(tm Timer) {
+				k := fmt.Sprintf("p|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace)
+				if !model[k] {
+					t.Fatalf("step %d: fired %s, not in model", step, k)
+				}
+				delete(model, k)
+			})
+		case 6:
+			if rnd.IntN(50) == 0 {
+				snaps = append(snaps, s.Snapshot())
+				snapModels = append(snapModels, cloneRef(model))
+			}
+		}
+	}
+	// Every snapshot, written after all those later changes, holds exactly its model.
+	for i, srcs := range snaps {
+		got := readTimers(t, srcs, keygroup.Range{Start: 0, End: maxPar - 1})
+		if !equalSets(got, snapModels[i]) {
+			t.Fatalf("snapshot %d: %d timers, model %d", i, len(got), len(snapModels[i]))
+		}
+	}
+	ev, pr := s.Len()
+	if ev+pr != len(model) {
+		t.Fatalf("service has %d timers, model %d", ev+pr, len(model))
+	}
+}
+
+func cloneRef(m ref) ref {
+	c := ref{}
+	for k := range m {
+		c[k] = true
+	}
+	return c
+}
+
+func equalSets(a, b ref) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// readTimers writes the sources to a canonical snapshot, restores it into a
+// fresh service and fires everything.
+func readTimers(t *testing.T, srcs []snapshot.Source, rng keygroup.Range) ref {
+	var buf bytes.Buffer
+	n, err := snapshot.Write(&buf, snapshot.Header{MaxParallelism: maxPar, Range: rng}, srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := snapshot.Open(bytes.NewReader(buf.Bytes()), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fireAll(t, []*snapshot.Reader{r}, rng)
+}
+
+func fireAll(t *testing.T, rs []*snapshot.Reader, rng keygroup.Range) ref {
+	s := New(rng)
+	for _, r := range rs {
+		if err := s.Restore(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := ref{}
+	s.AdvanceWatermark(1<<62, func(tm Timer) {
+		if !rng.Contains(tm.KeyGroup) || kgOf(string(tm.Key)) != tm.KeyGroup {
+			t.Fatalf("timer of key %s in key group %d, restored into %v", tm.Key, tm.KeyGroup, rng)
+		}
+		out[fmt.Sprintf("e|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace)] = true
+	})
+	s.FireProcessingTime(1<<62, func(tm Timer) {
+		out[fmt.Sprintf("p|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace)] = true
+	})
+	return out
+}
+
+// TestRescale registers timers on 3 subtasks, snapshots them and restores
+// at parallelism 1 to 4 from all snapshots: together the new subtasks hold
+// exactly the old timers, each in the subtask owning its key group.
+func TestRescale(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(seed(t), 2))
+	const oldPar = 3
+	var olds []*Service
+	for i := range oldPar {
+		olds = append(olds, New(keygroup.RangeFor(i, oldPar, maxPar)))
+	}
+	model := ref{}
+	for range 3000 {
+		key := fmt.Sprint("key", rnd.IntN(500))
+		kg := kgOf(key)
+		s := olds[keygroup.OperatorIndex(kg, oldPar, maxPar)]
+		s.SetCurrentKey([]byte(key), kg)
+		ts := rnd.Int64N(1000)
+		if rnd.IntN(2) == 0 {
+			s.RegisterEventTime(ts)
+			model[fmt.Sprintf("e|%d|%s|", ts, key)] = true
+		} else {
+			s.RegisterProcessingTime(ts)
+			model[fmt.Sprintf("p|%d|%s|", ts, key)] = true
+		}
+	}
+	var readers []*snapshot.Reader
+	for i, s := range olds {
+		var buf bytes.Buffer
+		n, err := snapshot.Write(&buf, snapshot.Header{MaxParallelism: maxPar, Range: keygroup.RangeFor(i, oldPar, maxPar)}, s.Snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := snapshot.Open(bytes.NewReader(buf.Bytes()), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+	}
+	for p := 1; p <= 4; p++ {
+		all := ref{}
+		for i := range p {
+			for k := range fireAll(t, readers, keygroup.RangeFor(i, p, maxPar)) {
+				if all[k] {
+					t.Fatalf("parallelism %d: timer %s restored twice", p, k)
+				}
+				all[k] = true
+			}
+		}
+		if !equalSets(all, model) {
+			t.Fatalf("parallelism %d: %d timers restored, want %d", p, len(all), len(model))
+		}
+	}
+}

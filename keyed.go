@@ -1,0 +1,338 @@
+package weir
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend"
+	"github.com/weirhq/weir/internal/timers"
+	"github.com/weirhq/weir/state"
+)
+
+// TimeDomain says which clock fired a timer.
+type TimeDomain int
+
+const (
+	// EventTime timers fire when the watermark passes them.
+	EventTime TimeDomain = iota
+	// ProcessingTime timers fire when the processing-time clock passes them.
+	ProcessingTime
+)
+
+// TimerService registers timers for the current key. Timers are deduplicated
+// per key and time, and stored per key group with the keyed state.
+type TimerService interface {
+	CurrentProcessingTime() int64
+	// CurrentWatermark is the operator's event time (math.MinInt64 at first).
+	CurrentWatermark() int64
+	RegisterEventTimeTimer(ts int64)
+	DeleteEventTimeTimer(ts int64)
+	RegisterProcessingTimeTimer(ts int64)
+	DeleteProcessingTimeTimer(ts int64)
+}
+
+// KeyedContext is the context of an element or timer of a keyed stream.
+type KeyedContext[K comparable] interface {
+	Context
+	// CurrentKey is the key of the element or timer being processed.
+	CurrentKey() K
+	TimerService() TimerService
+	// State is the keyed state store; state handles read the current key.
+	State() state.KeyedStore
+}
+
+// OnTimerContext is the context of a firing timer.
+type OnTimerContext[K comparable] interface {
+	KeyedContext[K]
+	TimeDomain() TimeDomain
+}
+
+// KeyedProcessFunction processes the elements of a keyed stream with keyed
+// state and timers. Declare state in Open (see KeyedOpener) or lazily; state
+// handles and timers always apply to the current key.
+type KeyedProcessFunction[K comparable, T, U any] interface {
+	ProcessElement(ctx KeyedContext[K], v T, out Collector[U]) error
+}
+
+// TimerFunction is implemented by keyed process functions that handle timers.
+type TimerFunction[K comparable, U any] interface {
+	OnTimer(ctx OnTimerContext[K], ts int64, out Collector[U]) error
+}
+
+// KeyedRuntimeContext is what Open of a function on a keyed stream gets: the
+// runtime context plus the keyed state store.
+type KeyedRuntimeContext interface {
+	RuntimeContext
+	State() state.KeyedStore
+}
+
+// KeyedOpener is implemented by functions on keyed streams that declare
+// state before the first element.
+type KeyedOpener interface {
+	Open(ctx KeyedRuntimeContext) error
+}
+
+// keyedCore is the keyed half of a keyed operator: it turns a key into its
+// bytes and key group, points the state backend at it, and owns the timers.
+type keyedCore[K comparable] struct {
+	ctx      *operator.Context
+	keyCodec codec.Codec[K]
+	hash     func(K) uint32
+	maxP     int
+	backend  statebackend.Keyed
+	timers   *timers.Service
+	keyBuf   []byte
+	kg       int
+	current  K
+	wm       int64
+	// timerKey is true when the timer service points at the current key.
+	timerKey bool
+}
+
+func newKeyedCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*keyedCore[K], error) {
+	rng := keygroup.RangeFor(ctx.Subtask, ctx.Parallelism, ctx.MaxParallelism)
+	b, err := statebackend.New(statebackend.Config{
+		Kind: ctx.State.Backend, Dir: ctx.State.Dir, MaxParallelism: ctx.MaxParallelism, Range: rng, Clock: ctx.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the keyed state backend: %w", err)
+	}
+	return &keyedCore[K]{ctx: ctx, keyCodec: keyCodec, hash: keyHasher[K](), maxP: ctx.MaxParallelism,
+		backend: b, timers: timers.New(rng), wm: math.MinInt64}, nil
+}
+
+// setKey makes k the current key of state and timers.
+func (c *keyedCore[K]) setKey(k K) {
+	c.current = k
+	c.keyBuf = c.keyCodec.AppendEncode(c.keyBuf[:0], k)
+	c.kg = keygroup.ForHash(c.hash(k), c.maxP)
+	c.backend.SetCurrentKey(c.keyBuf, c.kg)
+	c.timerKey = false
+}
+
+// setKeyBytes makes the key whose encoding is b current (for timers).
+func (c *keyedCore[K]) setKeyBytes(b []byte) {
+	k, _, err := c.keyCodec.Decode(b)
+	if err != nil {
+		operator.Fail(fmt.Errorf("decoding the key of a timer: %w", err))
+	}
+	c.setKey(k)
+}
+
+func (c *keyedCore[K]) pointTimers() {
+	if !c.timerKey {
+		c.timers.SetCurrentKey(c.keyBuf, c.kg)
+		c.timerKey = true
+	}
+}
+
+func (c *keyedCore[K]) CurrentProcessingTime() int64 { return c.ctx.Clock.NowMillis() }
+func (c *keyedCore[K]) CurrentWatermark() int64      { return c.wm }
+func (c *keyedCore[K]) RegisterEventTimeTimer(ts int64) {
+	c.pointTimers()
+	c.timers.RegisterEventTime(ts)
+}
+func (c *keyedCore[K]) DeleteEventTimeTimer(ts int64) {
+	c.pointTimers()
+	c.timers.DeleteEventTime(ts)
+}
+func (c *keyedCore[K]) RegisterProcessingTimeTimer(ts int64) {
+	c.pointTimers()
+	c.timers.RegisterProcessingTime(ts)
+	c.armProcessingTime()
+}
+func (c *keyedCore[K]) DeleteProcessingTimeTimer(ts int64) {
+	c.pointTimers()
+	c.timers.DeleteProcessingTime(ts)
+	c.armProcessingTime()
+}
+
+// armProcessingTime asks the task to wake the operator for the earliest
+// processing-time timer.
+func (c *keyedCore[K]) armProcessingTime() {
+	if t, ok := c.timers.NextProcessingTime(); ok {
+		c.ctx.WakeAt(t)
+	} else {
+		c.ctx.WakeAt(operator.NoWakeUp)
+	}
+}
+
+func (c *keyedCore[K]) close() error { return c.backend.Close() }
+
+// keyedRuntimeContext is the KeyedRuntimeContext of a keyed operator.
+type keyedRuntimeContext struct {
+	runtimeContext
+	store state.KeyedStore
+}
+
+func (k keyedRuntimeContext) State() state.KeyedStore { return k.store }
+
+// keyedProcessContext implements KeyedContext and OnTimerContext.
+type keyedProcessContext[K comparable] struct {
+	keyedRuntimeContext
+	core   *keyedCore[K]
+	ts     int64
+	domain TimeDomain
+}
+
+func (p *keyedProcessContext[K]) Timestamp() int64           { return p.ts }
+func (p *keyedProcessContext[K]) CurrentKey() K              { return p.core.current }
+func (p *keyedProcessContext[K]) TimerService() TimerService { return p.core }
+func (p *keyedProcessContext[K]) TimeDomain() TimeDomain     { return p.domain }
+
+// keyedProcessOp runs a KeyedProcessFunction.
+type keyedProcessOp[K comparable, T, U any] struct {
+	fn       KeyedProcessFunction[K, T, U]
+	onTimer  TimerFunction[K, U]
+	key      func(T) K
+	keyCodec codec.Codec[K]
+	core     *keyedCore[K]
+	col      collector[U]
+	pctx     keyedProcessContext[K]
+	fire     func(timers.Timer)
+}
+
+func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
+	core, err := newKeyedCore(ctx, o.keyCodec)
+	if err != nil {
+		return err
+	}
+	o.core = core
+	o.pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.backend}, core: core}
+	o.onTimer, _ = o.fn.(TimerFunction[K, U])
+	o.fire = o.fireTimer
+	if op, ok := o.fn.(KeyedOpener); ok {
+		return op.Open(o.pctx.keyedRuntimeContext)
+	}
+	if op, ok := o.fn.(Opener); ok {
+		return op.Open(o.pctx.keyedRuntimeContext)
+	}
+	return nil
+}
+
+func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
+	o.col.ctx.Enter()
+	o.core.setKey(o.key(v))
+	o.col.ts, o.pctx.ts = ts, ts
+	if err := o.fn.ProcessElement(&o.pctx, v, &o.col); err != nil {
+		operator.Fail(err)
+	}
+}
+
+// ProcessWatermark fires the event-time timers the watermark passed, in time
+// order, then forwards the watermark: output caused by a watermark goes first.
+func (o *keyedProcessOp[K, T, U]) ProcessWatermark(wm int64) {
+	o.col.ctx.Enter()
+	o.core.wm = wm
+	o.pctx.domain = EventTime
+	o.core.timers.AdvanceWatermark(wm, o.fire)
+	o.col.out.ProcessWatermark(wm)
+}
+
+func (o *keyedProcessOp[K, T, U]) OnProcessingTime(now int64) {
+	o.pctx.domain = ProcessingTime
+	o.core.timers.FireProcessingTime(now, o.fire)
+	o.core.armProcessingTime()
+}
+
+func (o *keyedProcessOp[K, T, U]) fireTimer(t timers.Timer) {
+	o.core.setKeyBytes(t.Key)
+	if o.onTimer == nil {
+		return
+	}
+	o.col.ts, o.pctx.ts = t.Timestamp, t.Timestamp
+	if o.pctx.domain == ProcessingTime {
+		o.col.ts, o.pctx.ts = NoTimestamp, NoTimestamp
+	}
+	if err := o.onTimer.OnTimer(&o.pctx, t.Timestamp, &o.col); err != nil {
+		operator.Fail(err)
+	}
+	o.col.ctx.Enter()
+}
+
+func (o *keyedProcessOp[K, T, U]) Finish() error {
+	if f, ok := o.fn.(Finisher[U]); ok {
+		o.col.ts = NoTimestamp
+		return f.Finish(&o.col)
+	}
+	return nil
+}
+
+func (o *keyedProcessOp[K, T, U]) Close() error {
+	var err error
+	if c, ok := o.fn.(Closer); ok {
+		err = c.Close()
+	}
+	if o.core != nil {
+		if cerr := o.core.close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// ProcessKeyed runs a keyed process function over a keyed stream: per-key
+// state, and event-time and processing-time timers (handled if fn implements
+// TimerFunction).
+func ProcessKeyed[K comparable, T, U any](ks KeyedStream[K, T], fn KeyedProcessFunction[K, T, U]) DataStream[U] {
+	keyCodec, codecErr := ks.keyCodec, ks.codecErr
+	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		if keyCodec == nil {
+			return operator.Instance{}, fmt.Errorf("keyed state needs a codec for the key type: %w (use KeyByWithCodec)", codecErr)
+		}
+		op := &keyedProcessOp[K, T, U]{fn: instanceOf(fn), key: ks.key, keyCodec: keyCodec, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+	})
+	return newStream[U](ks.env, addNode[U](ks.env, "KeyedProcess", fac, false, ks.ends))
+}
+
+// KeyedProcessFunc adapts a function to KeyedProcessFunction.
+type KeyedProcessFunc[K comparable, T, U any] func(ctx KeyedContext[K], v T, out Collector[U]) error
+
+// ProcessElement implements KeyedProcessFunction.
+func (f KeyedProcessFunc[K, T, U]) ProcessElement(ctx KeyedContext[K], v T, out Collector[U]) error {
+	return f(ctx, v, out)
+}
+
+// RichFunction is a map or flat-map function on a keyed stream that declares
+// keyed state in Open; state handles read the current key.
+type RichFunction interface {
+	Open(ctx KeyedRuntimeContext) error
+}
+
+// MapWithState applies f to every element of a keyed stream; f may use the
+// keyed state declared by open (run once per subtask before the first element).
+func MapWithState[K comparable, T, U any](ks KeyedStream[K, T], open func(ctx KeyedRuntimeContext) error, f func(ctx KeyedContext[K], v T) (U, error)) DataStream[U] {
+	return ProcessKeyed[K, T, U](ks, &richAdapter[K, T, U]{open: open, fn: func(ctx KeyedContext[K], v T, out Collector[U]) error {
+		u, err := f(ctx, v)
+		if err == nil {
+			out.Collect(u)
+		}
+		return err
+	}}).Name("Map")
+}
+
+// FlatMapWithState calls f for every element of a keyed stream; f may use the
+// keyed state declared by open and emit any number of elements.
+func FlatMapWithState[K comparable, T, U any](ks KeyedStream[K, T], open func(ctx KeyedRuntimeContext) error, f func(ctx KeyedContext[K], v T, out Collector[U]) error) DataStream[U] {
+	return ProcessKeyed[K, T, U](ks, &richAdapter[K, T, U]{open: open, fn: f}).Name("FlatMap")
+}
+
+type richAdapter[K comparable, T, U any] struct {
+	open func(KeyedRuntimeContext) error
+	fn   func(KeyedContext[K], T, Collector[U]) error
+}
+
+func (r *richAdapter[K, T, U]) Open(ctx KeyedRuntimeContext) error {
+	if r.open == nil {
+		return nil
+	}
+	return r.open(ctx)
+}
+
+func (r *richAdapter[K, T, U]) ProcessElement(ctx KeyedContext[K], v T, out Collector[U]) error {
+	return r.fn(ctx, v, out)
+}

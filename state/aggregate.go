@@ -1,0 +1,93 @@
+package state
+
+import (
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+// cell is the single stored accumulator under reducing and aggregating states.
+type cell[V any] interface {
+	Value() (V, bool)
+	// valueForUpdate is Value for a read-modify-write: the returned value
+	// is not shared with a snapshot, so Reduce/Add may mutate it.
+	valueForUpdate() (V, bool)
+	Update(V)
+	Clear()
+}
+
+// GetReducingState returns the reducing state described by d.
+func GetReducingState[V any](s KeyedStore, d ReducingDescriptor[V]) ReducingState[V] {
+	meta := stateMeta(d.Name, snapshot.KindReducing, d.TTL)
+	need(d.Codec != nil, d.Name, "Codec")
+	need(d.Reduce != nil, d.Name, "Reduce function")
+	return register(s, meta, func(b Backend) (ReducingState[V], error) {
+		var c cell[V]
+		if b.Heap != nil {
+			hc, err := newHeapCell(b.Heap, meta, d.Codec, codecClone(d.Codec))
+			if err != nil {
+				return nil, err
+			}
+			c = hc
+		} else {
+			c = &kvCell[V]{t: b.KV, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}
+		}
+		return &reducing[V]{c: c, reduce: d.Reduce}, nil
+	})
+}
+
+type reducing[V any] struct {
+	c      cell[V]
+	reduce func(a, b V) V
+}
+
+func (r *reducing[V]) Get() (V, bool) { return r.c.Value() }
+func (r *reducing[V]) Clear()         { r.c.Clear() }
+func (r *reducing[V]) Add(v V) {
+	if old, ok := r.c.valueForUpdate(); ok {
+		v = r.reduce(old, v)
+	}
+	r.c.Update(v)
+}
+
+// GetAggregatingState returns the aggregating state described by d.
+func GetAggregatingState[IN, ACC, OUT any](s KeyedStore, d AggregatingDescriptor[IN, ACC, OUT]) AggregatingState[IN, OUT] {
+	meta := stateMeta(d.Name, snapshot.KindAggregating, d.TTL)
+	need(d.AccCodec != nil, d.Name, "AccCodec")
+	need(d.Create != nil && d.Add != nil && d.Result != nil, d.Name, "Create, Add and Result functions")
+	return register(s, meta, func(b Backend) (AggregatingState[IN, OUT], error) {
+		var c cell[ACC]
+		if b.Heap != nil {
+			hc, err := newHeapCell(b.Heap, meta, d.AccCodec, codecClone(d.AccCodec))
+			if err != nil {
+				return nil, err
+			}
+			c = hc
+		} else {
+			c = &kvCell[ACC]{t: b.KV, meta: meta, codec: d.AccCodec, ttl: newTTL(meta, b.Now)}
+		}
+		return &aggregating[IN, ACC, OUT]{c: c, d: d}, nil
+	})
+}
+
+type aggregating[IN, ACC, OUT any] struct {
+	c cell[ACC]
+	d AggregatingDescriptor[IN, ACC, OUT]
+}
+
+func (a *aggregating[IN, ACC, OUT]) Get() (OUT, bool) {
+	acc, ok := a.c.Value()
+	if !ok {
+		var zero OUT
+		return zero, false
+	}
+	return a.d.Result(acc), true
+}
+
+func (a *aggregating[IN, ACC, OUT]) Clear() { a.c.Clear() }
+
+func (a *aggregating[IN, ACC, OUT]) Add(in IN) {
+	acc, ok := a.c.valueForUpdate()
+	if !ok {
+		acc = a.d.Create()
+	}
+	a.c.Update(a.d.Add(acc, in))
+}

@@ -1,0 +1,90 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+// TTLUpdate says which accesses refresh an entry's TTL.
+type TTLUpdate uint8
+
+const (
+	// OnCreateAndWrite refreshes the TTL when the entry is written.
+	OnCreateAndWrite TTLUpdate = TTLUpdate(snapshot.TTLOnCreateAndWrite)
+	// OnReadAndWrite also refreshes it when the entry is read.
+	OnReadAndWrite TTLUpdate = TTLUpdate(snapshot.TTLOnReadAndWrite)
+)
+
+// TTLConfig makes state entries expire TTL after their last update.
+// Expired entries are never returned.
+type TTLConfig struct {
+	TTL    time.Duration // at least one millisecond
+	Update TTLUpdate
+}
+
+// ValueDescriptor declares a ValueState.
+type ValueDescriptor[V any] struct {
+	Name  string
+	Codec codec.Codec[V]
+	TTL   *TTLConfig
+}
+
+// ListDescriptor declares a ListState.
+type ListDescriptor[V any] struct {
+	Name  string
+	Codec codec.Codec[V]
+	TTL   *TTLConfig
+}
+
+// MapDescriptor declares a MapState.
+type MapDescriptor[UK comparable, UV any] struct {
+	Name         string
+	UserKeyCodec codec.Codec[UK]
+	ValueCodec   codec.Codec[UV]
+	TTL          *TTLConfig
+}
+
+// ReducingDescriptor declares a ReducingState.
+type ReducingDescriptor[V any] struct {
+	Name   string
+	Codec  codec.Codec[V]
+	Reduce func(a, b V) V
+	TTL    *TTLConfig
+}
+
+// AggregatingDescriptor declares an AggregatingState.
+type AggregatingDescriptor[IN, ACC, OUT any] struct {
+	Name     string
+	AccCodec codec.Codec[ACC]
+	Create   func() ACC
+	Add      func(acc ACC, in IN) ACC
+	Result   func(acc ACC) OUT
+	TTL      *TTLConfig
+}
+
+func stateMeta(name string, kind snapshot.Kind, ttl *TTLConfig) snapshot.StateMeta {
+	if name == "" {
+		panic(fmt.Sprintf("state: %s state descriptor without a name", kind))
+	}
+	m := snapshot.StateMeta{Name: name, Kind: kind}
+	if ttl != nil {
+		if ttl.TTL < time.Millisecond {
+			panic(fmt.Sprintf("state %q: TTL %v is below one millisecond", name, ttl.TTL))
+		}
+		if ttl.Update != OnCreateAndWrite && ttl.Update != OnReadAndWrite {
+			panic(fmt.Sprintf("state %q: unknown TTL update mode %d", name, ttl.Update))
+		}
+		m.TTLMillis = ttl.TTL.Milliseconds()
+		m.TTLUpdate = snapshot.TTLUpdate(ttl.Update)
+	}
+	return m
+}
+
+func need(ok bool, name, what string) {
+	if !ok {
+		panic(fmt.Sprintf("state %q: descriptor has no %s", name, what))
+	}
+}

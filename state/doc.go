@@ -1,0 +1,33 @@
+// Package state owns the user-facing state API: descriptors, the typed state
+// handles (Value, List, Map, Reducing, Aggregating), TTL, operator (non-keyed)
+// list state with its redistribution on rescale, and broadcast state.
+//
+// # Keyed state
+//
+// The task runtime gives each keyed operator subtask one KeyedStore (a state
+// backend from internal/statebackend). Before each record (or timer) it sets
+// the current key, its key group and, for windows, the current namespace;
+// handles created once in Open read the current key at each call. The
+// Get*State functions return the same handle for the same name; a name reused
+// with another kind or type panics with a message naming the state.
+//
+// Handles returned by the heap backend hand out the stored value itself:
+// treat values read from state as read-only, and write changes back with
+// Update/Put/Add. Reduce and Add functions may mutate their first argument:
+// copy-on-write snapshots clone accumulators through their codec.
+//
+// # Errors
+//
+// State calls do not return errors, so user functions stay plain. A backend
+// I/O failure (for example a Pebble read error) panics with a *BackendError;
+// the task runtime recovers it and fails the task with it as the cause, which
+// restarts the job from its last checkpoint. A panic of any other type from
+// state is a programmer error (wrong descriptor, no current key).
+//
+// # TTL
+//
+// A descriptor's TTLConfig makes entries expire TTL after their last write (or
+// read, with OnReadAndWrite), measured in processing time from the backend's
+// clock. Expired values are never returned; they are removed when accessed and
+// left out of snapshots. List elements and map entries expire individually.
+package state

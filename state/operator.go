@@ -1,0 +1,222 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+// OperatorStore holds the non-keyed state of one operator subtask: list
+// state (for example a source's partition offsets), union list state and
+// broadcast state. It lives in memory; operator state is expected to be
+// small, so Snapshot encodes it synchronously. Owned by the task goroutine.
+type OperatorStore struct {
+	states   map[string]operatorState
+	restored map[string]snapshot.OperatorState // restored, not registered yet
+}
+
+type operatorState interface {
+	snapshot() (snapshot.OperatorState, error)
+}
+
+// NewOperatorStore returns an empty store.
+func NewOperatorStore() *OperatorStore {
+	return &OperatorStore{states: map[string]operatorState{}, restored: map[string]snapshot.OperatorState{}}
+}
+
+// Restore loads this subtask's share of the state, as computed by
+// snapshot.RedistributeOperator. Call it before the states are registered.
+func (s *OperatorStore) Restore(snap snapshot.OperatorSnapshot) {
+	for _, st := range snap.States {
+		s.restored[st.Name] = st
+	}
+}
+
+// Snapshot encodes every state, including restored states no one has
+// registered (so they survive a job version that does not use them).
+func (s *OperatorStore) Snapshot() (snapshot.OperatorSnapshot, error) {
+	var out snapshot.OperatorSnapshot
+	for _, name := range slices.Sorted(maps.Keys(s.states)) {
+		st, err := s.states[name].snapshot()
+		if err != nil {
+			return out, err
+		}
+		out.States = append(out.States, st)
+	}
+	for name, st := range s.restored {
+		if _, ok := s.states[name]; !ok {
+			out.States = append(out.States, st)
+		}
+	}
+	sort.Slice(out.States, func(i, j int) bool { return out.States[i].Name < out.States[j].Name })
+	return out, nil
+}
+
+func registerOperator[H operatorState](s *OperatorStore, name string, kind snapshot.Kind, create func(restored [][]byte) (H, error)) H {
+	if name == "" {
+		panic(fmt.Sprintf("state: %s state descriptor without a name", kind))
+	}
+	if h, ok := s.states[name]; ok {
+		typed, ok := h.(H)
+		if !ok {
+			panic(fmt.Sprintf("operator state %q is registered as %T, requested as %T", name, h, *new(H)))
+		}
+		return typed
+	}
+	var elems [][]byte
+	if r, ok := s.restored[name]; ok {
+		if r.Kind != kind {
+			panic(fmt.Sprintf("operator state %q was restored as %s state, requested as %s state", name, r.Kind, kind))
+		}
+		elems = r.Elements
+	}
+	h, err := create(elems)
+	if err != nil {
+		panic(&BackendError{State: name, Op: "restore", Err: err})
+	}
+	s.states[name] = h
+	delete(s.restored, name)
+	return h
+}
+
+// GetOperatorListState returns a list state whose elements are split evenly
+// over the new subtasks when the job is rescaled (Flink's ListState of
+// CheckpointedFunction). The descriptor's TTL must be nil.
+func GetOperatorListState[V any](s *OperatorStore, d ListDescriptor[V]) ListState[V] {
+	return getOperatorList(s, d, snapshot.KindOperatorList)
+}
+
+// GetUnionListState returns a list state of which every subtask gets all
+// elements of all subtasks when the job is restored.
+func GetUnionListState[V any](s *OperatorStore, d ListDescriptor[V]) ListState[V] {
+	return getOperatorList(s, d, snapshot.KindOperatorUnion)
+}
+
+func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot.Kind) ListState[V] {
+	need(d.Codec != nil, d.Name, "Codec")
+	if d.TTL != nil {
+		panic(fmt.Sprintf("operator state %q: TTL applies to keyed state only", d.Name))
+	}
+	return registerOperator(s, d.Name, kind, func(restored [][]byte) (*operatorList[V], error) {
+		l := &operatorList[V]{name: d.Name, kind: kind, codec: d.Codec}
+		for _, b := range restored {
+			v, _, err := d.Codec.Decode(b)
+			if err != nil {
+				return nil, err
+			}
+			l.elems = append(l.elems, v)
+		}
+		return l, nil
+	})
+}
+
+type operatorList[V any] struct {
+	name  string
+	kind  snapshot.Kind
+	codec codec.Codec[V]
+	elems []V
+}
+
+func (l *operatorList[V]) Get() []V {
+	if len(l.elems) == 0 {
+		return nil
+	}
+	return slices.Clone(l.elems)
+}
+func (l *operatorList[V]) Add(v V)       { l.elems = append(l.elems, v) }
+func (l *operatorList[V]) AddAll(vs []V) { l.elems = append(l.elems, vs...) }
+func (l *operatorList[V]) Update(vs []V) { l.elems = slices.Clone(vs) }
+func (l *operatorList[V]) Clear()        { l.elems = nil }
+func (l *operatorList[V]) snapshot() (snapshot.OperatorState, error) {
+	st := snapshot.OperatorState{Name: l.name, Kind: l.kind}
+	for _, v := range l.elems {
+		st.Elements = append(st.Elements, l.codec.AppendEncode(nil, v))
+	}
+	return st, nil
+}
+
+// BroadcastDescriptor declares a BroadcastState.
+type BroadcastDescriptor[K comparable, V any] struct {
+	Name       string
+	KeyCodec   codec.Codec[K]
+	ValueCodec codec.Codec[V]
+}
+
+// BroadcastState is a map replicated on every subtask of an operator: the
+// broadcast side of a connected stream writes it (identically everywhere),
+// the keyed side reads it. On restore at any parallelism every subtask gets
+// a copy.
+type BroadcastState[K comparable, V any] interface {
+	Get(k K) (V, bool)
+	Put(k K, v V)
+	Remove(k K)
+	Contains(k K) bool
+	All() iter.Seq2[K, V]
+	Clear()
+}
+
+// GetBroadcastState returns the broadcast state described by d.
+func GetBroadcastState[K comparable, V any](s *OperatorStore, d BroadcastDescriptor[K, V]) BroadcastState[K, V] {
+	need(d.KeyCodec != nil, d.Name, "KeyCodec")
+	need(d.ValueCodec != nil, d.Name, "ValueCodec")
+	return registerOperator(s, d.Name, snapshot.KindBroadcast, func(restored [][]byte) (*broadcast[K, V], error) {
+		b := &broadcast[K, V]{d: d, m: map[K]V{}}
+		for _, e := range restored {
+			n, w := binary.Uvarint(e)
+			if w <= 0 || n > uint64(len(e)-w) {
+				return nil, fmt.Errorf("corrupt broadcast entry")
+			}
+			k, _, err := d.KeyCodec.Decode(e[w : w+int(n)])
+			if err != nil {
+				return nil, err
+			}
+			v, _, err := d.ValueCodec.Decode(e[w+int(n):])
+			if err != nil {
+				return nil, err
+			}
+			b.m[k] = v
+		}
+		return b, nil
+	})
+}
+
+type broadcast[K comparable, V any] struct {
+	d BroadcastDescriptor[K, V]
+	m map[K]V
+}
+
+func (b *broadcast[K, V]) Get(k K) (V, bool) { v, ok := b.m[k]; return v, ok }
+func (b *broadcast[K, V]) Put(k K, v V)      { b.m[k] = v }
+func (b *broadcast[K, V]) Remove(k K)        { delete(b.m, k) }
+func (b *broadcast[K, V]) Contains(k K) bool { _, ok := b.m[k]; return ok }
+func (b *broadcast[K, V]) Clear()            { clear(b.m) }
+func (b *broadcast[K, V]) All() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		for k, v := range b.m {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+// snapshot encodes the entries sorted by their bytes, so every subtask's
+// copy encodes identically.
+func (b *broadcast[K, V]) snapshot() (snapshot.OperatorState, error) {
+	st := snapshot.OperatorState{Name: b.d.Name, Kind: snapshot.KindBroadcast}
+	for k, v := range b.m {
+		kb := b.d.KeyCodec.AppendEncode(nil, k)
+		e := binary.AppendUvarint(nil, uint64(len(kb)))
+		e = append(e, kb...)
+		st.Elements = append(st.Elements, b.d.ValueCodec.AppendEncode(e, v))
+	}
+	slices.SortFunc(st.Elements, bytes.Compare)
+	return st, nil
+}
