@@ -75,6 +75,10 @@ type KeyedOpener interface {
 	Open(ctx KeyedRuntimeContext) error
 }
 
+func errNoKeyCodec(cause error) error {
+	return fmt.Errorf("keyed state needs a codec for the key type: %w (use KeyByWithCodec)", cause)
+}
+
 // keyedCore is the keyed half of a keyed operator: it turns a key into its
 // bytes and key group, points the state backend at it, and owns the timers.
 type keyedCore[K comparable] struct {
@@ -162,6 +166,66 @@ func (c *keyedCore[K]) armProcessingTime() {
 
 func (c *keyedCore[K]) close() error { return c.backend.Close() }
 
+// keyedTimers fires a keyed operator's timers into its function: event-time
+// timers as the watermark advances, processing-time timers on wake-up.
+type keyedTimers[K comparable, U any] struct {
+	core    *keyedCore[K]
+	onTimer TimerFunction[K, U] // nil: timers only clean up
+	col     *collector[U]
+	ctx     *keyedProcessContext[K]
+	fire    func(timers.Timer)
+}
+
+func (t *keyedTimers[K, U]) init(core *keyedCore[K], fn any, col *collector[U], ctx *keyedProcessContext[K]) {
+	t.core, t.col, t.ctx = core, col, ctx
+	t.onTimer, _ = fn.(TimerFunction[K, U])
+	t.fire = t.fireTimer
+}
+
+// advance fires the event-time timers the watermark passed, in time order.
+func (t *keyedTimers[K, U]) advance(wm int64) {
+	t.core.wm = wm
+	t.ctx.domain = EventTime
+	t.core.timers.AdvanceWatermark(wm, t.fire)
+}
+
+// OnProcessingTime implements operator.ProcessingTimer.
+func (t *keyedTimers[K, U]) OnProcessingTime(now int64) {
+	t.ctx.domain = ProcessingTime
+	t.core.timers.FireProcessingTime(now, t.fire)
+	t.core.armProcessingTime()
+}
+
+func (t *keyedTimers[K, U]) fireTimer(tm timers.Timer) {
+	t.core.setKeyBytes(tm.Key)
+	if t.onTimer == nil {
+		return
+	}
+	ts := tm.Timestamp
+	if t.ctx.domain == ProcessingTime {
+		ts = NoTimestamp
+	}
+	t.col.ts, t.ctx.ts = ts, ts
+	if err := t.onTimer.OnTimer(t.ctx, tm.Timestamp, t.col); err != nil {
+		operator.Fail(err)
+	}
+	t.col.ctx.Enter()
+}
+
+// closeKeyed closes a keyed operator's function (if it is a Closer) and backend.
+func closeKeyed[K comparable](fn any, core *keyedCore[K]) error {
+	var err error
+	if c, ok := fn.(Closer); ok {
+		err = c.Close()
+	}
+	if core != nil {
+		if cerr := core.close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
 // keyedRuntimeContext is the KeyedRuntimeContext of a keyed operator.
 type keyedRuntimeContext struct {
 	runtimeContext
@@ -185,14 +249,12 @@ func (p *keyedProcessContext[K]) TimeDomain() TimeDomain     { return p.domain }
 
 // keyedProcessOp runs a KeyedProcessFunction.
 type keyedProcessOp[K comparable, T, U any] struct {
+	keyedTimers[K, U]
 	fn       KeyedProcessFunction[K, T, U]
-	onTimer  TimerFunction[K, U]
 	key      func(T) K
 	keyCodec codec.Codec[K]
-	core     *keyedCore[K]
 	col      collector[U]
 	pctx     keyedProcessContext[K]
-	fire     func(timers.Timer)
 }
 
 func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
@@ -200,10 +262,8 @@ func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
 	if err != nil {
 		return err
 	}
-	o.core = core
 	o.pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.backend}, core: core}
-	o.onTimer, _ = o.fn.(TimerFunction[K, U])
-	o.fire = o.fireTimer
+	o.keyedTimers.init(core, o.fn, &o.col, &o.pctx)
 	if op, ok := o.fn.(KeyedOpener); ok {
 		return op.Open(o.pctx.keyedRuntimeContext)
 	}
@@ -222,35 +282,12 @@ func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
 	}
 }
 
-// ProcessWatermark fires the event-time timers the watermark passed, in time
-// order, then forwards the watermark: output caused by a watermark goes first.
+// ProcessWatermark fires the event-time timers the watermark passed, then
+// forwards the watermark: output caused by a watermark goes first.
 func (o *keyedProcessOp[K, T, U]) ProcessWatermark(wm int64) {
 	o.col.ctx.Enter()
-	o.core.wm = wm
-	o.pctx.domain = EventTime
-	o.core.timers.AdvanceWatermark(wm, o.fire)
+	o.advance(wm)
 	o.col.out.ProcessWatermark(wm)
-}
-
-func (o *keyedProcessOp[K, T, U]) OnProcessingTime(now int64) {
-	o.pctx.domain = ProcessingTime
-	o.core.timers.FireProcessingTime(now, o.fire)
-	o.core.armProcessingTime()
-}
-
-func (o *keyedProcessOp[K, T, U]) fireTimer(t timers.Timer) {
-	o.core.setKeyBytes(t.Key)
-	if o.onTimer == nil {
-		return
-	}
-	o.col.ts, o.pctx.ts = t.Timestamp, t.Timestamp
-	if o.pctx.domain == ProcessingTime {
-		o.col.ts, o.pctx.ts = NoTimestamp, NoTimestamp
-	}
-	if err := o.onTimer.OnTimer(&o.pctx, t.Timestamp, &o.col); err != nil {
-		operator.Fail(err)
-	}
-	o.col.ctx.Enter()
 }
 
 func (o *keyedProcessOp[K, T, U]) Finish() error {
@@ -261,18 +298,7 @@ func (o *keyedProcessOp[K, T, U]) Finish() error {
 	return nil
 }
 
-func (o *keyedProcessOp[K, T, U]) Close() error {
-	var err error
-	if c, ok := o.fn.(Closer); ok {
-		err = c.Close()
-	}
-	if o.core != nil {
-		if cerr := o.core.close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
-}
+func (o *keyedProcessOp[K, T, U]) Close() error { return closeKeyed(o.fn, o.core) }
 
 // ProcessKeyed runs a keyed process function over a keyed stream: per-key
 // state, and event-time and processing-time timers (handled if fn implements
@@ -281,7 +307,7 @@ func ProcessKeyed[K comparable, T, U any](ks KeyedStream[K, T], fn KeyedProcessF
 	keyCodec, codecErr := ks.keyCodec, ks.codecErr
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
-			return operator.Instance{}, fmt.Errorf("keyed state needs a codec for the key type: %w (use KeyByWithCodec)", codecErr)
+			return operator.Instance{}, errNoKeyCodec(codecErr)
 		}
 		op := &keyedProcessOp[K, T, U]{fn: instanceOf(fn), key: ks.key, keyCodec: keyCodec, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
