@@ -39,10 +39,17 @@ type Buffer struct {
 	Data []byte
 	Kind Kind
 	pool *BufferPool
+	// pooled is true while the buffer sits in its pool's free list; it makes
+	// a second Recycle panic even when the free list has room for it.
+	pooled atomic.Bool
 }
 
-// Recycle returns the buffer to its pool. The buffer must not be used afterwards.
+// Recycle returns the buffer to its pool. The buffer must not be used
+// afterwards; recycling it twice panics.
 func (b *Buffer) Recycle() {
+	if !b.pooled.CompareAndSwap(false, true) {
+		panic("network: buffer recycled twice")
+	}
 	b.Data = b.Data[:0]
 	b.Kind = KindData
 	b.pool.put(b)
@@ -72,7 +79,9 @@ func NewBufferPool(n, size int) *BufferPool {
 	}
 	p := &BufferPool{size: size, total: n, free: make(chan *Buffer, n)}
 	for range n {
-		p.free <- &Buffer{Data: make([]byte, 0, size), pool: p}
+		b := &Buffer{Data: make([]byte, 0, size), pool: p}
+		b.pooled.Store(true)
+		p.free <- b
 	}
 	return p
 }
@@ -93,7 +102,7 @@ func (p *BufferPool) MaxInUse() int { return int(p.maxInUse.Load()) }
 func (p *BufferPool) TryRequest() *Buffer {
 	select {
 	case b := <-p.free:
-		p.took()
+		p.took(b)
 		return b
 	default:
 		return nil
@@ -105,20 +114,21 @@ func (p *BufferPool) TryRequest() *Buffer {
 func (p *BufferPool) Request(cancel <-chan struct{}) (*Buffer, error) {
 	select {
 	case b := <-p.free:
-		p.took()
+		p.took(b)
 		return b, nil
 	default:
 	}
 	select {
 	case b := <-p.free:
-		p.took()
+		p.took(b)
 		return b, nil
 	case <-cancel:
 		return nil, ErrCanceled
 	}
 }
 
-func (p *BufferPool) took() {
+func (p *BufferPool) took(b *Buffer) {
+	b.pooled.Store(false)
 	n := p.inUse.Add(1)
 	for {
 		m := p.maxInUse.Load()

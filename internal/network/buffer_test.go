@@ -1,0 +1,178 @@
+package network
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestBufferPoolRequestBlocksUntilRecycle(t *testing.T) {
+	p := NewBufferPool(2, 64)
+	a, b := p.TryRequest(), p.TryRequest()
+	if a == nil || b == nil {
+		t.Fatal("a fresh pool of 2 did not hand out 2 buffers")
+	}
+	if p.TryRequest() != nil {
+		t.Fatal("TryRequest on an empty pool returned a buffer")
+	}
+	got := make(chan *Buffer)
+	go func() {
+		buf, err := p.Request(nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- buf
+	}()
+	select {
+	case <-got:
+		t.Fatal("Request returned while the pool was empty")
+	case <-time.After(20 * time.Millisecond):
+	}
+	a.Data = append(a.Data, "dirty"...)
+	a.Kind = KindWatermark
+	a.Recycle()
+	select {
+	case buf := <-got:
+		if buf != a {
+			t.Fatal("Request returned a buffer other than the recycled one")
+		}
+		if len(buf.Data) != 0 || buf.Kind != KindData || cap(buf.Data) != 64 {
+			t.Fatalf("recycled buffer not reset: len %d kind %v cap %d", len(buf.Data), buf.Kind, cap(buf.Data))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Request still blocked after Recycle")
+	}
+	if p.InUse() != 2 || p.MaxInUse() != 2 {
+		t.Fatalf("InUse %d MaxInUse %d, want 2 and 2", p.InUse(), p.MaxInUse())
+	}
+}
+
+func TestBufferPoolRequestCanceled(t *testing.T) {
+	p := NewBufferPool(1, 64)
+	held := p.TryRequest()
+	cancel := make(chan struct{})
+	errc := make(chan error)
+	go func() {
+		_, err := p.Request(cancel)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		t.Fatalf("Request returned %v before cancel", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(cancel)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrCanceled) {
+			t.Fatalf("Request after cancel: %v, want ErrCanceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Request did not return after cancel")
+	}
+	// A free buffer wins over a closed cancel channel on the fast path.
+	held.Recycle()
+	if b, err := p.Request(cancel); err != nil || b == nil {
+		t.Fatalf("Request with a free buffer and closed cancel: %v, %v", b, err)
+	}
+}
+
+func TestBufferPoolBounded(t *testing.T) {
+	const capacity, workers, rounds = 4, 8, 500
+	p := NewBufferPool(capacity, 64)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				b, err := p.Request(nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n := p.InUse(); n > capacity {
+					t.Errorf("InUse %d > capacity %d", n, capacity)
+				}
+				b.Data = append(b.Data, byte(w), byte(i))
+				if (w+i)%3 == 0 {
+					time.Sleep(time.Microsecond)
+				}
+				b.Recycle()
+			}
+		})
+	}
+	wg.Wait()
+	if p.MaxInUse() > p.Capacity() {
+		t.Fatalf("MaxInUse %d > Capacity %d", p.MaxInUse(), p.Capacity())
+	}
+	if p.MaxInUse() < 1 || p.InUse() != 0 {
+		t.Fatalf("MaxInUse %d InUse %d after all recycled", p.MaxInUse(), p.InUse())
+	}
+	// Every buffer is back, distinct.
+	seen := map[*Buffer]bool{}
+	for range capacity {
+		b := p.TryRequest()
+		if b == nil || seen[b] {
+			t.Fatalf("pool lost or duplicated a buffer: %p", b)
+		}
+		seen[b] = true
+	}
+	if p.TryRequest() != nil {
+		t.Fatal("pool grew")
+	}
+}
+
+func TestBufferPoolDoubleRecyclePanics(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		n, takeOut int
+	}{
+		{"pool full afterwards", 1, 1},
+		{"pool not full afterwards", 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewBufferPool(tc.n, 64)
+			var bufs []*Buffer
+			for range tc.takeOut {
+				bufs = append(bufs, p.TryRequest())
+			}
+			bufs[0].Recycle()
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("recycling a buffer twice did not panic")
+					}
+				}()
+				bufs[0].Recycle()
+			}()
+			// The pool still holds each buffer once.
+			seen := map[*Buffer]bool{}
+			for {
+				b := p.TryRequest()
+				if b == nil {
+					break
+				}
+				if seen[b] {
+					t.Fatal("the pool hands out the same buffer twice")
+				}
+				seen[b] = true
+			}
+			if want := tc.n - tc.takeOut + 1; len(seen) != want {
+				t.Fatalf("pool holds %d buffers, want %d", len(seen), want)
+			}
+		})
+	}
+}
+
+func TestNewBufferPoolTooSmallPanics(t *testing.T) {
+	for _, c := range [][2]int{{0, 64}, {1, 63}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewBufferPool(%d, %d) did not panic", c[0], c[1])
+				}
+			}()
+			NewBufferPool(c[0], c[1])
+		}()
+	}
+}

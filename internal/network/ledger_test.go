@@ -1,0 +1,173 @@
+package network
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/ledger/*.txt")
+
+// TestLedgerTraces runs the credit ledger through the traces in
+// testdata/ledger, in the style of etcd-raft's interaction tests.
+//
+// A trace is a sequence of blocks separated by blank lines. Each block is one
+// command, a line "----", and the expected output. Lines starting with # are
+// comments. Commands:
+//
+//	add bN     the producer finishes buffer bN (N a name, any token)
+//	grant N    the receiver grants N credits
+//	add b1 b2  several adds, one output line each
+//
+// Every command prints what was delivered ("deliver b1 b2" or "deliver -"),
+// then the ledger state: "credit=C backlog=[...] sent=S". After every command
+// the test also checks the invariant that a non-empty backlog means zero
+// credit. Run with -rewrite to regenerate the expected output.
+func TestLedgerTraces(t *testing.T) {
+	files, err := filepath.Glob("testdata/ledger/*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 6 {
+		t.Fatalf("found %d traces, want at least 6", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) { runLedgerTrace(t, f) })
+	}
+}
+
+type traceBlock struct {
+	comments []string
+	cmd      string
+	want     []string
+	line     int
+}
+
+func parseTrace(t *testing.T, path string) []traceBlock {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var (
+		blocks   []traceBlock
+		cur      *traceBlock
+		comments []string
+		inWant   bool
+		lineNo   int
+	)
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		lineNo++
+		line := sc.Text()
+		switch {
+		case cur == nil && strings.HasPrefix(line, "#"):
+			comments = append(comments, line)
+		case cur == nil && strings.TrimSpace(line) == "":
+		case cur == nil:
+			blocks = append(blocks, traceBlock{comments: comments, cmd: strings.TrimSpace(line), line: lineNo})
+			comments = nil
+			cur = &blocks[len(blocks)-1]
+		case !inWant:
+			if line != "----" {
+				t.Fatalf("%s:%d: want ---- after the command, got %q", path, lineNo, line)
+			}
+			inWant = true
+		case strings.TrimSpace(line) == "":
+			cur, inWant = nil, false
+		default:
+			cur.want = append(cur.want, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cur != nil && !inWant {
+		t.Fatalf("%s: last command has no ----", path)
+	}
+	return blocks
+}
+
+func runLedgerTrace(t *testing.T, path string) {
+	blocks := parseTrace(t, path)
+	var (
+		l       ledger
+		scratch []*Buffer
+		out     strings.Builder
+	)
+	name := func(b *Buffer) string { return string(b.Data) }
+	state := func() string {
+		names := make([]string, len(l.backlog))
+		for i, b := range l.backlog {
+			names[i] = name(b)
+		}
+		return fmt.Sprintf("credit=%d backlog=[%s] sent=%d", l.credit, strings.Join(names, " "), l.sent)
+	}
+	for bi, blk := range blocks {
+		fields := strings.Fields(blk.cmd)
+		var got []string
+		switch fields[0] {
+		case "add":
+			if len(fields) < 2 {
+				t.Fatalf("%s:%d: add needs buffer names", path, blk.line)
+			}
+			for _, n := range fields[1:] {
+				b := &Buffer{Data: []byte(n)}
+				if l.add(b) {
+					got = append(got, "deliver "+n)
+				} else {
+					got = append(got, "deliver -")
+				}
+			}
+		case "grant":
+			if len(fields) != 2 {
+				t.Fatalf("%s:%d: grant takes one count", path, blk.line)
+			}
+			n, err := strconv.Atoi(fields[1])
+			if err != nil || n < 0 {
+				t.Fatalf("%s:%d: bad credit count %q", path, blk.line, fields[1])
+			}
+			scratch = l.grant(n, scratch)
+			if len(scratch) == 0 {
+				got = append(got, "deliver -")
+			} else {
+				names := make([]string, len(scratch))
+				for i, b := range scratch {
+					names[i] = name(b)
+				}
+				got = append(got, "deliver "+strings.Join(names, " "))
+			}
+		default:
+			t.Fatalf("%s:%d: unknown command %q", path, blk.line, blk.cmd)
+		}
+		got = append(got, state())
+		if len(l.backlog) > 0 && l.credit != 0 {
+			t.Errorf("%s:%d: invariant broken: backlog of %d with %d credits", path, blk.line, len(l.backlog), l.credit)
+		}
+		if bi > 0 {
+			out.WriteString("\n")
+		}
+		for _, c := range blk.comments {
+			out.WriteString(c + "\n")
+		}
+		out.WriteString(blk.cmd + "\n----\n")
+		for _, g := range got {
+			out.WriteString(g + "\n")
+		}
+		if !*rewrite && strings.Join(got, "\n") != strings.Join(blk.want, "\n") {
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, blk.line, blk.cmd,
+				strings.Join(got, "\n"), strings.Join(blk.want, "\n"))
+		}
+	}
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
