@@ -22,16 +22,22 @@ func spin(d time.Duration) {
 }
 
 func TestSinceMeasuresBusyCPU(t *testing.T) {
+	// Spin until 100ms of CPU time are measured. On a loaded machine one
+	// goroutine may get far less than a core, so wall time is only a deadline;
+	// the test fails if busy CPU is not counted at all.
 	start := Now()
-	spin(200 * time.Millisecond)
-	cpu, wall := Now().Since(start)
-	if wall < 200*time.Millisecond {
-		t.Fatalf("wall = %v, want >= 200ms", wall)
-	}
-	// One busy goroutine: CPU time close to wall time (generous bounds for
-	// tick-granular accounting and a loaded machine).
-	if cpu < 50*time.Millisecond || cpu > wall+100*time.Millisecond {
-		t.Fatalf("cpu = %v for %v of spinning on one goroutine", cpu, wall)
+	for {
+		spin(20 * time.Millisecond)
+		cpu, wall := Now().Since(start)
+		if cpu >= 100*time.Millisecond {
+			if cpu > wall+100*time.Millisecond {
+				t.Fatalf("cpu = %v exceeds wall %v for one goroutine", cpu, wall)
+			}
+			return
+		}
+		if wall > 20*time.Second {
+			t.Fatalf("after %v of spinning only %v of CPU was measured", wall, cpu)
+		}
 	}
 }
 

@@ -132,11 +132,13 @@ type Options struct {
 	// MaxOutOfOrderness bounds how far back in event time a transaction may
 	// come after a later one; cleanup timers wait that long (default 0).
 	MaxOutOfOrderness time.Duration
+	// WatermarkInterval is how often watermarks are emitted (default 200ms).
+	WatermarkInterval time.Duration
 	Config            weir.Config
 }
 
 // Build declares the job and returns the alerts.
-func Build(env *weir.Environment, lines weir.DataStream[string], ooo time.Duration) weir.DataStream[Alert] {
+func Build(env *weir.Environment, lines weir.DataStream[string], ooo, interval time.Duration) weir.DataStream[Alert] {
 	var lineNo int64 // the parser runs at parallelism 1, in file order
 	txs := weir.Process(lines, weir.ProcessFunc[string, Transaction](func(_ weir.Context, l string, out weir.Collector[Transaction]) error {
 		lineNo++
@@ -147,7 +149,7 @@ func Build(env *weir.Environment, lines weir.DataStream[string], ooo time.Durati
 		return err
 	})).Name("Parse").SetParallelism(1)
 	timed := weir.AssignTimestampsAndWatermarks(txs, weir.WatermarkStrategy[Transaction]{
-		Timestamp: func(t Transaction) int64 { return t.TS }, MaxOutOfOrderness: ooo,
+		Timestamp: func(t Transaction) int64 { return t.TS }, MaxOutOfOrderness: ooo, Interval: interval,
 	}).SetParallelism(1)
 	keyed := weir.KeyBy(timed, func(t Transaction) string { return t.Account })
 	return weir.ProcessKeyed[string, Transaction, Alert](keyed, &Detector{}).Name("Fraud detector").UID("fraud-detector")
@@ -164,7 +166,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	env := weir.NewEnvironment(cfg)
 	lines := weir.ReadTextFile(env, o.Input).SetParallelism(1)
-	alerts := Build(env, lines, o.MaxOutOfOrderness)
+	alerts := Build(env, lines, o.MaxOutOfOrderness, o.WatermarkInterval)
 	weir.WriteText(alerts, o.Output, func(a Alert) string {
 		b, _ := a.MarshalJSON()
 		return string(b)
