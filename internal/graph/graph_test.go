@@ -15,11 +15,12 @@ var partitionNames = map[string]PartitionKind{
 
 // parseGraph reads a stream graph, one node a line:
 //
-//	NAME [p=N] [maxp=N] [uid=U] [type=T] [source] [sink] [nochain] [newchain] [in=FROM[:KIND][:INPUT]]...
+//	NAME [p=N] [maxp=N] [uid=U] [type=T] [source] [sink] [nochain] [newchain] [in=FROM[:KIND][:INPUT]]... [was=OLD]
 //
 // FROM is the name of an earlier node (the latest one of that name) or #ID;
 // KIND is default (the user chose none) or a partition kind in lower case;
-// INPUT is the consumer's logical input (0 unless given).
+// INPUT is the consumer's logical input (0 unless given). was=OLD is read
+// only by the compare command: the node's name in the graph before the change.
 func parseGraph(lines []string) (*StreamGraph, error) {
 	sg := &StreamGraph{JobName: "test"}
 	byName := map[string]int{}
@@ -39,6 +40,7 @@ func parseGraph(lines []string) (*StreamGraph, error) {
 				n.MaxParallelism, err = strconv.Atoi(v)
 			case "uid":
 				n.UID = v
+			case "was":
 			case "type":
 				n.TypeName = v
 			case "source":
@@ -109,9 +111,10 @@ func compileText(t *testing.T, tc *testCase, lines []string) (*JobGraph, error) 
 
 // TestCompile runs testdata/compile.txt: `compile` prints JobGraph.Describe()
 // (or the error); `ids` prints each operator's ID and the fingerprint;
-// `compare` compiles the graphs before and after a `vs` line and says, per
-// node index, whether its operator ID stayed the same, and whether the
-// fingerprint did.
+// `compare` compiles the graphs before and after a `vs` line and says, for
+// each node after, whether its operator ID is the same as that of the node of
+// its name (or was= name) before ("new" if there was none), and whether the
+// fingerprint stayed the same.
 func TestCompile(t *testing.T) {
 	for _, file := range []string{"compile.txt", "stability.txt"} {
 		runDataDriven(t, filepath.Join("testdata", file), func(t *testing.T, tc *testCase) string {
@@ -147,17 +150,29 @@ func TestCompile(t *testing.T) {
 				if errA != nil || errB != nil {
 					return fmt.Sprintf("error: %v / %v", errA, errB)
 				}
+				// Match each node after the change to the node of the same
+				// name (or its was= name) before it.
+				before := map[string]string{}
+				for k, l := range tc.input[:i] {
+					before[strings.Fields(l)[0]] = a.OperatorIDs[k]
+				}
 				var out strings.Builder
-				names := tc.input[i+1:]
-				for k, id := range b.OperatorIDs {
-					verdict := "added"
-					if k < len(a.OperatorIDs) {
+				for k, l := range tc.input[i+1:] {
+					f := strings.Fields(l)
+					name := f[0]
+					for _, attr := range f[1:] {
+						if old, ok := strings.CutPrefix(attr, "was="); ok {
+							name = old
+						}
+					}
+					verdict := "new"
+					if old, ok := before[name]; ok {
 						verdict = "changed"
-						if a.OperatorIDs[k] == id {
+						if old == b.OperatorIDs[k] {
 							verdict = "same"
 						}
 					}
-					fmt.Fprintf(&out, "%s: %s\n", strings.Fields(names[k])[0], verdict)
+					fmt.Fprintf(&out, "%s: %s\n", f[0], verdict)
 				}
 				fp := "differs"
 				if a.Fingerprint == b.Fingerprint {

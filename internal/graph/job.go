@@ -194,7 +194,13 @@ func operatorIDs(sg *StreamGraph) ([]string, error) {
 			var shape strings.Builder
 			fmt.Fprintf(&shape, "name\x00%s", n.Name)
 			for _, e := range n.Inputs {
-				fmt.Fprintf(&shape, "\x00in\x00%s\x00%d\x00%s", ids[e.From], e.Input, e.Partition)
+				// A default edge's kind depends on parallelism; hash what
+				// the user declared so that rescaling keeps the ID.
+				kind := e.Partition.String()
+				if e.Default {
+					kind = "DEFAULT"
+				}
+				fmt.Fprintf(&shape, "\x00in\x00%s\x00%d\x00%s", ids[e.From], e.Input, kind)
 			}
 			s := shape.String()
 			fmt.Fprintf(h, "%s\x00#%d", s, seenShape[s])

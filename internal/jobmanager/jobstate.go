@@ -88,6 +88,7 @@ func (s *jobState) setStatus(to JobStatus) {
 func (s *jobState) start() {
 	if s.status == JobCreated {
 		s.setStatus(JobRunning)
+		s.settle() // a job without executions is done at once
 	}
 }
 
@@ -97,7 +98,9 @@ func (s *jobState) cancel() []int {
 		return nil
 	}
 	s.setStatus(JobCancelling)
-	return s.cancelLive(-1)
+	out := s.cancelLive(-1)
+	s.settle() // nothing live: canceled at once
+	return out
 }
 
 // fail fails the job for a reason outside any task (for example scheduling).
