@@ -75,10 +75,17 @@ func TestRESTAndCLIAgainstRunningJob(t *testing.T) {
 // released, which holds the job in FAILING so the REST API can be read.
 type closeBlocker struct {
 	release chan struct{}
+	opened1 chan struct{} // closed when subtask 1 is open, so it is there to block
 	subtask int
 }
 
-func (c *closeBlocker) Open(ctx weir.RuntimeContext) error { c.subtask = ctx.Subtask(); return nil }
+func (c *closeBlocker) Open(ctx weir.RuntimeContext) error {
+	c.subtask = ctx.Subtask()
+	if c.subtask == 1 {
+		close(c.opened1)
+	}
+	return nil
+}
 func (c *closeBlocker) Close() error {
 	if c.subtask == 1 {
 		<-c.release
@@ -87,6 +94,7 @@ func (c *closeBlocker) Close() error {
 }
 func (c *closeBlocker) ProcessElement(ctx weir.Context, v int64, out weir.Collector[int64]) error {
 	if c.subtask == 0 {
+		<-c.opened1
 		return errors.New("row is broken")
 	}
 	return nil
@@ -97,7 +105,7 @@ func TestRESTShowsFailure(t *testing.T) {
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
 	release := make(chan struct{})
 	src := weir.Generate(env, -1, 100, func(i int64) int64 { return i })
-	weir.Discard(weir.Process[int64, int64](src, &closeBlocker{release: release}).Name("Breaks"))
+	weir.Discard(weir.Process[int64, int64](src, &closeBlocker{release: release, opened1: make(chan struct{})}).Name("Breaks"))
 	job, err := env.ExecuteAsync(context.Background(), "fails")
 	if err != nil {
 		t.Fatal(err)

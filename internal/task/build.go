@@ -81,16 +81,18 @@ func (t *Task) build() error {
 		t.valves = make([]*valve, len(t.spec.ChannelsPerInput))
 		for in, n := range t.spec.ChannelsPerInput {
 			var st operator.StreamType
+			from := ""
 			for _, e := range v.Inputs {
 				if e.Input == in {
 					st = e.FromNode.OutType.(operator.StreamType)
+					from = e.FromNode.Name
 				}
 			}
 			if st == nil || in >= len(head.Inputs) {
 				return t.opError(0, fmt.Errorf("input %d has no producer", in))
 			}
 			if err := st.CodecErr(); err != nil {
-				return t.opError(0, fmt.Errorf("input %d needs a codec: %w", in, err))
+				return t.opError(0, fmt.Errorf("input %d, from %q, crosses the network and needs a codec: %w", in, from, err))
 			}
 			name := fmt.Sprintf("task %q input %d", t.name, in)
 			t.readers[in] = st.NewReader(head.Inputs[in], n, &t.Stats, name)
