@@ -103,7 +103,7 @@ func (o *broadcastOp[K, T, B, U]) Open(ctx *operator.Context) error {
 	if err != nil {
 		return err
 	}
-	o.ops = state.NewOperatorStore()
+	o.ops = ctx.OperatorState()
 	rc := runtimeContext{ctx}
 	o.kctx = keyedBroadcastContext[K]{keyedProcessContext: keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{rc, core.backend}, core: core}, ops: o.ops}
 	o.bctx = broadcastContext{runtimeContext: rc, ops: o.ops}

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/state"
 )
 
 // Collector receives the elements a function emits.
@@ -20,6 +21,10 @@ type RuntimeContext interface {
 	MaxParallelism() int
 	// ProcessingTime is the current processing time in ms since the epoch.
 	ProcessingTime() int64
+	// OperatorState is this operator subtask's non-keyed state: list state
+	// (split evenly on rescale), union list state (every subtask gets all)
+	// and broadcast state. It is kept in memory; checkpoints will snapshot it.
+	OperatorState() *state.OperatorStore
 }
 
 // Context is what a process function sees for the element being processed.
@@ -75,3 +80,6 @@ func (r runtimeContext) Subtask() int          { return r.c.Subtask }
 func (r runtimeContext) Parallelism() int      { return r.c.Parallelism }
 func (r runtimeContext) MaxParallelism() int   { return r.c.MaxParallelism }
 func (r runtimeContext) ProcessingTime() int64 { return r.c.Clock.NowMillis() }
+func (r runtimeContext) OperatorState() *state.OperatorStore {
+	return r.c.OperatorState()
+}

@@ -166,3 +166,31 @@ func TestKeyedStateNeedsKeyCodec(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// sumPerSubtask keeps a running sum in operator list state, one per subtask.
+type sumPerSubtask struct{ sums state.ListState[int64] }
+
+func (s *sumPerSubtask) Open(ctx weir.RuntimeContext) error {
+	s.sums = state.GetOperatorListState(ctx.OperatorState(), state.ListDescriptor[int64]{Name: "sum", Codec: codec.Int64()})
+	return nil
+}
+
+func (s *sumPerSubtask) ProcessElement(ctx weir.Context, v int64, out weir.Collector[int64]) error {
+	cur := s.sums.Get()
+	total := v
+	if len(cur) == 1 {
+		total += cur[0]
+	}
+	s.sums.Update([]int64{total})
+	out.Collect(total)
+	return nil
+}
+
+func TestOperatorStateInProcessFunction(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 1})
+	out := run(t, env, weir.Process[int64, int64](weir.Sequence(env, 1, 5), &sumPerSubtask{}))
+	if !slices.Equal(out, []int64{1, 3, 6, 10, 15}) {
+		t.Fatalf("got %v", out)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/state"
 )
 
 // NoTimestamp marks a record without an event timestamp.
@@ -64,6 +65,8 @@ type Context struct {
 	Cancel <-chan struct{}
 	// State configures keyed state backends of keyed operators.
 	State StateConfig
+	// operatorState is the operator subtask's non-keyed state, made on first use.
+	operatorState *state.OperatorStore
 	// wakeAt is the processing time (ms) at which the task should call the
 	// operator's OnProcessingTime; NoWakeUp when none.
 	wakeAt int64
@@ -74,6 +77,15 @@ type StateConfig struct {
 	Backend string // "hashmap" (default) or "pebble"
 	// Dir is this operator subtask's own working directory for on-disk state.
 	Dir string
+}
+
+// OperatorState returns the operator subtask's non-keyed state store (list,
+// union list and broadcast state), creating it on first use.
+func (c *Context) OperatorState() *state.OperatorStore {
+	if c.operatorState == nil {
+		c.operatorState = state.NewOperatorStore()
+	}
+	return c.operatorState
 }
 
 // NoWakeUp means no processing-time wake-up is requested.
