@@ -26,6 +26,9 @@ const usage = `weir: a stream processor in the family of Apache Flink.
 Usage:
   weir version                 print the version
   weir run <job> [flags]       run a built-in job on the embedded local cluster
+  weir bench <name> [flags]    run an engine benchmark and report events/s per core:
+                               chained (--events N), shuffle (--events N --parallelism N),
+                               wordcount (--size-mb N --parallelism N)
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
@@ -64,6 +67,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "run":
 		err = run(args[1:], stdout, stderr)
+	case "bench":
+		err = bench(args[1:], stdout)
 	case "list":
 		err = list(args[1:], stdout)
 	case "cancel":

@@ -85,3 +85,15 @@ func TestListWithoutCluster(t *testing.T) {
 		t.Fatalf("code %d: %q", code, errOut)
 	}
 }
+
+func TestBench(t *testing.T) {
+	for _, args := range [][]string{{"bench", "chained", "--events", "100000"}, {"bench", "shuffle", "--events", "100000"}} {
+		code, out, errOut := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "million events/s per core") {
+			t.Fatalf("%v: code %d, out %q, err %q", args, code, out, errOut)
+		}
+	}
+	if code, _, errOut := runCLI("bench", "nope"); code != 2 || !strings.Contains(errOut, "unknown benchmark") {
+		t.Fatalf("code %d: %q", code, errOut)
+	}
+}
