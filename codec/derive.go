@@ -184,3 +184,15 @@ type DeriveError struct {
 func (e *DeriveError) Error() string {
 	return fmt.Sprintf("codec: cannot derive a codec for %s (%s)", e.Path, e.Reason)
 }
+
+// MemorySize reports whether c encodes every value of T as exactly T's
+// in-memory bytes (number-only types without padding, on little-endian
+// machines), and if so how many. Hot paths may then copy the bytes
+// themselves instead of calling the codec.
+func MemorySize[T any](c Codec[T]) (size int, ok bool) {
+	if m, isMem := c.(interface{ wireIsMemory() bool }); isMem && m.wireIsMemory() {
+		var v T
+		return int(unsafe.Sizeof(v)), true
+	}
+	return 0, false
+}

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/network"
@@ -26,11 +27,16 @@ type Reader[T any] struct {
 	frames []network.Deframer // per channel: records may span its buffers
 	stats  *IOStats
 	name   string
+	// memSize > 0 when T's encoding is its memory: records are copied out
+	// of the buffer without calling the codec.
+	memSize int
 }
 
 // NewReader returns a reader for an input with the given number of channels.
 func NewReader[T any](c codec.Codec[T], in Input[T], channels int, stats *IOStats, name string) *Reader[T] {
-	return &Reader[T]{codec: c, in: in, frames: make([]network.Deframer, channels), stats: stats, name: name}
+	r := &Reader[T]{codec: c, in: in, frames: make([]network.Deframer, channels), stats: stats, name: name}
+	r.memSize, _ = codec.MemorySize(c)
+	return r
 }
 
 // ProcessBuffer implements RecordReader.
@@ -66,6 +72,13 @@ func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
 }
 
 func (r *Reader[T]) emit(ch int, payload []byte, ts int64) error {
+	if r.memSize > 0 && len(payload) == r.memSize {
+		var v T
+		copyMemory(unsafe.Slice((*byte)(unsafe.Pointer(&v)), r.memSize), unsafe.Pointer(unsafe.SliceData(payload)), unsafe.Sizeof(v))
+		r.stats.RecordsIn++
+		r.in.ProcessElement(v, ts)
+		return nil
+	}
 	v, n, err := r.codec.Decode(payload)
 	if err != nil {
 		return fmt.Errorf("%s, channel %d: decoding a record of %d bytes: %w", r.name, ch, len(payload), err)

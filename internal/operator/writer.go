@@ -32,12 +32,19 @@ type Writer[T any] struct {
 	stats     *IOStats
 	scratch   []byte
 	bigRecord int // largest header+payload seen, to decide encoding in place
+	// memSize > 0 when T's encoding is its memory (codec.MemorySize): records
+	// are then copied into the buffer without calling the codec.
+	memSize int
 }
 
 // NewWriter returns a writer over rp. sel picks the channel of a record; nil
 // broadcasts every record to all channels.
 func NewWriter[T any](c codec.Codec[T], rp *network.ResultPartition, sel func(T) int, cancel <-chan struct{}, stats *IOStats) *Writer[T] {
-	return &Writer[T]{codec: c, rp: rp, cur: make([]*network.Buffer, len(rp.Subs)), sel: sel, cancel: cancel, stats: stats, bigRecord: 64}
+	w := &Writer[T]{codec: c, rp: rp, cur: make([]*network.Buffer, len(rp.Subs)), sel: sel, cancel: cancel, stats: stats, bigRecord: 64}
+	if n, ok := codec.MemorySize(c); ok && n+network.MaxHeader <= rp.Pool.BufferSize() {
+		w.memSize = n
+	}
+	return w
 }
 
 // ProcessElement implements Input.
@@ -59,6 +66,21 @@ func (w *Writer[T]) write(ch int, v T, ts int64) {
 		w.cur[ch] = b
 	}
 	start := len(b.Data)
+	if w.memSize > 0 {
+		h := network.HeaderLen(ts)
+		end := start + h + w.memSize
+		if end > cap(b.Data) {
+			w.finish(ch)
+			b = w.request()
+			w.cur[ch] = b
+			start, end = 0, h+w.memSize
+		}
+		b.Data = b.Data[:end]
+		network.PutHeader(b.Data[start:], w.memSize, ts)
+		copyMemory(b.Data[start+h:end], unsafe.Pointer(&v), unsafe.Sizeof(v))
+		w.stats.BytesOut += int64(h + w.memSize)
+		return
+	}
 	if cap(b.Data)-start >= w.bigRecord+network.MaxHeader {
 		h := network.HeaderLen(ts)
 		out := w.codec.AppendEncode(b.Data[:start+h], v)
@@ -163,5 +185,23 @@ func (w *Writer[T]) EndOfPartition() {
 		b := w.request()
 		b.Kind = network.KindEndOfPartition
 		w.rp.Subs[ch].Add(b)
+	}
+}
+
+// copyMemory copies size bytes from p to dst. size is a constant in each
+// instantiation of the callers, so the switch folds to one fixed-size move
+// for the common record sizes instead of a memmove call.
+func copyMemory(dst []byte, p unsafe.Pointer, size uintptr) {
+	switch size {
+	case 8:
+		*(*[8]byte)(dst) = *(*[8]byte)(p)
+	case 16:
+		*(*[16]byte)(dst) = *(*[16]byte)(p)
+	case 24:
+		*(*[24]byte)(dst) = *(*[24]byte)(p)
+	case 32:
+		*(*[32]byte)(dst) = *(*[32]byte)(p)
+	default:
+		copy(dst, unsafe.Slice((*byte)(p), size))
 	}
 }
