@@ -2,11 +2,11 @@ package file_test
 
 import (
 	"fmt"
+	"github.com/weirhq/weir/internal/testseed"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -20,14 +20,7 @@ type recorder struct{ lines []string }
 func (r *recorder) ProcessElement(v string, _ int64) { r.lines = append(r.lines, v) }
 func (r *recorder) ProcessWatermark(int64)           {}
 
-func seed(t *testing.T) uint64 {
-	s := rand.Uint64()
-	if v := os.Getenv("WEIR_SEED"); v != "" {
-		s, _ = strconv.ParseUint(v, 10, 64)
-	}
-	t.Logf("seed %d (rerun with WEIR_SEED=%d)", s, s)
-	return s
-}
+func seed(t *testing.T) uint64 { t.Helper(); return testseed.New(t) }
 
 // readAll runs every subtask's reader of the source and returns all lines.
 func readAll(t *testing.T, src file.TextSource, p int) []string {

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weirhq/weir/internal/testseed"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +18,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-func seed(t *testing.T) uint64 {
-	s := rand.Uint64()
-	if v := os.Getenv("WEIR_SEED"); v != "" {
-		s, _ = strconv.ParseUint(v, 10, 64)
-	}
-	t.Logf("seed %d (rerun with WEIR_SEED=%d)", s, s)
-	return s
-}
+func seed(t *testing.T) uint64 { t.Helper(); return testseed.New(t) }
 
 type tx struct {
 	Account string  `json:"account"`

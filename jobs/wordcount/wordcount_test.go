@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/weirhq/weir/internal/testseed"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,18 +16,7 @@ import (
 	"github.com/weirhq/weir/jobs/wordcount"
 )
 
-// seed returns the test's random seed: WEIR_SEED if set, else a fresh one.
-func seed(t *testing.T) uint64 {
-	s := rand.Uint64()
-	if v := os.Getenv("WEIR_SEED"); v != "" {
-		var err error
-		if s, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("WEIR_SEED: %v", err)
-		}
-	}
-	t.Logf("seed %d (rerun with WEIR_SEED=%d)", s, s)
-	return s
-}
+func seed(t *testing.T) uint64 { t.Helper(); return testseed.New(t) }
 
 // pieces of text the generator mixes: words of several scripts, digits,
 // punctuation and separators that are not letters or digits.
