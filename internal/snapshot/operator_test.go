@@ -3,6 +3,8 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -89,6 +91,29 @@ func TestOperatorEncoding(t *testing.T) {
 	var ce *CorruptError
 	if _, err := DecodeOperator(b); !errors.As(err, &ce) || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("corrupt: %v", err)
+	}
+}
+
+// TestOperatorGoldenV1StillDecodes reads testdata/operator-v1.bin, written by
+// format version 1 (go test -run OperatorGolden -update rewrites it).
+func TestOperatorGoldenV1StillDecodes(t *testing.T) {
+	path := filepath.Join("testdata", "operator-v1.bin")
+	want := ops("offsets:l=p0,,p2;rules:b=k;txns:u=t1")
+	if *update {
+		if err := os.WriteFile(path, EncodeOperator(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeOperator(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if show([]OperatorSnapshot{got}) != show([]OperatorSnapshot{want}) || got.States[2].Kind != KindOperatorUnion {
+		t.Fatalf("golden decodes to %s", show([]OperatorSnapshot{got}))
 	}
 }
 

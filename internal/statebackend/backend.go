@@ -31,7 +31,6 @@ type Config struct {
 type PebbleOptions struct {
 	CacheBytes    int64 // block cache, default 64 MiB
 	MemTableBytes int64 // one memtable, default 16 MiB; at most 2 are kept (the Go heap holds them)
-	DisableWAL    bool  // faster writes; a native snapshot then flushes the memtable first
 	// WriteCacheBytes bounds the write-back cache of value, reducing and
 	// aggregating state in front of Pebble (default 8 MiB); a snapshot's
 	// synchronous part writes back at most this much.

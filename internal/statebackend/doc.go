@@ -14,8 +14,10 @@
 //   - A state call whose backend fails panics with *state.BackendError; the
 //     runtime recovers it and fails the task.
 //   - Snapshot(id, kind) runs on the task goroutine and is short: the heap
-//     backend freezes its maps (copy-on-write), Pebble takes a Pebble snapshot
-//     (canonical) or a checkpoint (native). Pending.Materialize then runs on
+//     backend freezes its maps (copy-on-write; O(key groups x states)), Pebble
+//     writes back its write cache (at most PebbleOptions.WriteCacheBytes) and
+//     takes a Pebble snapshot (canonical) or flushes the memtable and
+//     hard-links a checkpoint (native). Pending.Materialize then runs on
 //     any goroutine while processing continues, and writes the canonical
 //     format (see internal/snapshot) or lists the checkpoint's files, marking
 //     the ones shared with the previous checkpoint (incremental upload).

@@ -32,7 +32,7 @@ func newPebbleKeyed(cfg Config) (*pebbleKeyed, error) {
 		return nil, err
 	}
 	db, err := pebblekv.Open(dbDir, pebblekv.Options{
-		CacheBytes: cfg.Pebble.CacheBytes, MemTableBytes: cfg.Pebble.MemTableBytes, DisableWAL: cfg.Pebble.DisableWAL,
+		CacheBytes: cfg.Pebble.CacheBytes, MemTableBytes: cfg.Pebble.MemTableBytes,
 		WriteCacheBytes: cfg.Pebble.WriteCacheBytes,
 	}, cfg.Range, cfg.MaxParallelism, cfg.Clock)
 	if err != nil {

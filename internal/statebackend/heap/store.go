@@ -3,6 +3,9 @@ package heap
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
+	"unsafe"
 
 	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -111,9 +114,10 @@ func mapKey(dst, key, ns []byte) []byte {
 	return append(dst, ns...)
 }
 
-// splitMapKey splits a map key into key and namespace.
+// splitMapKey splits a map key into key and namespace. The slices alias the
+// string's bytes (no copy per entry while snapshotting): they are only read.
 func splitMapKey(k string) (key, ns []byte) {
-	b := []byte(k)
+	b := unsafe.Slice(unsafe.StringData(k), len(k))
 	n, w := binary.Uvarint(b)
 	return b[w : w+int(n)], b[w+int(n):]
 }
@@ -175,16 +179,4 @@ func (s *Store) Restore(r *snapshot.Reader) error {
 	return nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	// Small n: insertion sort keeps this file free of a sort import cycle of concerns.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -2,6 +2,7 @@ package pebblekv
 
 import (
 	"errors"
+	"io"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -117,9 +118,10 @@ func (d *DB) dropCache() error {
 }
 
 // cachedEntry returns the current key's cache entry, reading it from
-// Pebble on a miss. The entry stays valid until the next call on the DB
-// that may evict (a miss, a restore).
-func (t *Table) cachedEntry() (*cacheEntry, error) {
+// Pebble on a miss if read is set (a blind write does not need the old
+// value). The entry stays valid until the next call on the DB that may
+// evict (a miss, a restore).
+func (t *Table) cachedEntry(read bool) (*cacheEntry, error) {
 	d := t.d
 	if t.lastEpoch == d.epoch && t.last != nil {
 		return t.last, nil
@@ -128,7 +130,12 @@ func (t *Table) cachedEntry() (*cacheEntry, error) {
 	e := d.wc.lookup(k)
 	if e == nil {
 		e = &cacheEntry{}
-		v, closer, err := d.db.Get(k)
+		var v []byte
+		var closer io.Closer
+		err := pebble.ErrNotFound
+		if read {
+			v, closer, err = d.db.Get(k)
+		}
 		switch {
 		case errors.Is(err, pebble.ErrNotFound):
 		case err != nil:

@@ -1,6 +1,7 @@
 // Package pebblekv owns the Pebble side of the "pebble" state backend: one
-// Pebble DB per keyed operator subtask, the key layout, the value layout, and
-// the byte-level table of each state that package state's handles call.
+// Pebble DB per keyed operator subtask, the key layout, the value layout, the
+// byte-level table of each state that package state's handles call, and the
+// DB's snapshots, checkpoints and restores.
 //
 // Key layout (each key group contiguous, prefixes cannot collide):
 //
@@ -14,8 +15,14 @@
 // Value layout: [TTL timestamp i64 BE, if the state has TTL] codec bytes.
 // Lists: a concatenation of elements [ts i64 BE, if TTL] uvarint(len) bytes;
 // an Add is a Pebble merge (the default concatenating merger), so appending
-// never reads the list.
+// never reads the list. Maps: one Pebble key per user key.
 //
-// Memory is bounded by the block cache and the memtables (Options); the Go
-// heap does not grow with the number of keys.
+// Value, reducing and aggregating states go through a bounded write-back
+// cache (cache.go), written back before every snapshot. The DB runs without
+// a WAL: it never outlives its process (a restarted task restores into a
+// fresh directory), and a native checkpoint flushes the memtable first, so
+// new data is in new SST files only (incremental checkpoints).
+//
+// Memory is bounded by the block cache, the memtables and the write-back
+// cache (Options); the Go heap does not grow with the number of keys.
 package pebblekv

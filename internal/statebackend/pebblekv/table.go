@@ -69,7 +69,7 @@ func (t *Table) appendValue(dst, v []byte, ts int64) []byte {
 // Get implements state.KVTable.
 func (t *Table) Get(userKey []byte) ([]byte, int64, bool, error) {
 	if t.cached && userKey == nil {
-		e, err := t.cachedEntry()
+		e, err := t.cachedEntry(true)
 		if err != nil || !e.present {
 			return nil, 0, false, err
 		}
@@ -92,7 +92,7 @@ func (t *Table) Get(userKey []byte) ([]byte, int64, bool, error) {
 // Set implements state.KVTable.
 func (t *Table) Set(userKey, value []byte, ts int64) error {
 	if t.cached && userKey == nil {
-		e, err := t.cachedEntry()
+		e, err := t.cachedEntry(false)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func (t *Table) Set(userKey, value []byte, ts int64) error {
 // Delete implements state.KVTable.
 func (t *Table) Delete(userKey []byte) error {
 	if t.cached && userKey == nil {
-		e, err := t.cachedEntry()
+		e, err := t.cachedEntry(false)
 		if err != nil {
 			return err
 		}
