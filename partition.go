@@ -2,6 +2,8 @@ package weir
 
 import (
 	"math/rand/v2"
+	"reflect"
+	"unsafe"
 
 	"github.com/weirhq/weir/internal/keygroup"
 )
@@ -37,6 +39,20 @@ func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, max
 		}
 		if maxP&(maxP-1) == 0 {
 			mask := int32(maxP - 1)
+			// The common key kinds hash inline: one indirect call (the user's
+			// key function) per record instead of two.
+			switch reflect.TypeFor[K]().Kind() {
+			case reflect.Int64, reflect.Int, reflect.Uint64, reflect.Uint:
+				return func(v T) int {
+					k := key(v)
+					return int(owner[keygroup.Murmur(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))&mask])
+				}
+			case reflect.String:
+				return func(v T) int {
+					k := key(v)
+					return int(owner[keygroup.Murmur(keygroup.HashString(*(*string)(unsafe.Pointer(&k))))&mask])
+				}
+			}
 			return func(v T) int { return int(owner[keygroup.Murmur(hash(key(v)))&mask]) }
 		}
 		return func(v T) int { return int(owner[keygroup.ForHash(hash(key(v)), maxP)]) }

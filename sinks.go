@@ -43,21 +43,19 @@ func SinkTo[T any](s DataStream[T], sink Sink[T], name string) SinkHandle {
 	return SinkHandle{addNode[T](s.env, "Sink: "+name, fac, true, s.ends)}
 }
 
-// Discard adds a sink that drops every element.
+// Discard adds a sink that drops every element. It runs no user code, so it
+// is an operator of its own rather than a SinkWriter: nothing per record.
 func Discard[T any](s DataStream[T]) SinkHandle {
-	return SinkTo[T](s, discardSink[T]{}, "Discard")
+	fac := operator.FactoryFunc(func(ctx *operator.Context, _ any) (operator.Instance, error) {
+		return operator.Instance{Op: noLifecycle{}, Inputs: []any{operator.Input[T](discardInput[T]{})}}, nil
+	})
+	return SinkHandle{addNode[T](s.env, "Sink: Discard", fac, true, s.ends)}
 }
 
-type discardSink[T any] struct{}
+type discardInput[T any] struct{}
 
-func (discardSink[T]) NewWriter() SinkWriter[T] { return discardWriter[T]{} }
-
-type discardWriter[T any] struct{}
-
-func (discardWriter[T]) Open(*operator.Context) error { return nil }
-func (discardWriter[T]) Write(T, int64) error         { return nil }
-func (discardWriter[T]) Finish() error                { return nil }
-func (discardWriter[T]) Close() error                 { return nil }
+func (discardInput[T]) ProcessElement(T, int64) {}
+func (discardInput[T]) ProcessWatermark(int64)  {}
 
 // WriteText writes one line per element, formatted by format (nil: fmt.Sprint).
 // At parallelism 1 it writes the file path; otherwise path is a directory of
