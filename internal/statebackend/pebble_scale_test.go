@@ -1,6 +1,7 @@
 package statebackend
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/clock"
@@ -96,6 +100,32 @@ func TestPebbleMemoryBounded(t *testing.T) {
 	}
 }
 
+// settle compacts everything loaded so far and waits until no flush or
+// compaction runs, so the next checkpoint sees the LSM in its steady state.
+// Otherwise compactions of the freshly loaded data that finish between two
+// checkpoints rewrite most files, and the second checkpoint is no longer an
+// incremental one after a small change.
+func settle(t testing.TB, db *pebble.DB) {
+	t.Helper()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff, 0xff}, true); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m := db.Metrics()
+		if m.Compact.NumInProgress == 0 && m.Flush.NumInProgress == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pebble compactions did not settle within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // incrementalRatio fills n keys, takes a native checkpoint, changes 1% of the
 // keys, takes another, and returns both sizes.
 func incrementalRatio(t testing.TB, n int64) (full, incr int64) {
@@ -106,6 +136,7 @@ func incrementalRatio(t testing.TB, n int64) (full, incr int64) {
 	}
 	defer k.Close()
 	v := fillPebble(t, k, n, 100, func() {})
+	settle(t, k.(*pebbleKeyed).db.Pebble())
 	snap := func(id int64) Handle {
 		p, err := k.Snapshot(id, Native)
 		if err != nil {
