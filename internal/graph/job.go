@@ -121,8 +121,15 @@ func Compile(sg *StreamGraph) (*JobGraph, error) {
 			outDegree[e.From]++
 		}
 	}
+	maxPar := make([]int, len(sg.Nodes))
 	for i, n := range sg.Nodes {
-		if chainable(sg, n, par) {
+		maxPar[i] = n.MaxParallelism
+		if maxPar[i] == 0 {
+			maxPar[i] = maxP
+		}
+	}
+	for i, n := range sg.Nodes {
+		if chainable(sg, n, par, maxPar) {
 			v := vertexOf[n.Inputs[0].From]
 			v.Nodes = append(v.Nodes, n)
 			vertexOf[i] = v
@@ -165,14 +172,16 @@ func Compile(sg *StreamGraph) (*JobGraph, error) {
 	return jg, nil
 }
 
-// chainable reports whether n joins its single input's chain (Flink's rules).
-func chainable(sg *StreamGraph, n *Node, par []int) bool {
+// chainable reports whether n joins its single input's chain (Flink's rules,
+// plus equal max parallelism: a vertex has one number of key groups).
+func chainable(sg *StreamGraph, n *Node, par, maxPar []int) bool {
 	if len(n.Inputs) != 1 || n.IsSource || n.ChainingDisabled || n.StartNewChain {
 		return false
 	}
 	e := n.Inputs[0]
 	up := sg.Nodes[e.From]
-	return e.Partition == Forward && !up.ChainingDisabled && !up.IsSink && par[e.From] == par[n.ID]
+	return e.Partition == Forward && !up.ChainingDisabled && !up.IsSink && par[e.From] == par[n.ID] &&
+		maxPar[e.From] == maxPar[n.ID]
 }
 
 // operatorIDs gives every node a stable 32-hex-digit ID: from its UID when it
