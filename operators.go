@@ -118,7 +118,6 @@ func (o *processOp[T, U]) Close() error {
 // ValueState (so it lives in the configured state backend) and emits each
 // update; in batch mode in a Go map, emitting only final values at the end.
 type reduceOp[K comparable, T any] struct {
-	noLifecycle
 	f          func(T, T) T
 	key        func(T) K
 	out        operator.Input[T]

@@ -1,7 +1,6 @@
 package weir
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -85,7 +84,6 @@ func (printSink[T]) NewWriter() SinkWriter[T] { return &printWriter[T]{} }
 
 type printWriter[T any] struct {
 	prefix string
-	buf    *bufio.Writer
 }
 
 func (w *printWriter[T]) Open(ctx *operator.Context) error {
@@ -108,9 +106,7 @@ func (w *printWriter[T]) Close() error  { return nil }
 // Collected gives the elements of a Collect sink back to the program.
 type Collected[T any] struct {
 	ch   chan []T
-	done <-chan struct{}
-	mu   sync.Mutex // guards open
-	open int        // sink subtasks that have not closed
+	done <-chan struct{} // closed when the job has ended
 }
 
 type collectSink interface{ attach(done <-chan struct{}) }

@@ -22,7 +22,6 @@ type writeCache struct {
 	m     map[string]*cacheEntry // by full Pebble key
 	bytes int64
 	limit int64
-	batch *pebble.Batch
 }
 
 type cacheEntry struct {

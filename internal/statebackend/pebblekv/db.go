@@ -23,8 +23,15 @@ type Options struct {
 	WriteCacheBytes int64
 }
 
-// metaKG is the reserved key group that holds state metadata.
+// metaKG is the reserved key group that holds state metadata, under keys
+// metaKG (2 bytes) | 'm' | state name.
 const metaKG = 0xFFFF
+
+// metaPrefix starts every metadata key; metaEnd is just past them.
+var (
+	metaPrefix = []byte{metaKG >> 8, metaKG & 0xFF, 'm'}
+	metaEnd    = []byte{metaKG >> 8, metaKG & 0xFF, 'm' + 1}
+)
 
 // DB is the Pebble database of one subtask. Owned by the task goroutine,
 // except Snapshot views and checkpoints, which other goroutines read.
@@ -150,8 +157,7 @@ func (d *DB) rebuild() {
 }
 
 func metaKey(name string) []byte {
-	b := []byte{0xFF, 0xFF, 'm'}
-	return append(b, name...)
+	return append(append([]byte(nil), metaPrefix...), name...)
 }
 
 func encodeMeta(id uint16, m snapshot.StateMeta) []byte {
@@ -162,7 +168,7 @@ func encodeMeta(id uint16, m snapshot.StateMeta) []byte {
 }
 
 func (d *DB) loadMeta() error {
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{0xFF, 0xFF, 'm'}, UpperBound: []byte{0xFF, 0xFF, 'n'}})
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: metaPrefix, UpperBound: metaEnd})
 	if err != nil {
 		return err
 	}
