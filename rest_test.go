@@ -120,6 +120,9 @@ func TestRESTShowsFailure(t *testing.T) {
 			if !bytes.Contains([]byte(ex.RootException), []byte("row is broken")) || !bytes.Contains([]byte(ex.AllExceptions[0].Task), []byte("(1/2)")) {
 				t.Fatalf("exceptions %+v", ex)
 			}
+			if e := ex.ExceptionHistory.Entries; len(e) != 1 || e[0].ExceptionName != "operator failure" {
+				t.Fatalf("exception history %+v", ex.ExceptionHistory)
+			}
 			d, err := c.Job(context.Background(), job.ID())
 			if err != nil || d.State != rest.JobFailing {
 				t.Fatalf("job state %s, %v; want FAILING while a subtask is still closing", d.State, err)

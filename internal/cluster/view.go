@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/task"
 )
 
 // view presents the JobManager's state in the REST API's shapes.
@@ -111,8 +112,17 @@ func (v *view) Exceptions(id string) (rest.JobExceptions, bool) {
 		ex.RootException = f.Err.Error()
 		ex.Timestamp = f.Time.UnixMilli()
 		ex.AllExceptions = append(ex.AllExceptions, rest.TaskException{Exception: f.Err.Error(), Task: f.TaskName, Timestamp: f.Time.UnixMilli()})
+		trace, name := f.Err.Error(), "error"
+		var te *task.Error
+		if errors.As(f.Err, &te) {
+			name = "operator failure"
+			if te.Stack != "" { // a panic: show where it came from, as Flink shows stack traces
+				trace += "\n\n" + te.Stack
+				name = "panic"
+			}
+		}
 		ex.ExceptionHistory.Entries = append(ex.ExceptionHistory.Entries, rest.ExceptionEntry{
-			ExceptionName: "error", Stacktrace: f.Err.Error(), Timestamp: f.Time.UnixMilli(), TaskName: f.TaskName,
+			ExceptionName: name, Stacktrace: trace, Timestamp: f.Time.UnixMilli(), TaskName: f.TaskName,
 		})
 	}
 	return ex, true
