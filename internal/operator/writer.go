@@ -51,7 +51,20 @@ func NewWriter[T any](c codec.Codec[T], rp *network.ResultPartition, sel func(T)
 func (w *Writer[T]) ProcessElement(v T, ts int64) {
 	w.stats.RecordsOut++
 	if w.sel != nil {
-		w.write(w.sel(v), v, ts)
+		ch := w.sel(v)
+		if b := w.cur[ch]; w.memSize > 0 && b != nil {
+			// Fast path: a memory-layout record that fits the current buffer.
+			start := len(b.Data)
+			h := network.HeaderLen(ts)
+			if end := start + h + w.memSize; end <= cap(b.Data) {
+				b.Data = b.Data[:end]
+				network.PutHeader(b.Data[start:], w.memSize, ts)
+				copyMemory(b.Data[start+h:end], unsafe.Pointer(&v), unsafe.Sizeof(v))
+				w.stats.BytesOut += int64(h + w.memSize)
+				return
+			}
+		}
+		w.write(ch, v, ts)
 		return
 	}
 	for ch := range w.cur {
