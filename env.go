@@ -144,7 +144,7 @@ type Job struct {
 	c       *cluster.Local
 	started time.Time
 	done    chan struct{}
-	status  jobmanager.JobStatus
+	status  rest.JobState
 	err     error
 }
 
@@ -256,9 +256,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		status, err := c.JM.Wait(context.Background(), spec.ID)
 		j.status = status
 		switch {
-		case status == jobmanager.JobCanceled && ctx.Err() != nil:
+		case status == rest.JobCanceled && ctx.Err() != nil:
 			j.err = ctx.Err()
-		case status == jobmanager.JobCanceled:
+		case status == rest.JobCanceled:
 			j.err = ErrCanceled
 		case err != nil:
 			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)

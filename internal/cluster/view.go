@@ -22,11 +22,11 @@ func (v *view) Overview() rest.Overview {
 			continue
 		}
 		switch info.Status {
-		case jobmanager.JobFinished:
+		case rest.JobFinished:
 			o.JobsFinished++
-		case jobmanager.JobCanceled:
+		case rest.JobCanceled:
 			o.JobsCancelled++
-		case jobmanager.JobFailed:
+		case rest.JobFailed:
 			o.JobsFailed++
 		default:
 			o.JobsRunning++
@@ -39,7 +39,7 @@ func (v *view) Jobs() []rest.JobSummary {
 	var out []rest.JobSummary
 	for _, id := range v.c.JM.JobIDs() {
 		if info, ok := v.c.JM.Job(id); ok {
-			out = append(out, rest.JobSummary{ID: id, Status: rest.JobState(info.Status)})
+			out = append(out, rest.JobSummary{ID: id, Status: info.Status})
 		}
 	}
 	return out
@@ -64,19 +64,16 @@ func (v *view) Job(id string) (rest.JobDetails, bool) {
 		durEnd = now
 	}
 	d := rest.JobDetails{
-		ID: info.ID, Name: info.Name, State: rest.JobState(info.Status),
+		ID: info.ID, Name: info.Name, State: info.Status,
 		StartTime: millis(info.Start), EndTime: millis(end), Duration: durEnd.Sub(info.Start).Milliseconds(),
 		MaxParallelism: info.MaxParallelism, Now: now.UnixMilli(), Timestamps: map[rest.JobState]int64{},
 	}
 	for s, t := range info.Times {
-		d.Timestamps[rest.JobState(s)] = t.UnixMilli()
+		d.Timestamps[s] = t.UnixMilli()
 	}
 	var all []rest.TaskState
 	for _, vx := range info.Vertices {
-		states := make([]rest.TaskState, len(vx.Tasks))
-		for i, s := range vx.Tasks {
-			states[i] = rest.TaskState(s)
-		}
+		states := vx.Tasks
 		all = append(all, states...)
 		counts := rest.CountStates(states)
 		rv := rest.Vertex{

@@ -2,6 +2,7 @@ package jobmanager
 
 import (
 	"fmt"
+	"github.com/weirhq/weir/internal/rest"
 	"time"
 
 	"github.com/weirhq/weir/internal/clock"
@@ -75,5 +76,5 @@ type TaskManagerGateway interface {
 
 // JobManagerGateway is how TaskManagers report to the JobManager.
 type JobManagerGateway interface {
-	UpdateTaskState(e ExecutionID, st TaskState, err error)
+	UpdateTaskState(e ExecutionID, st rest.TaskState, err error)
 }

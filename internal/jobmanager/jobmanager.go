@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/rest"
 	"log/slog"
 	"sync"
 	"time"
@@ -33,7 +34,7 @@ type job struct {
 	index   map[ExecutionID]int
 	tmOf    []TaskManagerGateway
 	slots   map[int]int // TaskManager index -> slots held
-	times   map[JobStatus]time.Time
+	times   map[rest.JobState]time.Time
 	started time.Time
 	ended   time.Time
 	failure *Failure
@@ -78,7 +79,7 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		need = max(need, v.Parallelism)
 	}
 	j := &job{spec: spec, index: map[ExecutionID]int{}, slots: map[int]int{},
-		times: map[JobStatus]time.Time{JobCreated: time.Now()}, started: time.Now(), done: make(chan struct{})}
+		times: map[rest.JobState]time.Time{rest.JobCreated: time.Now()}, started: time.Now(), done: make(chan struct{})}
 	for vi, v := range g.Vertices {
 		for s := range v.Parallelism {
 			e := ExecutionID{Job: spec.ID, Vertex: vi, Subtask: s}
@@ -116,17 +117,17 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 	for i, e := range j.execs {
 		tm := jm.tms[slotTM[e.Subtask]]
 		j.tmOf[i] = tm
-		j.state.tasks[i] = TaskDeploying
+		j.state.tasks[i] = rest.TaskDeploying
 		deps = append(deps, Deployment{Exec: e, Job: spec, Slot: e.Subtask})
 	}
 	j.state.start()
-	j.times[JobRunning] = time.Now()
+	j.times[rest.JobRunning] = time.Now()
 	jm.mu.Unlock()
 
 	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(deps))
 	for i, d := range deps {
 		if err := j.tmOf[i].SubmitTask(d); err != nil {
-			jm.UpdateTaskState(d.Exec, TaskFailed, fmt.Errorf("deploying %s: %w", d.Exec, err))
+			jm.UpdateTaskState(d.Exec, rest.TaskFailed, fmt.Errorf("deploying %s: %w", d.Exec, err))
 			break
 		}
 	}
@@ -137,13 +138,13 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 func (jm *JobManager) failLocked(j *job, err error) {
 	j.failure = &Failure{Err: err, Time: time.Now()}
 	for _, i := range j.state.fail(err) {
-		j.state.update(i, TaskCanceled, nil) // nothing was deployed
+		j.state.update(i, rest.TaskCanceled, nil) // nothing was deployed
 	}
 	jm.finishLocked(j)
 }
 
 // UpdateTaskState implements JobManagerGateway.
-func (jm *JobManager) UpdateTaskState(e ExecutionID, st TaskState, err error) {
+func (jm *JobManager) UpdateTaskState(e ExecutionID, st rest.TaskState, err error) {
 	jm.mu.Lock()
 	j, ok := jm.jobs[e.Job]
 	if !ok {
@@ -155,9 +156,9 @@ func (jm *JobManager) UpdateTaskState(e ExecutionID, st TaskState, err error) {
 		jm.mu.Unlock()
 		return
 	}
-	wasFailing := j.state.status == JobFailing
+	wasFailing := j.state.status == rest.JobFailing
 	toCancel := j.state.update(i, st, err)
-	if st == TaskFailed && !wasFailing && j.state.failedAt == i {
+	if st == rest.TaskFailed && !wasFailing && j.state.failedAt == i {
 		name := fmt.Sprintf("%s (%d/%d)", j.spec.Graph.Vertices[e.Vertex].Name, e.Subtask+1, j.spec.Graph.Vertices[e.Vertex].Parallelism)
 		j.failure = &Failure{Err: err, TaskName: name, Time: time.Now()}
 		jm.logger.Warn("task failed; failing the job", "job", e.Job, "task", name, "err", err)
@@ -206,7 +207,7 @@ func (jm *JobManager) Cancel(id string) error {
 	}
 	toCancel := j.state.cancel()
 	if len(toCancel) > 0 {
-		j.times[JobCancelling] = time.Now()
+		j.times[rest.JobCancelling] = time.Now()
 	}
 	var cancels []func()
 	for _, k := range toCancel {
@@ -222,7 +223,7 @@ func (jm *JobManager) Cancel(id string) error {
 
 // Wait blocks until the job ends or ctx is done, and returns its final state
 // and, for a failed job, its root cause.
-func (jm *JobManager) Wait(ctx context.Context, id string) (JobStatus, error) {
+func (jm *JobManager) Wait(ctx context.Context, id string) (rest.JobState, error) {
 	jm.mu.Lock()
 	j, ok := jm.jobs[id]
 	jm.mu.Unlock()
@@ -236,7 +237,7 @@ func (jm *JobManager) Wait(ctx context.Context, id string) (JobStatus, error) {
 	}
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	if j.state.status == JobFailed && j.failure != nil {
+	if j.state.status == rest.JobFailed && j.failure != nil {
 		return j.state.status, j.failure.Err
 	}
 	return j.state.status, nil
@@ -273,9 +274,9 @@ func (jm *JobManager) NumTaskManagers() int {
 // JobInfo is a consistent copy of what the JobManager knows about a job.
 type JobInfo struct {
 	ID, Name       string
-	Status         JobStatus
+	Status         rest.JobState
 	Start, End     time.Time // End is zero while running
-	Times          map[JobStatus]time.Time
+	Times          map[rest.JobState]time.Time
 	MaxParallelism int
 	Vertices       []VertexInfo
 	Failure        *Failure
@@ -286,7 +287,7 @@ type VertexInfo struct {
 	ID, Name       string
 	Parallelism    int
 	MaxParallelism int
-	Tasks          []TaskState
+	Tasks          []rest.TaskState
 	Stats          operator.StatsSnapshot
 	Operators      []string // node names of the chain
 	Inputs         []InputInfo
@@ -316,11 +317,11 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 	}
 	g := j.spec.Graph
 	info := JobInfo{ID: id, Name: g.Name, Status: j.state.status, Start: j.started, End: j.ended,
-		Times: map[JobStatus]time.Time{}, MaxParallelism: g.MaxParallelism, Failure: j.failure}
+		Times: map[rest.JobState]time.Time{}, MaxParallelism: g.MaxParallelism, Failure: j.failure}
 	for k, v := range j.times {
 		info.Times[k] = v
 	}
-	tasks := append([]TaskState(nil), j.state.tasks...)
+	tasks := append([]rest.TaskState(nil), j.state.tasks...)
 	tmOf := append([]TaskManagerGateway(nil), j.tmOf...)
 	execs := j.execs
 	jm.mu.Unlock()

@@ -1,55 +1,23 @@
 package jobmanager
 
-import "fmt"
+import (
+	"fmt"
 
-// JobStatus is a job's state, with Flink's names.
-type JobStatus string
-
-// Job states.
-const (
-	JobCreated    JobStatus = "CREATED"
-	JobRunning    JobStatus = "RUNNING"
-	JobFailing    JobStatus = "FAILING"
-	JobFailed     JobStatus = "FAILED"
-	JobCancelling JobStatus = "CANCELLING"
-	JobCanceled   JobStatus = "CANCELED"
-	JobFinished   JobStatus = "FINISHED"
+	"github.com/weirhq/weir/internal/rest"
 )
 
-// Terminal reports whether the job can no longer change state.
-func (s JobStatus) Terminal() bool {
-	return s == JobFailed || s == JobCanceled || s == JobFinished
-}
-
-// TaskState is a subtask execution's state, with Flink's names.
-type TaskState string
-
-// Task states.
-const (
-	TaskCreated   TaskState = "CREATED"
-	TaskScheduled TaskState = "SCHEDULED"
-	TaskDeploying TaskState = "DEPLOYING"
-	TaskRunning   TaskState = "RUNNING"
-	TaskFinished  TaskState = "FINISHED"
-	TaskCanceling TaskState = "CANCELING"
-	TaskCanceled  TaskState = "CANCELED"
-	TaskFailed    TaskState = "FAILED"
-)
-
-// Terminal reports whether the execution has ended.
-func (s TaskState) Terminal() bool {
-	return s == TaskFinished || s == TaskCanceled || s == TaskFailed
-}
+// The job and execution states are Flink's, defined once in internal/rest
+// (the names Flink's REST API and tools use): rest.JobState, rest.TaskState.
 
 // jobTransitions lists the allowed job state changes.
-var jobTransitions = map[JobStatus][]JobStatus{
-	JobCreated:    {JobRunning, JobFailing, JobCancelling, JobFailed},
-	JobRunning:    {JobFinished, JobFailing, JobCancelling},
-	JobFailing:    {JobFailed},
-	JobCancelling: {JobCanceled},
+var jobTransitions = map[rest.JobState][]rest.JobState{
+	rest.JobCreated:    {rest.JobRunning, rest.JobFailing, rest.JobCancelling, rest.JobFailed},
+	rest.JobRunning:    {rest.JobFinished, rest.JobFailing, rest.JobCancelling},
+	rest.JobFailing:    {rest.JobFailed},
+	rest.JobCancelling: {rest.JobCanceled},
 }
 
-func allowed(from, to JobStatus) bool {
+func allowed(from, to rest.JobState) bool {
 	for _, s := range jobTransitions[from] {
 		if s == to {
 			return true
@@ -62,22 +30,22 @@ func allowed(from, to JobStatus) bool {
 // changes, cancel requests) and returns the executions to cancel. It owns no
 // goroutines and reads no clock.
 type jobState struct {
-	status   JobStatus
-	tasks    []TaskState // by execution index
-	live     int         // executions not yet terminal
-	cause    error       // first failure
-	failedAt int         // execution index of the first failure, -1 if none
+	status   rest.JobState
+	tasks    []rest.TaskState // by execution index
+	live     int              // executions not yet terminal
+	cause    error            // first failure
+	failedAt int              // execution index of the first failure, -1 if none
 }
 
 func newJobState(executions int) *jobState {
-	s := &jobState{status: JobCreated, tasks: make([]TaskState, executions), live: executions, failedAt: -1}
+	s := &jobState{status: rest.JobCreated, tasks: make([]rest.TaskState, executions), live: executions, failedAt: -1}
 	for i := range s.tasks {
-		s.tasks[i] = TaskCreated
+		s.tasks[i] = rest.TaskCreated
 	}
 	return s
 }
 
-func (s *jobState) setStatus(to JobStatus) {
+func (s *jobState) setStatus(to rest.JobState) {
 	if !allowed(s.status, to) {
 		panic(fmt.Sprintf("jobmanager: job cannot go from %s to %s", s.status, to))
 	}
@@ -86,18 +54,18 @@ func (s *jobState) setStatus(to JobStatus) {
 
 // start marks the job running once its tasks are deployed.
 func (s *jobState) start() {
-	if s.status == JobCreated {
-		s.setStatus(JobRunning)
+	if s.status == rest.JobCreated {
+		s.setStatus(rest.JobRunning)
 		s.settle() // a job without executions is done at once
 	}
 }
 
 // cancel handles a user's cancel request; it returns the executions to cancel.
 func (s *jobState) cancel() []int {
-	if s.status.Terminal() || s.status == JobCancelling || s.status == JobFailing {
+	if s.status.Terminal() || s.status == rest.JobCancelling || s.status == rest.JobFailing {
 		return nil
 	}
-	s.setStatus(JobCancelling)
+	s.setStatus(rest.JobCancelling)
 	out := s.cancelLive(-1)
 	s.settle() // nothing live: canceled at once
 	return out
@@ -105,16 +73,16 @@ func (s *jobState) cancel() []int {
 
 // fail fails the job for a reason outside any task (for example scheduling).
 func (s *jobState) fail(err error) []int {
-	if s.status.Terminal() || s.status == JobFailing {
+	if s.status.Terminal() || s.status == rest.JobFailing {
 		return nil
 	}
 	if s.cause == nil {
 		s.cause = err
 	}
-	if s.status == JobCancelling {
+	if s.status == rest.JobCancelling {
 		return nil
 	}
-	s.setStatus(JobFailing)
+	s.setStatus(rest.JobFailing)
 	out := s.cancelLive(-1)
 	s.settle()
 	return out
@@ -122,7 +90,7 @@ func (s *jobState) fail(err error) []int {
 
 // update records execution i reaching state st (with err for failures) and
 // returns the executions to cancel as a consequence.
-func (s *jobState) update(i int, st TaskState, err error) []int {
+func (s *jobState) update(i int, st rest.TaskState, err error) []int {
 	prev := s.tasks[i]
 	if prev.Terminal() {
 		return nil // late report from an execution that already ended
@@ -133,9 +101,9 @@ func (s *jobState) update(i int, st TaskState, err error) []int {
 	}
 	s.live--
 	var out []int
-	if st == TaskFailed && s.status != JobFailing && s.status != JobCancelling && !s.status.Terminal() {
+	if st == rest.TaskFailed && s.status != rest.JobFailing && s.status != rest.JobCancelling && !s.status.Terminal() {
 		s.cause, s.failedAt = err, i
-		s.setStatus(JobFailing)
+		s.setStatus(rest.JobFailing)
 		out = s.cancelLive(i)
 	}
 	s.settle()
@@ -146,7 +114,7 @@ func (s *jobState) cancelLive(except int) []int {
 	var out []int
 	for i, t := range s.tasks {
 		if i != except && !t.Terminal() {
-			s.tasks[i] = TaskCanceling
+			s.tasks[i] = rest.TaskCanceling
 			out = append(out, i)
 		}
 	}
@@ -159,14 +127,14 @@ func (s *jobState) settle() {
 		return
 	}
 	switch s.status {
-	case JobFailing:
-		s.setStatus(JobFailed)
-	case JobCancelling:
-		s.setStatus(JobCanceled)
-	case JobRunning:
-		s.setStatus(JobFinished)
-	case JobCreated:
-		s.setStatus(JobRunning)
-		s.setStatus(JobFinished)
+	case rest.JobFailing:
+		s.setStatus(rest.JobFailed)
+	case rest.JobCancelling:
+		s.setStatus(rest.JobCanceled)
+	case rest.JobRunning:
+		s.setStatus(rest.JobFinished)
+	case rest.JobCreated:
+		s.setStatus(rest.JobRunning)
+		s.setStatus(rest.JobFinished)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/weirhq/weir/internal/rest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,7 +111,7 @@ func runTrace(t *testing.T, pos string, n int, events []string) string {
 				if len(f) > 3 {
 					cause = errors.New(strings.TrimPrefix(strings.Join(f[3:], " "), "err="))
 				}
-				toCancel = s.update(i, TaskState(f[2]), cause)
+				toCancel = s.update(i, rest.TaskState(f[2]), cause)
 			default:
 				t.Fatalf("%s: unknown event %q", pos, ev)
 			}
@@ -145,16 +146,16 @@ func checkJobState(t *testing.T, pos, ev string, s *jobState) {
 	if live != s.live {
 		t.Errorf("%s: after %q: live=%d, but %d executions are not terminal", pos, ev, s.live, live)
 	}
-	if (live == 0) != s.status.Terminal() && s.status != JobCreated {
+	if (live == 0) != s.status.Terminal() && s.status != rest.JobCreated {
 		t.Errorf("%s: after %q: %d live executions, job %s", pos, ev, live, s.status)
 	}
-	if s.status == JobFailed && s.cause == nil {
+	if s.status == rest.JobFailed && s.cause == nil {
 		t.Errorf("%s: after %q: failed without a cause", pos, ev)
 	}
 }
 
 func TestSetStatusPanicsOnDisallowedTransition(t *testing.T) {
-	all := []JobStatus{JobCreated, JobRunning, JobFailing, JobFailed, JobCancelling, JobCanceled, JobFinished}
+	all := []rest.JobState{rest.JobCreated, rest.JobRunning, rest.JobFailing, rest.JobFailed, rest.JobCancelling, rest.JobCanceled, rest.JobFinished}
 	for _, from := range all {
 		for _, to := range all {
 			s := &jobState{status: from}

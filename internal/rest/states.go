@@ -39,6 +39,11 @@ const (
 	TaskFailed    TaskState = "FAILED"
 )
 
+// Terminal reports whether an execution in this state has ended.
+func (s TaskState) Terminal() bool {
+	return s == TaskFinished || s == TaskCanceled || s == TaskFailed
+}
+
 // TaskStates lists every task state in Flink's order.
 var TaskStates = []TaskState{
 	TaskCreated, TaskScheduled, TaskDeploying, TaskRunning,

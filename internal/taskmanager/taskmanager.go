@@ -3,6 +3,7 @@ package taskmanager
 import (
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/rest"
 	"log/slog"
 	"slices"
 	"sync"
@@ -73,16 +74,16 @@ func (tm *TaskManager) SubmitTask(d jm.Deployment) error {
 	tm.wg.Add(1)
 	go func() {
 		defer tm.wg.Done()
-		tm.jm.UpdateTaskState(d.Exec, jm.TaskRunning, nil)
+		tm.jm.UpdateTaskState(d.Exec, rest.TaskRunning, nil)
 		err := r.task.Run(r.cancel)
 		switch {
 		case err == nil:
-			tm.jm.UpdateTaskState(d.Exec, jm.TaskFinished, nil)
+			tm.jm.UpdateTaskState(d.Exec, rest.TaskFinished, nil)
 		case errors.Is(err, task.ErrCanceled):
-			tm.jm.UpdateTaskState(d.Exec, jm.TaskCanceled, nil)
+			tm.jm.UpdateTaskState(d.Exec, rest.TaskCanceled, nil)
 		default:
 			tm.logger.Warn("task failed", "task", r.task.Name(), "err", err)
-			tm.jm.UpdateTaskState(d.Exec, jm.TaskFailed, err)
+			tm.jm.UpdateTaskState(d.Exec, rest.TaskFailed, err)
 		}
 	}()
 	return nil
