@@ -85,7 +85,7 @@ type keyedCore[K comparable] struct {
 	ctx      *operator.Context
 	keyCodec codec.Codec[K]
 	hash     func(K) uint32
-	maxP     int
+	kgs      keygroup.Assigner
 	backend  statebackend.Keyed
 	timers   *timers.Service
 	keyBuf   []byte
@@ -104,7 +104,7 @@ func newKeyedCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) 
 	if err != nil {
 		return nil, fmt.Errorf("creating the keyed state backend: %w", err)
 	}
-	return &keyedCore[K]{ctx: ctx, keyCodec: keyCodec, hash: keyHasher[K](), maxP: ctx.MaxParallelism,
+	return &keyedCore[K]{ctx: ctx, keyCodec: keyCodec, hash: keyHasher[K](), kgs: keygroup.NewAssigner(ctx.MaxParallelism),
 		backend: b, timers: timers.New(rng), wm: math.MinInt64}, nil
 }
 
@@ -112,7 +112,7 @@ func newKeyedCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) 
 func (c *keyedCore[K]) setKey(k K) {
 	c.current = k
 	c.keyBuf = c.keyCodec.AppendEncode(c.keyBuf[:0], k)
-	c.kg = keygroup.ForHash(c.hash(k), c.maxP)
+	c.kg = c.kgs.KeyGroup(c.hash(k))
 	c.backend.SetCurrentKey(c.keyBuf, c.kg)
 	c.timerKey = false
 }

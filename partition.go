@@ -27,34 +27,30 @@ func shuffleSelector[T any](channels, subtask, _ int) any {
 	return func(T) int { return rng.IntN(channels) }
 }
 
-// keySelector sends each record to the subtask that owns its key's key group.
-// A table from key group to channel replaces the division per record, and a
-// mask replaces the modulo when maxP is a power of two (the default).
+// keySelector sends each record to the subtask that owns its key's key group,
+// through a table from key group to channel (no division per record).
 func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, maxP int) any {
 	return func(channels, _, maxP int) any {
 		hash := keyHasher[K]()
+		kgs := keygroup.NewAssigner(maxP)
 		owner := make([]int32, maxP)
 		for kg := range owner {
 			owner[kg] = int32(keygroup.OperatorIndex(kg, channels, maxP))
 		}
-		if maxP&(maxP-1) == 0 {
-			mask := int32(maxP - 1)
-			// The common key kinds hash inline: one indirect call (the user's
-			// key function) per record instead of two.
-			switch reflect.TypeFor[K]().Kind() {
-			case reflect.Int64, reflect.Int, reflect.Uint64, reflect.Uint:
-				return func(v T) int {
-					k := key(v)
-					return int(owner[keygroup.Murmur(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))&mask])
-				}
-			case reflect.String:
-				return func(v T) int {
-					k := key(v)
-					return int(owner[keygroup.Murmur(keygroup.HashString(*(*string)(unsafe.Pointer(&k))))&mask])
-				}
+		// The common key kinds hash inline: one indirect call (the user's key
+		// function) per record instead of two.
+		switch reflect.TypeFor[K]().Kind() {
+		case reflect.Int64, reflect.Int, reflect.Uint64, reflect.Uint:
+			return func(v T) int {
+				k := key(v)
+				return int(owner[kgs.KeyGroup(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))])
 			}
-			return func(v T) int { return int(owner[keygroup.Murmur(hash(key(v)))&mask]) }
+		case reflect.String:
+			return func(v T) int {
+				k := key(v)
+				return int(owner[kgs.KeyGroup(keygroup.HashString(*(*string)(unsafe.Pointer(&k))))])
+			}
 		}
-		return func(v T) int { return int(owner[keygroup.ForHash(hash(key(v)), maxP)]) }
+		return func(v T) int { return int(owner[kgs.KeyGroup(hash(key(v)))]) }
 	}
 }

@@ -128,3 +128,28 @@ func HashBytes(b []byte) uint32 {
 	}
 	return h
 }
+
+// Assigner maps key hashes to key groups for one max parallelism. It masks
+// instead of dividing when maxParallelism is a power of two (the default),
+// since it runs once per record.
+type Assigner struct {
+	maxP int
+	mask int32 // maxP-1 for a power of two, else -1
+}
+
+// NewAssigner returns the assigner for maxParallelism key groups.
+func NewAssigner(maxParallelism int) Assigner {
+	a := Assigner{maxP: maxParallelism, mask: -1}
+	if maxParallelism&(maxParallelism-1) == 0 {
+		a.mask = int32(maxParallelism - 1)
+	}
+	return a
+}
+
+// KeyGroup is ForHash(keyHash, maxParallelism).
+func (a Assigner) KeyGroup(keyHash uint32) int {
+	if a.mask >= 0 {
+		return int(Murmur(keyHash) & a.mask)
+	}
+	return int(Murmur(keyHash)) % a.maxP
+}

@@ -2,27 +2,15 @@ package keygroup
 
 import (
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
+
+	"github.com/weirhq/weir/internal/testseed"
 )
 
-// propRand returns a generator seeded from WEIR_SEED, or from the clock when it
-// is unset. The seed is logged, so a failure can be replayed with
-// WEIR_SEED=<seed> go test ./internal/keygroup -run <Test>.
+// propRand returns a generator seeded by internal/testseed (WEIR_SEED replays).
 func propRand(t *testing.T) *rand.Rand {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("WEIR_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WEIR_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (set WEIR_SEED=%d to replay)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return testseed.Rand(t, 0x9e3779b97f4a7c15)
 }
 
 // randPair draws 1 <= p <= maxP <= UpperBoundMaxParallelism, biased towards
@@ -187,6 +175,24 @@ func TestPropertyDefaultMaxParallelism(t *testing.T) {
 		}
 		if p <= m && Validate(p, m) != nil {
 			t.Fatalf("Validate(%d, DefaultMaxParallelismFor = %d) = %v", p, m, Validate(p, m))
+		}
+	}
+}
+
+// The assigner agrees with ForHash for every max parallelism, power of two or not.
+func TestAssignerMatchesForHash(t *testing.T) {
+	rng := propRand(t)
+	for range 2000 {
+		maxP := 1 + rng.IntN(UpperBoundMaxParallelism)
+		if rng.IntN(2) == 0 {
+			maxP = 1 << rng.IntN(16)
+		}
+		a := NewAssigner(maxP)
+		for range 50 {
+			h := rng.Uint32()
+			if got, want := a.KeyGroup(h), ForHash(h, maxP); got != want {
+				t.Fatalf("maxP %d hash %d: assigner %d, ForHash %d", maxP, h, got, want)
+			}
 		}
 	}
 }
