@@ -72,12 +72,19 @@ func keyGroups(n int64) []uint16 {
 	return kgs
 }
 
+// keyStep is the step through keys 0..n-1 that visits each once per n
+// steps, scattered: a large stride (coprime to the key counts used here)
+// modulo n. The loops add it modulo n without a division, which would cost
+// more than a state access.
+func keyStep(n int64) int64 { return 2654435761 % n }
+
 // BenchmarkValueRMW is the per-record cost of a keyed counter: Value, then
 // Update(n+1), on keys visited in a scattered order. ops/s/core divides by
 // the process CPU time, so background work (Pebble compactions, GC) counts.
+// WEIR_BENCH_SMALL_KEYS and WEIR_BENCH_BIG_KEYS change the two key counts.
 func BenchmarkValueRMW(b *testing.B) {
 	for _, kind := range []string{KindHashMap, KindPebble} {
-		for _, n := range []int64{10_000, envInt("WEIR_BENCH_BIG_KEYS", 10_000_000)} {
+		for _, n := range []int64{envInt("WEIR_BENCH_SMALL_KEYS", 10_000), envInt("WEIR_BENCH_BIG_KEYS", 10_000_000)} {
 			b.Run(fmt.Sprintf("%s/keys=%d", kind, n), func(b *testing.B) {
 				k := newBench(b, kind)
 				v := state.GetValueState(k, state.ValueDescriptor[int64]{Name: "count", Codec: codec.Int64()})
@@ -87,13 +94,14 @@ func BenchmarkValueRMW(b *testing.B) {
 					v.Update(0)
 				}
 				runtime.GC()
-				// A multiplicative step visits every key once per n ops, scattered.
-				const stride = 2654435761
 				kgs := keyGroups(n)
 				cpu0, wall0 := cpuSeconds(), time.Now()
 				b.ResetTimer()
-				for i := range int64(b.N) {
-					key := (i * stride) % n
+				step := keyStep(n)
+				for i, key := 0, int64(0); i < b.N; i++ {
+					if key += step; key >= n {
+						key -= n
+					}
 					binary.BigEndian.PutUint64(kb[:], uint64(key))
 					k.SetCurrentKey(kb[:], int(kgs[key]))
 					c, _ := v.Value()
@@ -189,11 +197,13 @@ func BenchmarkGoMapBaseline(b *testing.B) {
 		binary.BigEndian.PutUint64(kb[1:], uint64(i))
 		maps[kgs[i]][string(kb[:])] = &entry{}
 	}
-	const stride = 2654435761
 	cpu0 := cpuSeconds()
 	b.ResetTimer()
-	for i := range int64(b.N) {
-		key := (i * stride) % n
+	step := keyStep(n)
+	for i, key := 0, int64(0); i < b.N; i++ {
+		if key += step; key >= n {
+			key -= n
+		}
 		binary.BigEndian.PutUint64(kb[1:], uint64(key))
 		maps[kgs[key]][string(kb[:])].v++
 	}

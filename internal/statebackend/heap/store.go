@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"unsafe"
 
 	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -19,17 +18,24 @@ type Store struct {
 	maxPar int
 	clock  clock.Clock
 
-	cur    []byte // map key of the current key and namespace
-	keyEnd int    // cur[:keyEnd] is uvarint(len(key)) | key
-	ns     []byte // current namespace (a copy)
-	kg     int
-	kgIdx  int // kg - rng.Start, or -1 before the first SetCurrentKey
+	// cur is the map key of the current key and namespace. It is not
+	// built for a short key with no namespace (curStale): the image holds
+	// its bytes, and tables read cur only for long keys.
+	cur      []byte
+	curStale bool
+	keyEnd   int    // cur[:keyEnd] is uvarint(len(key)) | key
+	ns       []byte // current namespace (a copy)
+	kg       int
+	kgIdx    int // kg - rng.Start, or -1 before the first SetCurrentKey
 
 	snapVer uint64 // incremented by every snapshot; see package doc
 	// epoch changes whenever the current key or namespace does, so a table
 	// may cache the entry it looked up last (Value then Update costs one
 	// map lookup). It starts at 1: a table's zero lastEpoch never matches.
 	epoch uint64
+
+	im      keyImage // imageOf(cur), if imEpoch == epoch
+	imEpoch uint64
 
 	tables  map[string]erased
 	pending map[string]*raw // restored states not registered yet
@@ -57,6 +63,15 @@ func (s *Store) SetCurrentKey(key []byte, kg int) {
 	if !s.rng.Contains(kg) {
 		panic(fmt.Sprintf("state: key group %d outside this subtask's range %v", kg, s.rng))
 	}
+	s.kg, s.kgIdx = kg, kg-s.rng.Start
+	s.epoch++
+	if len(s.ns) == 0 {
+		if im, ok := plainImage(key); ok {
+			s.im, s.imEpoch = im, s.epoch
+			s.curStale, s.keyEnd = true, len(key)+1
+			return
+		}
+	}
 	var b []byte
 	if len(key) < 0x80 {
 		b = append(s.cur[:0], byte(len(key))) // the one-byte uvarint
@@ -66,12 +81,20 @@ func (s *Store) SetCurrentKey(key []byte, kg int) {
 	b = append(b, key...)
 	s.keyEnd = len(b)
 	s.cur = append(b, s.ns...)
-	s.kg, s.kgIdx = kg, kg-s.rng.Start
-	s.epoch++
+	s.curStale = false
+}
+
+// materialize builds cur if it is stale.
+func (s *Store) materialize() {
+	if s.curStale {
+		s.cur = append(s.cur[:0], s.im.bytes()...)
+		s.curStale = false
+	}
 }
 
 // SetCurrentNamespace sets the namespace (copied); empty means none.
 func (s *Store) SetCurrentNamespace(ns []byte) {
+	s.materialize()
 	s.ns = append(s.ns[:0], ns...)
 	s.cur = append(s.cur[:s.keyEnd], ns...)
 	s.epoch++
@@ -79,6 +102,7 @@ func (s *Store) SetCurrentNamespace(ns []byte) {
 
 // CurrentKey returns the current key bytes (valid until the next SetCurrentKey).
 func (s *Store) CurrentKey() []byte {
+	s.materialize()
 	_, n := binary.Uvarint(s.cur)
 	return s.cur[n:s.keyEnd]
 }
@@ -115,11 +139,20 @@ func mapKey(dst, key, ns []byte) []byte {
 }
 
 // splitMapKey splits a map key into key and namespace. The slices alias the
-// string's bytes (no copy per entry while snapshotting): they are only read.
-func splitMapKey(k string) (key, ns []byte) {
-	b := unsafe.Slice(unsafe.StringData(k), len(k))
+// frozen slot's bytes (no copy per entry while snapshotting): they are only read.
+func splitMapKey(b []byte) (key, ns []byte) {
 	n, w := binary.Uvarint(b)
 	return b[w : w+int(n)], b[w+int(n):]
+}
+
+// image returns the key image of the current map key, computed once per
+// key and namespace for all tables.
+func (s *Store) image() *keyImage {
+	if s.imEpoch != s.epoch {
+		s.materialize()
+		s.im, s.imEpoch = imageOf(s.cur), s.epoch
+	}
+	return &s.im
 }
 
 // Snapshot freezes every table (see the package doc) and returns sources
@@ -143,6 +176,7 @@ func (s *Store) Snapshot() []snapshot.Source {
 // service). Restore before registering states; entries of states registered
 // already are decoded immediately.
 func (s *Store) Restore(r *snapshot.Reader) error {
+	s.materialize()
 	s.epoch++
 	states := r.States()
 	var mk []byte

@@ -1,10 +1,6 @@
 package heap
 
-import (
-	"maps"
-
-	"github.com/weirhq/weir/internal/snapshot"
-)
+import "github.com/weirhq/weir/internal/snapshot"
 
 // Entry is the state of one key (and namespace) in one table.
 type Entry[E any] struct {
@@ -13,10 +9,11 @@ type Entry[E any] struct {
 	ver uint64 // store snapshot version this entry was created at; older entries are shared with a snapshot
 }
 
-// group is one key group's map.
+// group is one key group's table.
 type group[E any] struct {
-	m   map[string]*Entry[E]
-	ver uint64 // the map is shared with a snapshot when ver < Store.snapVer
+	t   slots[E]
+	n   int    // keys in t
+	ver uint64 // t is shared with a snapshot when ver < Store.snapVer
 }
 
 // Emit is called by Ops.Emit once per canonical entry.
@@ -42,7 +39,10 @@ type Table[E any] struct {
 	groups []group[E]
 	ops    Ops[E]
 
-	last      *Entry[E] // the current key's entry (nil: absent) if lastEpoch == s.epoch
+	// last is the current key's entry (nil: absent) if lastEpoch == s.epoch.
+	// It points into a group's slots, so every operation that may move or
+	// copy them (Insert, Writable, Delete) refreshes it.
+	last      *Entry[E]
 	lastEpoch uint64
 }
 
@@ -68,16 +68,25 @@ func (t *Table[E]) checkKey() {
 }
 
 // Lookup returns the entry of the current key and namespace, or nil. The
-// entry may be shared with a snapshot: call Writable before modifying it.
+// entry may be shared with a snapshot: call Writable before modifying it. The
+// pointer is valid until the next Insert or Delete on this table.
 func (t *Table[E]) Lookup() *Entry[E] {
-	s := t.s
-	if t.lastEpoch == s.epoch {
+	if t.lastEpoch == t.s.epoch { // small enough to inline
 		return t.last
 	}
+	return t.lookup()
+}
+
+func (t *Table[E]) lookup() *Entry[E] {
+	s := t.s
 	if s.kgIdx < 0 {
 		t.checkKey()
 	}
-	e := t.groups[s.kgIdx].m[string(s.cur)]
+	g := &t.groups[s.kgIdx]
+	var e *Entry[E]
+	if i := g.t.find(s.image(), s.cur); i >= 0 {
+		e = &g.t.b[i].e
+	}
 	t.last, t.lastEpoch = e, s.epoch
 	return e
 }
@@ -86,49 +95,67 @@ func (t *Table[E]) Lookup() *Entry[E] {
 // modified in place: e itself unless a snapshot shares it.
 func (t *Table[E]) Writable(e *Entry[E]) *Entry[E] {
 	if e.ver == t.s.snapVer {
+		// Created or copied since the last snapshot, so its group is
+		// owned too: nothing shares it.
 		return e
 	}
-	g := t.own()
-	ne := &Entry[E]{Val: t.ops.Clone(e.Val), TS: e.TS, ver: t.s.snapVer}
-	g.m[string(t.s.cur)] = ne
-	t.last, t.lastEpoch = ne, t.s.epoch
+	return t.writable()
+}
+
+// writable is the first write to the current key's entry since a snapshot:
+// own the group (which may copy the slots, so find the key again) and the
+// entry's value.
+func (t *Table[E]) writable() *Entry[E] {
+	s := t.s
+	g := t.own(s.kgIdx, false)
+	ne := &g.t.b[g.t.find(s.image(), s.cur)].e
+	ne.Val, ne.ver = t.ops.Clone(ne.Val), s.snapVer
+	t.last, t.lastEpoch = ne, s.epoch
 	return ne
 }
 
 // Insert adds a zero entry for the current key, which must be absent.
 func (t *Table[E]) Insert() *Entry[E] {
 	t.checkKey()
-	g := t.own()
-	e := &Entry[E]{ver: t.s.snapVer}
-	g.m[string(t.s.cur)] = e
-	t.last, t.lastEpoch = e, t.s.epoch
+	s := t.s
+	e := t.insert(s.kgIdx, s.image(), s.cur)
+	t.last, t.lastEpoch = e, s.epoch
+	return e
+}
+
+func (t *Table[E]) insert(idx int, im *keyImage, k []byte) *Entry[E] {
+	g := t.own(idx, true)
+	e := &g.t.b[g.t.insert(im, k)].e
+	e.ver = t.s.snapVer
+	g.n++
 	return e
 }
 
 // Delete removes the current key's entry.
 func (t *Table[E]) Delete() {
 	t.checkKey()
-	g := &t.groups[t.s.kgIdx]
-	if _, ok := g.m[string(t.s.cur)]; !ok {
+	s := t.s
+	im := s.image()
+	if t.groups[s.kgIdx].t.find(im, s.cur) < 0 {
 		return
 	}
-	g = t.own()
-	delete(g.m, string(t.s.cur))
-	t.last, t.lastEpoch = nil, t.s.epoch
+	g := t.own(s.kgIdx, false)
+	g.t.remove(g.t.find(im, s.cur))
+	g.n--
+	t.last, t.lastEpoch = nil, s.epoch
 }
 
-// own returns the current key group, cloning its map if a snapshot shares it.
-func (t *Table[E]) own() *group[E] {
-	g := &t.groups[t.s.kgIdx]
-	if g.ver != t.s.snapVer {
-		if g.m != nil {
-			g.m = maps.Clone(g.m)
-		}
-		g.ver = t.s.snapVer
+// own returns key group idx - rng.Start with slots the snapshots do not
+// share, with room for one more key if adding.
+func (t *Table[E]) own(idx int, adding bool) *group[E] {
+	g := &t.groups[idx]
+	switch {
+	case adding && g.t.needsGrow(g.n):
+		g.t = g.t.grown()
+	case g.ver != t.s.snapVer:
+		g.t = g.t.clone()
 	}
-	if g.m == nil {
-		g.m = map[string]*Entry[E]{}
-	}
+	g.ver = t.s.snapVer
 	return g
 }
 
@@ -136,51 +163,58 @@ func (t *Table[E]) own() *group[E] {
 func (t *Table[E]) Len() int {
 	n := 0
 	for _, g := range t.groups {
-		n += len(g.m)
+		n += g.n
 	}
 	return n
 }
 
 func (t *Table[E]) restore(kg int, mk []byte, se snapshot.Entry, restoredTTL bool) error {
-	saved := t.s.kgIdx
-	t.s.kgIdx = kg - t.s.rng.Start
-	g := t.own()
-	t.s.kgIdx = saved
-	e := g.m[string(mk)]
-	if e == nil {
-		e = &Entry[E]{ver: t.s.snapVer}
-		g.m[string(mk)] = e
+	idx := kg - t.s.rng.Start
+	im := imageOf(mk)
+	var e *Entry[E]
+	if i := t.groups[idx].t.find(&im, mk); i >= 0 {
+		g := t.own(idx, false)
+		if e = &g.t.b[i].e; e.ver != t.s.snapVer {
+			// Restore may modify the value in place.
+			e.Val, e.ver = t.ops.Clone(e.Val), t.s.snapVer
+		}
+	} else {
+		e = t.insert(idx, &im, mk)
 	}
 	return t.ops.Restore(e, se, restoredTTL)
 }
 
 type tableSource[E any] struct {
-	md    snapshot.StateMeta
-	start int
-	maps  []map[string]*Entry[E]
-	ops   Ops[E]
-	now   int64
+	md     snapshot.StateMeta
+	start  int
+	groups []slots[E]
+	ops    Ops[E]
+	now    int64
 }
 
 func (t *Table[E]) source(now int64) snapshot.Source {
-	ms := make([]map[string]*Entry[E], len(t.groups))
+	gs := make([]slots[E], len(t.groups))
 	for i := range t.groups {
-		ms[i] = t.groups[i].m
+		gs[i] = t.groups[i].t
 	}
-	return &tableSource[E]{md: t.md, start: t.s.rng.Start, maps: ms, ops: t.ops, now: now}
+	return &tableSource[E]{md: t.md, start: t.s.rng.Start, groups: gs, ops: t.ops, now: now}
 }
 
 func (s *tableSource[E]) Meta() snapshot.StateMeta { return s.md }
 
 func (s *tableSource[E]) KeyGroup(kg int, add func(snapshot.Entry) error) error {
 	i := kg - s.start
-	if i < 0 || i >= len(s.maps) {
+	if i < 0 || i >= len(s.groups) {
 		return nil
 	}
 	var scratch []byte
-	for k, e := range s.maps[i] {
-		key, ns := splitMapKey(k)
-		err := s.ops.Emit(e, s.now, &scratch, func(uk []byte, hasUK bool, v []byte, hasTS bool, ts int64) error {
+	t := &s.groups[i]
+	for j, h := range t.hn {
+		if h == 0 {
+			continue
+		}
+		key, ns := splitMapKey(t.key(j))
+		err := s.ops.Emit(&t.b[j].e, s.now, &scratch, func(uk []byte, hasUK bool, v []byte, hasTS bool, ts int64) error {
 			return add(snapshot.Entry{Key: key, Namespace: ns, HasUserKey: hasUK, UserKey: uk, Value: v, HasTS: hasTS, TS: ts})
 		})
 		if err != nil {

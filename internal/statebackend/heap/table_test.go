@@ -1,0 +1,264 @@
+package heap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/testseed"
+)
+
+// listOps make a table of []int64 values that the test modifies in place,
+// so a copy-on-write mistake shows up as a snapshot that changes later.
+func listOps() Ops[[]int64] {
+	return Ops[[]int64]{
+		Clone: slices.Clone[[]int64],
+		Emit: func(e *Entry[[]int64], _ int64, scratch *[]byte, emit Emit) error {
+			b := (*scratch)[:0]
+			for _, v := range e.Val {
+				b = binary.AppendVarint(b, v)
+			}
+			*scratch = b
+			return emit(nil, false, b, false, 0)
+		},
+		Restore: func(e *Entry[[]int64], se snapshot.Entry, _ bool) error {
+			e.Val = decodeList(se.Value)
+			return nil
+		},
+	}
+}
+
+func decodeList(b []byte) []int64 {
+	var out []int64
+	for len(b) > 0 {
+		v, n := binary.Varint(b)
+		out = append(out, v)
+		b = b[n:]
+	}
+	return out
+}
+
+// modelKey is how the reference model names an entry: key group, key and
+// namespace, unambiguously.
+func modelKey(kg int, key, ns []byte) string {
+	return fmt.Sprintf("%d|%x|%x", kg, key, ns)
+}
+
+// randomBytes returns bytes of a length chosen to hit both sides of every
+// boundary of the table: empty, the word sizes, the inline limit (a map key
+// is a length byte plus key plus namespace), long keys and keys long enough
+// for a two-byte length prefix. Zero bytes are common, so that keys that
+// differ only by trailing zeros meet.
+func randomBytes(r *rand.Rand) []byte {
+	lengths := []int{0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 22, 23, 24, 25, 40, 127, 128, 300}
+	b := make([]byte, lengths[r.IntN(len(lengths))])
+	for i := range b {
+		if r.IntN(3) > 0 {
+			b[i] = byte(r.IntN(4))
+		} else {
+			b[i] = byte(r.Uint32())
+		}
+	}
+	return b
+}
+
+type pendingSnap struct {
+	want    map[string][]int64
+	sources []snapshot.Source
+}
+
+// TestTableAgainstModel runs random state operations, snapshots and
+// restores on a table and on a Go map of the same contents, and compares
+// every read, every snapshot (read after later writes) and the restored
+// table.
+func TestTableAgainstModel(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	rng := keygroup.Range{Start: 3, End: 10} // few key groups: long probe runs and growth
+	meta := snapshot.StateMeta{Name: "list", Kind: snapshot.KindValue}
+	s := NewStore(rng, 128, clock.NewManual(0))
+	tbl, err := NewTable(s, meta, listOps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys, nss [][]byte
+	for range 400 {
+		keys = append(keys, randomBytes(r))
+	}
+	nss = append(nss, nil, nil, nil, []byte{0}, []byte{0, 0}, []byte{1})
+	for range 4 {
+		nss = append(nss, randomBytes(r))
+	}
+	kgOf := func(key []byte) int {
+		var h uint32
+		for _, c := range key {
+			h = h*31 + uint32(c)
+		}
+		return rng.Start + int(h%uint32(rng.Len()))
+	}
+
+	model := map[string][]int64{}
+	var snaps []pendingSnap
+	var curKey, curNS []byte
+	setKey := func() {
+		curKey = keys[r.IntN(len(keys))]
+		s.SetCurrentKey(curKey, kgOf(curKey))
+	}
+	setKey()
+	steps := 200_000
+	if testing.Short() {
+		steps = 40_000
+	}
+	for step := range steps {
+		mk := modelKey(kgOf(curKey), curKey, curNS)
+		switch op := r.IntN(100); {
+		case op < 30:
+			setKey()
+		case op < 35:
+			curNS = nss[r.IntN(len(nss))]
+			s.SetCurrentNamespace(curNS)
+		case op < 55: // read
+			want, ok := model[mk]
+			e := tbl.Lookup()
+			if (e != nil) != ok || (ok && !slices.Equal(e.Val, want)) {
+				t.Fatalf("step %d: key %x ns %x: table has %v, model %v (present %v)", step, curKey, curNS, e, want, ok)
+			}
+		case op < 85: // insert, append or modify in place
+			e := tbl.Lookup()
+			v := r.Int64N(1000)
+			switch {
+			case e == nil:
+				e = tbl.Insert()
+				e.Val = []int64{v}
+			case r.IntN(2) == 0:
+				e = tbl.Writable(e)
+				e.Val[r.IntN(len(e.Val))] = v
+			default:
+				e = tbl.Writable(e)
+				e.Val = append(e.Val, v)
+			}
+			model[mk] = slices.Clone(e.Val)
+		case op < 95:
+			tbl.Delete()
+			delete(model, mk)
+		case op < 97:
+			if r.IntN(10) > 0 {
+				break // snapshots copy the model: keep them rare
+			}
+			want := maps.Clone(model)
+			for k, v := range want {
+				want[k] = slices.Clone(v)
+			}
+			snaps = append(snaps, pendingSnap{want: want, sources: s.Snapshot()})
+		default:
+			if len(snaps) > 0 && r.IntN(5) == 0 {
+				i := r.IntN(len(snaps))
+				checkSnapshot(t, step, rng, snaps[i])
+				snaps = slices.Delete(snaps, i, i+1)
+			}
+		}
+		if tbl.Len() != len(model) {
+			t.Fatalf("step %d: table has %d entries, model %d", step, tbl.Len(), len(model))
+		}
+	}
+	for _, p := range snaps {
+		checkSnapshot(t, steps, rng, p)
+	}
+
+	// Restore the final state into a new store, split in two ranges.
+	var buf bytes.Buffer
+	if _, err := snapshot.Write(&buf, snapshot.Header{MaxParallelism: 128, Range: rng}, s.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := snapshot.Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := 0
+	for _, part := range []keygroup.Range{{Start: 3, End: 6}, {Start: 7, End: 10}} {
+		s2 := NewStore(part, 128, clock.NewManual(0))
+		if err := s2.Restore(rd); err != nil {
+			t.Fatal(err)
+		}
+		t2, err := NewTable(s2, meta, listOps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored += t2.Len()
+		for _, key := range keys {
+			kg := kgOf(key)
+			if !part.Contains(kg) {
+				continue
+			}
+			s2.SetCurrentKey(key, kg)
+			for _, ns := range nss {
+				s2.SetCurrentNamespace(ns)
+				want, ok := model[modelKey(kg, key, ns)]
+				e := t2.Lookup()
+				if (e != nil) != ok || (ok && !slices.Equal(e.Val, want)) {
+					t.Fatalf("restored key %x ns %x: %v, want %v (present %v)", key, ns, e, want, ok)
+				}
+			}
+		}
+	}
+	if restored != len(model) {
+		t.Fatalf("restored %d entries, want %d", restored, len(model))
+	}
+}
+
+func checkSnapshot(t *testing.T, step int, rng keygroup.Range, p pendingSnap) {
+	t.Helper()
+	got := map[string][]int64{}
+	for _, src := range p.sources {
+		for kg := rng.Start; kg <= rng.End; kg++ {
+			err := src.KeyGroup(kg, func(e snapshot.Entry) error {
+				k := modelKey(kg, e.Key, e.Namespace)
+				if _, dup := got[k]; dup {
+					return fmt.Errorf("entry %s twice", k)
+				}
+				got[k] = decodeList(e.Value)
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	if !maps.EqualFunc(got, p.want, slices.Equal) {
+		t.Fatalf("step %d: a snapshot changed after it was taken: %d entries, want %d", step, len(got), len(p.want))
+	}
+}
+
+// TestImageMatchesMapKey checks the two ways of computing a key's image,
+// from its map key and directly from the key, on every short length.
+func TestImageMatchesMapKey(t *testing.T) {
+	r := testseed.Rand(t, 1)
+	for n := 0; n < 40; n++ {
+		for range 50 {
+			key := make([]byte, n)
+			for i := range key {
+				key[i] = byte(r.Uint32())
+			}
+			im, ok := plainImage(key)
+			if ok != (n+1 <= inlineKey) {
+				t.Fatalf("len %d: plainImage ok = %v", n, ok)
+			}
+			if !ok {
+				continue
+			}
+			want := imageOf(mapKey(nil, key, nil))
+			if im != want {
+				t.Fatalf("len %d: image from key %+v, from map key %+v", n, im, want)
+			}
+			if !bytes.Equal(im.bytes(), mapKey(nil, key, nil)) {
+				t.Fatalf("len %d: image bytes %x", n, im.bytes())
+			}
+		}
+	}
+}
