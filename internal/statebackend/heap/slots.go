@@ -114,71 +114,85 @@ func (im *keyImage) bytes() []byte {
 // home is where the probe for a key image starts.
 func (im *keyImage) home(mask uint64) uint64 { return (im.hn >> 8) & mask }
 
-// body is the part of a slot that a probe does not read: the key's words
-// (compared only when the hash matches) and the entry. For an 8-byte value
-// it is 64 bytes, one cache line.
-type body[E any] struct {
+// slot is one place of a table: the key's image and the entry. For an
+// 8-byte value it is 56 bytes, so a lookup usually reads one or two
+// adjacent cache lines. A long key is kept in slots.long, and w0 is its
+// index there, so that slots stay small.
+type slot[E any] struct {
+	hn         uint64 // 0: free
 	w0, w1, w2 uint64 // as in keyImage
-	long       string // the key, when it is over inlineKey bytes
 	e          Entry[E]
 }
 
 // slots is a linear-probing hash table of entries keyed by map key, with at
 // most 3/4 of its places used. Entries live in the table itself, not
-// behind pointers. Probing reads only hn, a dense array of the images'
-// hash-and-length words; a lookup then reads one body. (A Go map reads a
-// control word, the key's string and the entry behind a pointer.)
-// The length of both arrays is zero or the same power of two.
+// behind pointers. (A Go map reads a control word, the key's string and
+// the entry behind a pointer, and calls a hash function per lookup.)
 type slots[E any] struct {
-	hn []uint64 // 0: free
-	b  []body[E]
+	s []slot[E] // length zero or a power of two
+	// long holds the keys over inlineKey bytes; free lists the unused
+	// places of long.
+	long []string
+	free []uint64
 }
 
 func (t *slots[E]) key(i int) []byte {
-	b := &t.b[i]
-	if n := t.hn[i] & 0xff; n != longKey {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&b.w0)), n) // w0..w2 are contiguous
+	sl := &t.s[i]
+	if n := sl.hn & 0xff; n != longKey {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&sl.w0)), n) // w0..w2 are contiguous
 	}
-	return unsafe.Slice(unsafe.StringData(b.long), len(b.long))
+	l := t.long[sl.w0]
+	return unsafe.Slice(unsafe.StringData(l), len(l))
 }
 
 // find returns the index of the key with image im and bytes k, or -1.
 func (t *slots[E]) find(im *keyImage, k []byte) int {
-	hn := t.hn
-	if len(hn) == 0 {
+	ss := t.s
+	if len(ss) == 0 {
 		return -1
 	}
-	mask := uint64(len(hn) - 1)
-	for i := im.home(mask); ; i = (i + 1) & mask {
-		if h := hn[i]; h == im.hn {
-			b := &t.b[i]
-			if b.w0 == im.w0 && b.w1 == im.w1 && b.w2 == im.w2 && (im.hn&0xff != longKey || b.long == string(k)) {
+	mask := uint64(len(ss) - 1)
+	if im.hn&0xff != longKey {
+		for i := im.home(mask); ; i = (i + 1) & mask {
+			sl := &ss[i]
+			if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 && sl.w2 == im.w2 {
 				return int(i)
 			}
-		} else if h == 0 {
+			if sl.hn == 0 {
+				return -1
+			}
+		}
+	}
+	for i := im.home(mask); ; i = (i + 1) & mask {
+		sl := &ss[i]
+		if sl.hn == im.hn && t.long[sl.w0] == string(k) {
+			return int(i)
+		}
+		if sl.hn == 0 {
 			return -1
 		}
 	}
 }
 
 // needsGrow says whether one more key would exceed the load limit.
-func (t *slots[E]) needsGrow(n int) bool { return (n+1)*4 > len(t.hn)*3 }
+func (t *slots[E]) needsGrow(n int) bool { return (n+1)*4 > len(t.s)*3 }
 
 // grown returns a new table twice the size (at least 8) holding t's keys.
 // It never writes to t, which may be shared with a snapshot.
 func (t *slots[E]) grown() slots[E] {
-	n := max(8, 2*len(t.hn))
-	nt := slots[E]{hn: make([]uint64, n), b: make([]body[E], n)}
+	n := max(8, 2*len(t.s))
+	nt := slots[E]{s: make([]slot[E], n), long: slices.Clone(t.long), free: slices.Clone(t.free)}
 	mask := uint64(n - 1)
-	for i, h := range t.hn {
+	for i := range t.s {
+		h := t.s[i].hn
 		if h == 0 {
 			continue
 		}
 		j := (h >> 8) & mask
-		for nt.hn[j] != 0 {
+		for nt.s[j].hn != 0 {
 			j = (j + 1) & mask
 		}
-		nt.hn[j], nt.b[j] = h, t.b[i]
+		nt.s[j] = t.s[i]
 	}
 	return nt
 }
@@ -186,16 +200,21 @@ func (t *slots[E]) grown() slots[E] {
 // insert places the absent key with image im and bytes k in a free slot,
 // which the caller has made sure exists, and returns its index.
 func (t *slots[E]) insert(im *keyImage, k []byte) int {
-	mask := uint64(len(t.hn) - 1)
+	mask := uint64(len(t.s) - 1)
 	i := im.home(mask)
-	for t.hn[i] != 0 {
+	for t.s[i].hn != 0 {
 		i = (i + 1) & mask
 	}
-	t.hn[i] = im.hn
-	b := &t.b[i]
-	b.w0, b.w1, b.w2 = im.w0, im.w1, im.w2
+	sl := &t.s[i]
+	sl.hn, sl.w0, sl.w1, sl.w2 = im.hn, im.w0, im.w1, im.w2
 	if im.hn&0xff == longKey {
-		b.long = string(k)
+		if n := len(t.free); n > 0 {
+			sl.w0, t.free = t.free[n-1], t.free[:n-1]
+			t.long[sl.w0] = string(k)
+		} else {
+			sl.w0 = uint64(len(t.long))
+			t.long = append(t.long, string(k))
+		}
 	}
 	return int(i)
 }
@@ -203,27 +222,33 @@ func (t *slots[E]) insert(im *keyImage, k []byte) int {
 // remove frees slot i, shifting later entries of the same probe run back
 // so that lookups need no tombstones.
 func (t *slots[E]) remove(i int) {
-	mask := uint64(len(t.hn) - 1)
+	if t.s[i].hn&0xff == longKey {
+		l := t.s[i].w0
+		t.long[l] = ""
+		t.free = append(t.free, l)
+	}
+	mask := uint64(len(t.s) - 1)
 	at := uint64(i)
 	for {
 		j := at
 		for {
 			j = (j + 1) & mask
-			if t.hn[j] == 0 {
-				t.hn[at], t.b[at] = 0, body[E]{}
+			h := t.s[j].hn
+			if h == 0 {
+				t.s[at] = slot[E]{}
 				return
 			}
 			// j may move back to at if at lies on its probe path, home..j.
-			if (j-(t.hn[j]>>8)&mask)&mask >= (j-at)&mask {
+			if (j-(h>>8)&mask)&mask >= (j-at)&mask {
 				break
 			}
 		}
-		t.hn[at], t.b[at] = t.hn[j], t.b[j]
+		t.s[at] = t.s[j]
 		at = j
 	}
 }
 
 // clone copies the table for copy-on-write (empty stays empty).
 func (t *slots[E]) clone() slots[E] {
-	return slots[E]{hn: slices.Clone(t.hn), b: slices.Clone(t.b)}
+	return slots[E]{s: slices.Clone(t.s), long: slices.Clone(t.long), free: slices.Clone(t.free)}
 }

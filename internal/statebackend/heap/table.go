@@ -85,7 +85,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 	g := &t.groups[s.kgIdx]
 	var e *Entry[E]
 	if i := g.t.find(s.image(), s.cur); i >= 0 {
-		e = &g.t.b[i].e
+		e = &g.t.s[i].e
 	}
 	t.last, t.lastEpoch = e, s.epoch
 	return e
@@ -108,7 +108,7 @@ func (t *Table[E]) Writable(e *Entry[E]) *Entry[E] {
 func (t *Table[E]) writable() *Entry[E] {
 	s := t.s
 	g := t.own(s.kgIdx, false)
-	ne := &g.t.b[g.t.find(s.image(), s.cur)].e
+	ne := &g.t.s[g.t.find(s.image(), s.cur)].e
 	ne.Val, ne.ver = t.ops.Clone(ne.Val), s.snapVer
 	t.last, t.lastEpoch = ne, s.epoch
 	return ne
@@ -125,7 +125,7 @@ func (t *Table[E]) Insert() *Entry[E] {
 
 func (t *Table[E]) insert(idx int, im *keyImage, k []byte) *Entry[E] {
 	g := t.own(idx, true)
-	e := &g.t.b[g.t.insert(im, k)].e
+	e := &g.t.s[g.t.insert(im, k)].e
 	e.ver = t.s.snapVer
 	g.n++
 	return e
@@ -174,7 +174,7 @@ func (t *Table[E]) restore(kg int, mk []byte, se snapshot.Entry, restoredTTL boo
 	var e *Entry[E]
 	if i := t.groups[idx].t.find(&im, mk); i >= 0 {
 		g := t.own(idx, false)
-		if e = &g.t.b[i].e; e.ver != t.s.snapVer {
+		if e = &g.t.s[i].e; e.ver != t.s.snapVer {
 			// Restore may modify the value in place.
 			e.Val, e.ver = t.ops.Clone(e.Val), t.s.snapVer
 		}
@@ -209,12 +209,12 @@ func (s *tableSource[E]) KeyGroup(kg int, add func(snapshot.Entry) error) error 
 	}
 	var scratch []byte
 	t := &s.groups[i]
-	for j, h := range t.hn {
-		if h == 0 {
+	for j := range t.s {
+		if t.s[j].hn == 0 {
 			continue
 		}
 		key, ns := splitMapKey(t.key(j))
-		err := s.ops.Emit(&t.b[j].e, s.now, &scratch, func(uk []byte, hasUK bool, v []byte, hasTS bool, ts int64) error {
+		err := s.ops.Emit(&t.s[j].e, s.now, &scratch, func(uk []byte, hasUK bool, v []byte, hasTS bool, ts int64) error {
 			return add(snapshot.Entry{Key: key, Namespace: ns, HasUserKey: hasUK, UserKey: uk, Value: v, HasTS: hasTS, TS: ts})
 		})
 		if err != nil {
