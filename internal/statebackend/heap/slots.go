@@ -64,12 +64,9 @@ func imageOf(k []byte) keyImage {
 }
 
 // plainImage returns the image of the map key of key with no namespace,
-// reading key directly: uvarint(len(key)) | key, when that is short.
-func plainImage(key []byte) (keyImage, bool) {
+// reading key directly: uvarint(len(key)) | key. len(key) < inlineKey.
+func plainImage(key []byte) keyImage {
 	n := len(key)
-	if n+1 > inlineKey {
-		return keyImage{}, false
-	}
 	// k0..k2 are key's words; the map key is the same bytes one byte later.
 	var k0, k1, k2 uint64
 	switch {
@@ -80,7 +77,7 @@ func plainImage(key []byte) (keyImage, bool) {
 	default:
 		k0 = tail(key)
 	}
-	return shortImage(uint64(n)|k0<<8, k0>>56|k1<<8, k1>>56|k2<<8, n+1), true
+	return shortImage(uint64(n)|k0<<8, k0>>56|k1<<8, k1>>56|k2<<8, n+1)
 }
 
 func shortImage(w0, w1, w2 uint64, n int) keyImage {

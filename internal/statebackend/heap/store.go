@@ -60,18 +60,28 @@ func (s *Store) Now() int64 { return s.clock.NowMillis() }
 // SetCurrentKey sets the key (encoded bytes, copied) and its key group for
 // the following state accesses, keeping the current namespace.
 func (s *Store) SetCurrentKey(key []byte, kg int) {
-	if !s.rng.Contains(kg) {
-		panic(fmt.Sprintf("state: key group %d outside this subtask's range %v", kg, s.rng))
+	idx := kg - s.rng.Start
+	if uint(idx) >= uint(s.rng.End-s.rng.Start+1) {
+		s.badKeyGroup(kg)
 	}
-	s.kg, s.kgIdx = kg, kg-s.rng.Start
+	s.kg, s.kgIdx = kg, idx
 	s.epoch++
-	if len(s.ns) == 0 {
-		if im, ok := plainImage(key); ok {
-			s.im, s.imEpoch = im, s.epoch
-			s.curStale, s.keyEnd = true, len(key)+1
-			return
-		}
+	if len(s.ns) == 0 && len(key) < inlineKey {
+		// Every record of a keyed operator comes here: the image is all
+		// the tables need, and cur is built only if asked for.
+		s.im, s.imEpoch = plainImage(key), s.epoch
+		s.curStale, s.keyEnd = true, len(key)+1
+		return
 	}
+	s.setCur(key)
+}
+
+func (s *Store) badKeyGroup(kg int) {
+	panic(fmt.Sprintf("state: key group %d outside this subtask's range %v", kg, s.rng))
+}
+
+// setCur builds cur from key and the namespace.
+func (s *Store) setCur(key []byte) {
 	var b []byte
 	if len(key) < 0x80 {
 		b = append(s.cur[:0], byte(len(key))) // the one-byte uvarint

@@ -82,9 +82,27 @@ func (t *Table[E]) lookup() *Entry[E] {
 	if s.kgIdx < 0 {
 		t.checkKey()
 	}
+	im := &s.im
+	if s.imEpoch != s.epoch {
+		im = s.image()
+	}
 	g := &t.groups[s.kgIdx]
 	var e *Entry[E]
-	if i := g.t.find(s.image(), s.cur); i >= 0 {
+	if ss := g.t.s; im.hn&0xff != longKey && len(ss) > 0 {
+		// slots.find for a short key, written out: this runs for every
+		// state read, and the call was a tenth of it.
+		mask := uint64(len(ss) - 1)
+		for i := im.home(mask); ; i = (i + 1) & mask {
+			sl := &ss[i]
+			if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 && sl.w2 == im.w2 {
+				e = &sl.e
+				break
+			}
+			if sl.hn == 0 {
+				break
+			}
+		}
+	} else if i := g.t.find(im, s.cur); i >= 0 {
 		e = &g.t.s[i].e
 	}
 	t.last, t.lastEpoch = e, s.epoch
