@@ -51,15 +51,7 @@ func imageOf(k []byte) keyImage {
 	if len(k) > inlineKey {
 		return keyImage{hn: maphash.Bytes(hashSeed, k)<<8 | longKey}
 	}
-	var w0, w1, w2 uint64
-	switch n := len(k); {
-	case n > 16:
-		w0, w1, w2 = le64(k), le64(k[8:]), tail(k[16:])
-	case n > 8:
-		w0, w1 = le64(k), tail(k[8:])
-	default:
-		w0 = tail(k)
-	}
+	w0, w1, w2 := words(k)
 	return shortImage(w0, w1, w2, len(k))
 }
 
@@ -67,17 +59,20 @@ func imageOf(k []byte) keyImage {
 // reading key directly: uvarint(len(key)) | key. len(key) < inlineKey.
 func plainImage(key []byte) keyImage {
 	n := len(key)
-	// k0..k2 are key's words; the map key is the same bytes one byte later.
-	var k0, k1, k2 uint64
-	switch {
-	case n > 16:
-		k0, k1, k2 = le64(key), le64(key[8:]), tail(key[16:])
-	case n > 8:
-		k0, k1 = le64(key), tail(key[8:])
-	default:
-		k0 = tail(key)
-	}
+	// The map key is key's bytes one byte later.
+	k0, k1, k2 := words(key)
 	return shortImage(uint64(n)|k0<<8, k0>>56|k1<<8, k1>>56|k2<<8, n+1)
+}
+
+// words loads up to inlineKey bytes as little-endian words, zero-padded.
+func words(k []byte) (w0, w1, w2 uint64) {
+	switch n := len(k); {
+	case n > 16:
+		return le64(k), le64(k[8:]), tail(k[16:])
+	case n > 8:
+		return le64(k), tail(k[8:]), 0
+	}
+	return tail(k), 0, 0
 }
 
 func shortImage(w0, w1, w2 uint64, n int) keyImage {
