@@ -103,25 +103,60 @@ func (im *keyImage) bytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&im.w0)), im.hn&0xff) // w0..w2 are contiguous
 }
 
-// home is where the probe for a key image starts.
-func (im *keyImage) home(mask uint64) uint64 { return (im.hn >> 8) & mask }
+// Control bytes, one per slot, in one word per group of 8 slots (byte j
+// of word g is slot 8g+j), as in Swiss tables: a full slot's byte is h2,
+// 7 bits of its hash; the high bit marks an empty (ctrlEmpty) or deleted
+// (ctrlDeleted) slot. A probe compares the 8 bytes of a group with h2 in a
+// few word operations, so finding a key costs one control word (all of a
+// table's control words are small enough to stay in cache), one slot, and
+// branches that almost always go the same way; probing slot by slot
+// mispredicted its exit on most lookups.
+const (
+	ctrlEmpty   = 0x80
+	ctrlDeleted = 0xFE
+	lsbs        = 0x0101010101010101
+	msbs        = 0x8080808080808080
+	emptyGroup  = ctrlEmpty * lsbs
+)
+
+// h2 is the control byte of a full slot with hash-and-length word hn.
+func h2(hn uint64) uint64 { return hn >> 57 }
+
+// group is the group where the probe for hn starts.
+func homeGroup(hn, gmask uint64) uint64 { return (hn >> 8) & gmask }
+
+// matchByte has the high bit set in each byte of w equal to b (< 0x80),
+// and possibly in a byte above such a byte (a borrow): callers check the key.
+func matchByte(w, b uint64) uint64 {
+	x := w ^ (lsbs * b)
+	return (x - lsbs) &^ x & msbs
+}
+
+// matchEmpty has the high bit set in each empty byte of w.
+func matchEmpty(w uint64) uint64 { return w &^ (w << 6) & msbs }
+
+// byteAt is the slot within its group of the lowest byte flagged in m.
+func byteAt(m uint64) uint64 { return uint64(bits.TrailingZeros64(m)) / 8 }
 
 // slot is one place of a table: the key's image and the entry. For an
 // 8-byte value it is 56 bytes, so a lookup usually reads one or two
 // adjacent cache lines. A long key is kept in slots.long, and w0 is its
-// index there, so that slots stay small.
+// index there, so that slots stay small. A free slot is all zero.
 type slot[E any] struct {
 	hn         uint64 // 0: free
 	w0, w1, w2 uint64 // as in keyImage
 	e          Entry[E]
 }
 
-// slots is a linear-probing hash table of entries keyed by map key, with at
-// most 3/4 of its places used. Entries live in the table itself, not
-// behind pointers. (A Go map reads a control word, the key's string and
-// the entry behind a pointer, and calls a hash function per lookup.)
+// slots is a hash table of entries keyed by map key: groups of 8 slots
+// probed in order from the key's home group, with at most 7/8 of the slots
+// full or deleted. Entries live in the table itself, not behind pointers.
+// (A Go map reads a control word, the key's string and the entry behind a
+// pointer, and calls a hash function per lookup.)
 type slots[E any] struct {
-	s []slot[E] // length zero or a power of two
+	ctrl []uint64  // one word per group; length zero or a power of two
+	s    []slot[E] // 8 per group
+	dead int       // deleted control bytes
 	// long holds the keys over inlineKey bytes; free lists the unused
 	// places of long.
 	long []string
@@ -138,65 +173,78 @@ func (t *slots[E]) key(i int) []byte {
 }
 
 // find returns the index of the key with image im and bytes k, or -1.
+// Table.lookup has a copy of the short-key case.
 func (t *slots[E]) find(im *keyImage, k []byte) int {
-	ss := t.s
-	if len(ss) == 0 {
+	if len(t.ctrl) == 0 {
 		return -1
 	}
-	mask := uint64(len(ss) - 1)
-	if im.hn&0xff != longKey {
-		for i := im.home(mask); ; i = (i + 1) & mask {
-			sl := &ss[i]
-			if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 && sl.w2 == im.w2 {
+	gmask := uint64(len(t.ctrl) - 1)
+	long := im.hn&0xff == longKey
+	for g := homeGroup(im.hn, gmask); ; g = (g + 1) & gmask {
+		w := t.ctrl[g]
+		for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
+			i := g*8 + byteAt(m)
+			sl := &t.s[i]
+			if sl.hn != im.hn {
+				continue
+			}
+			if long && t.long[sl.w0] == string(k) || !long && sl.w0 == im.w0 && sl.w1 == im.w1 && sl.w2 == im.w2 {
 				return int(i)
 			}
-			if sl.hn == 0 {
-				return -1
-			}
 		}
-	}
-	for i := im.home(mask); ; i = (i + 1) & mask {
-		sl := &ss[i]
-		if sl.hn == im.hn && t.long[sl.w0] == string(k) {
-			return int(i)
-		}
-		if sl.hn == 0 {
+		if matchEmpty(w) != 0 {
 			return -1
 		}
 	}
 }
 
-// needsGrow says whether one more key would exceed the load limit.
-func (t *slots[E]) needsGrow(n int) bool { return (n+1)*4 > len(t.s)*3 }
+// needsGrow says whether adding a key to the n there are would exceed
+// the limit of full and deleted slots.
+func (t *slots[E]) needsGrow(n int) bool { return (n+1+t.dead)*8 > len(t.s)*7 }
 
-// grown returns a new table twice the size (at least 8) holding t's keys.
-// It never writes to t, which may be shared with a snapshot.
-func (t *slots[E]) grown() slots[E] {
-	n := max(8, 2*len(t.s))
-	nt := slots[E]{s: make([]slot[E], n), long: slices.Clone(t.long), free: slices.Clone(t.free)}
-	mask := uint64(n - 1)
+// grown returns a table holding t's n keys with room for more: twice the
+// size (at least 2 groups) unless most of t's used slots are deleted ones,
+// then the same size without them. It never writes to t, which may be
+// shared with a snapshot.
+func (t *slots[E]) grown(n int) slots[E] {
+	size := max(16, len(t.s))
+	if (n+1)*16 > size*7 {
+		size *= 2
+	}
+	nt := slots[E]{ctrl: make([]uint64, size/8), s: make([]slot[E], size),
+		long: slices.Clone(t.long), free: slices.Clone(t.free)}
+	for g := range nt.ctrl {
+		nt.ctrl[g] = emptyGroup
+	}
 	for i := range t.s {
-		h := t.s[i].hn
-		if h == 0 {
-			continue
+		if t.s[i].hn != 0 {
+			nt.s[nt.place(t.s[i].hn)] = t.s[i]
 		}
-		j := (h >> 8) & mask
-		for nt.s[j].hn != 0 {
-			j = (j + 1) & mask
-		}
-		nt.s[j] = t.s[i]
 	}
 	return nt
+}
+
+// place marks the first empty or deleted slot on hn's probe path as full
+// and returns its index. There must be one.
+func (t *slots[E]) place(hn uint64) int {
+	gmask := uint64(len(t.ctrl) - 1)
+	for g := homeGroup(hn, gmask); ; g = (g + 1) & gmask {
+		w := t.ctrl[g]
+		if m := w & msbs; m != 0 {
+			j := byteAt(m)
+			if w>>(8*j)&0xff == ctrlDeleted {
+				t.dead--
+			}
+			t.ctrl[g] = w&^(0xff<<(8*j)) | h2(hn)<<(8*j)
+			return int(g*8 + j)
+		}
+	}
 }
 
 // insert places the absent key with image im and bytes k in a free slot,
 // which the caller has made sure exists, and returns its index.
 func (t *slots[E]) insert(im *keyImage, k []byte) int {
-	mask := uint64(len(t.s) - 1)
-	i := im.home(mask)
-	for t.s[i].hn != 0 {
-		i = (i + 1) & mask
-	}
+	i := t.place(im.hn)
 	sl := &t.s[i]
 	sl.hn, sl.w0, sl.w1, sl.w2 = im.hn, im.w0, im.w1, im.w2
 	if im.hn&0xff == longKey {
@@ -208,39 +256,32 @@ func (t *slots[E]) insert(im *keyImage, k []byte) int {
 			t.long = append(t.long, string(k))
 		}
 	}
-	return int(i)
+	return i
 }
 
-// remove frees slot i, shifting later entries of the same probe run back
-// so that lookups need no tombstones.
+// remove frees slot i. Its control byte becomes empty if its group has an
+// empty slot (then no probe ever went past the group: a group that has
+// been full never gets an empty byte back), else deleted, so that probes
+// for keys placed further on still pass it.
 func (t *slots[E]) remove(i int) {
 	if t.s[i].hn&0xff == longKey {
 		l := t.s[i].w0
 		t.long[l] = ""
 		t.free = append(t.free, l)
 	}
-	mask := uint64(len(t.s) - 1)
-	at := uint64(i)
-	for {
-		j := at
-		for {
-			j = (j + 1) & mask
-			h := t.s[j].hn
-			if h == 0 {
-				t.s[at] = slot[E]{}
-				return
-			}
-			// j may move back to at if at lies on its probe path, home..j.
-			if (j-(h>>8)&mask)&mask >= (j-at)&mask {
-				break
-			}
-		}
-		t.s[at] = t.s[j]
-		at = j
+	t.s[i] = slot[E]{}
+	g, j := i/8, uint64(i%8)
+	w := t.ctrl[g]
+	b := uint64(ctrlEmpty)
+	if matchEmpty(w) == 0 {
+		b = ctrlDeleted
+		t.dead++
 	}
+	t.ctrl[g] = w&^(0xff<<(8*j)) | b<<(8*j)
 }
 
 // clone copies the table for copy-on-write (empty stays empty).
 func (t *slots[E]) clone() slots[E] {
-	return slots[E]{s: slices.Clone(t.s), long: slices.Clone(t.long), free: slices.Clone(t.free)}
+	return slots[E]{ctrl: slices.Clone(t.ctrl), s: slices.Clone(t.s), dead: t.dead,
+		long: slices.Clone(t.long), free: slices.Clone(t.free)}
 }

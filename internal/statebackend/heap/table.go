@@ -88,17 +88,21 @@ func (t *Table[E]) lookup() *Entry[E] {
 	}
 	g := &t.groups[s.kgIdx]
 	var e *Entry[E]
-	if ss := g.t.s; im.hn&0xff != longKey && len(ss) > 0 {
+	if ctrl := g.t.ctrl; im.hn&0xff != longKey && len(ctrl) > 0 {
 		// slots.find for a short key, written out: this runs for every
 		// state read, and the call was a tenth of it.
-		mask := uint64(len(ss) - 1)
-		for i := im.home(mask); ; i = (i + 1) & mask {
-			sl := &ss[i]
-			if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 && sl.w2 == im.w2 {
-				e = &sl.e
-				break
+		gmask := uint64(len(ctrl) - 1)
+	probe:
+		for gi := homeGroup(im.hn, gmask); ; gi = (gi + 1) & gmask {
+			w := ctrl[gi]
+			for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
+				sl := &g.t.s[gi*8+byteAt(m)]
+				if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 && sl.w2 == im.w2 {
+					e = &sl.e
+					break probe
+				}
 			}
-			if sl.hn == 0 {
+			if matchEmpty(w) != 0 {
 				break
 			}
 		}
@@ -169,7 +173,7 @@ func (t *Table[E]) own(idx int, adding bool) *group[E] {
 	g := &t.groups[idx]
 	switch {
 	case adding && g.t.needsGrow(g.n):
-		g.t = g.t.grown()
+		g.t = g.t.grown(g.n)
 	case g.ver != t.s.snapVer:
 		g.t = g.t.clone()
 	}
