@@ -97,7 +97,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 			w := ctrl[gi]
 			for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
 				sl := &g.t.s[gi*8+byteAt(m)]
-				if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 && sl.w2 == im.w2 {
+				if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
 					e = &sl.e
 					break probe
 				}
