@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"iter"
 	"maps"
 
@@ -241,31 +242,42 @@ func (h *kvMap[UK, UV]) Contains(k UK) bool {
 	return ok
 }
 
-// scan yields the live entries, decoded, collecting the expired ones for removal.
+// scan yields the live entries, decoded, and removes the expired ones. It
+// streams from the backend's iterator, which reads a consistent view of the
+// state as of the scan's start: fn may write to this or any other state
+// (with a TTL refreshed on read, scan itself does), and the scan neither
+// sees those writes nor is disturbed by them. Memory stays bounded by one
+// entry however large the map.
 func (h *kvMap[UK, UV]) scan(decodeValue, touch bool, fn func(UK, UV) bool) {
 	now := h.ttl.clock()
-	var dead [][]byte
-	var touched []UK
+	refresh := touch && h.ttl.ttl > 0 && h.ttl.onRead
 	var derr error
 	err := h.t.Scan(func(ukb, vb []byte, ts int64) bool {
 		if h.ttl.expired(ts, now) {
-			dead = append(dead, append([]byte(nil), ukb...))
+			if derr = h.t.Delete(ukb); derr != nil {
+				derr = fmt.Errorf("delete: %w", derr)
+				return false
+			}
 			return true
 		}
 		k, _, err := h.d.UserKeyCodec.Decode(ukb)
 		if err != nil {
-			derr = err
+			derr = fmt.Errorf("decode: %w", err)
 			return false
 		}
 		var v UV
-		if decodeValue || (h.ttl.ttl > 0 && h.ttl.onRead) {
+		if decodeValue || refresh {
 			if v, _, err = h.d.ValueCodec.Decode(vb); err != nil {
-				derr = err
+				derr = fmt.Errorf("decode: %w", err)
 				return false
 			}
 		}
-		if touch && h.ttl.ttl > 0 && h.ttl.onRead {
-			touched = append(touched, k)
+		if refresh {
+			h.vbuf = h.d.ValueCodec.AppendEncode(h.vbuf[:0], v)
+			if derr = h.t.Set(ukb, h.vbuf, now); derr != nil {
+				derr = fmt.Errorf("refresh: %w", derr)
+				return false
+			}
 		}
 		return fn(k, v)
 	})
@@ -273,42 +285,17 @@ func (h *kvMap[UK, UV]) scan(decodeValue, touch bool, fn func(UK, UV) bool) {
 		fail(h.meta.Name, "scan", err)
 	}
 	if derr != nil {
-		fail(h.meta.Name, "decode", derr)
-	}
-	for _, uk := range dead {
-		if err := h.t.Delete(uk); err != nil {
-			fail(h.meta.Name, "delete", err)
-		}
-	}
-	for _, k := range touched {
-		h.Get(k) // refreshes the timestamp
+		fail(h.meta.Name, "scan", derr)
 	}
 }
 
 func (h *kvMap[UK, UV]) All() iter.Seq2[UK, UV] {
-	return func(yield func(UK, UV) bool) {
-		// Collect first: the scan holds an iterator, and yield may write to the map.
-		type kv struct {
-			k UK
-			v UV
-		}
-		var all []kv
-		h.scan(true, true, func(k UK, v UV) bool { all = append(all, kv{k, v}); return true })
-		for _, e := range all {
-			if !yield(e.k, e.v) {
-				return
-			}
-		}
-	}
+	return func(yield func(UK, UV) bool) { h.scan(true, true, yield) }
 }
 
 func (h *kvMap[UK, UV]) Keys() iter.Seq[UK] {
 	return func(yield func(UK) bool) {
-		for k := range h.All() {
-			if !yield(k) {
-				return
-			}
-		}
+		h.scan(false, true, func(k UK, _ UV) bool { return yield(k) })
 	}
 }
 
