@@ -92,8 +92,13 @@ func (t *Table[E]) lookup() *Entry[E] {
 		// slots.find for a short key, written out: this runs for every
 		// state read, and the call was a tenth of it.
 		gmask := uint64(len(ctrl) - 1)
+		home := homeGroup(im.hn, gmask)
+		if sl := &g.t.s[home*8+prefAt(im.hn)]; sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+			e = &sl.e
+			goto found
+		}
 	probe:
-		for gi := homeGroup(im.hn, gmask); ; gi = (gi + 1) & gmask {
+		for gi := home; ; gi = (gi + 1) & gmask {
 			w := ctrl[gi]
 			for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
 				sl := &g.t.s[gi*8+byteAt(m)]
@@ -109,6 +114,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 	} else if i := g.t.find(im, s.cur); i >= 0 {
 		e = &g.t.s[i].e
 	}
+found:
 	t.last, t.lastEpoch = e, s.epoch
 	return e
 }
