@@ -18,31 +18,95 @@ func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 	})
 }
 
-// heapCell is a single value per key in the heap backend: ValueState, and the
-// accumulator of reducing and aggregating states.
-type heapCell[V any] struct {
-	t     *heap.Table[V]
-	ttl   ttlPolicy
-	codec codec.Codec[V]
-}
-
-func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V], clone func(V) V) (*heapCell[V], error) {
-	h := &heapCell[V]{ttl: newTTL(meta, s.Now), codec: c}
+// newHeapCell returns a single value per key in the heap backend: ValueState,
+// and the accumulator of reducing and aggregating states. Without TTL the
+// table holds the value alone, with TTL the value and its timestamp: the
+// heap backend's speed at 10 thousand keys is the size of its table
+// entries (see docs/benchmarks.md), so states without TTL do not carry one.
+func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V], clone func(V) V) (cell[V], error) {
+	if meta.HasTTL() {
+		return newHeapTTLCell(s, meta, c, clone)
+	}
+	h := &heapCell[V]{}
 	t, err := heap.NewTable(s, meta, heap.Ops[V]{
 		Clone: clone,
-		Emit: func(e *heap.Entry[V], now int64, scratch *[]byte, emit heap.Emit) error {
-			if h.ttl.expired(e.TS, now) {
+		Emit: func(e *heap.Entry[V], _ int64, scratch *[]byte, emit heap.Emit) error {
+			*scratch = c.AppendEncode((*scratch)[:0], e.Val)
+			return emit(nil, false, *scratch, false, 0)
+		},
+		Restore: func(e *heap.Entry[V], se snapshot.Entry, _ bool) error {
+			v, _, err := c.Decode(se.Value)
+			e.Val = v
+			return err
+		},
+	})
+	h.t = t
+	return h, err
+}
+
+// heapCell is a heap cell without TTL.
+type heapCell[V any] struct {
+	t *heap.Table[V]
+}
+
+func (h *heapCell[V]) Value() (V, bool) {
+	if e := h.t.Lookup(); e != nil {
+		return e.Val, true
+	}
+	var zero V
+	return zero, false
+}
+
+func (h *heapCell[V]) valueForUpdate() (V, bool) {
+	if e := h.t.Lookup(); e != nil {
+		return h.t.Writable(e).Val, true
+	}
+	var zero V
+	return zero, false
+}
+
+func (h *heapCell[V]) Update(v V) {
+	e := h.t.Lookup()
+	if e == nil {
+		e = h.t.Insert()
+	} else {
+		e = h.t.Writable(e)
+	}
+	e.Val = v
+}
+
+func (h *heapCell[V]) Clear() { h.t.Delete() }
+
+// timed is a value with the time of its last write (or read, for
+// OnReadAndWrite), for TTL.
+type timed[V any] struct {
+	v  V
+	ts int64
+}
+
+// heapTTLCell is a heap cell with TTL.
+type heapTTLCell[V any] struct {
+	t   *heap.Table[timed[V]]
+	ttl ttlPolicy
+}
+
+func newHeapTTLCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V], clone func(V) V) (*heapTTLCell[V], error) {
+	h := &heapTTLCell[V]{ttl: newTTL(meta, s.Now)}
+	t, err := heap.NewTable(s, meta, heap.Ops[timed[V]]{
+		Clone: func(e timed[V]) timed[V] { return timed[V]{v: clone(e.v), ts: e.ts} },
+		Emit: func(e *heap.Entry[timed[V]], now int64, scratch *[]byte, emit heap.Emit) error {
+			if h.ttl.expired(e.Val.ts, now) {
 				return nil
 			}
-			*scratch = c.AppendEncode((*scratch)[:0], e.Val)
-			return emit(nil, false, *scratch, h.ttl.ttl > 0, e.TS)
+			*scratch = c.AppendEncode((*scratch)[:0], e.Val.v)
+			return emit(nil, false, *scratch, true, e.Val.ts)
 		},
-		Restore: func(e *heap.Entry[V], se snapshot.Entry, restoredTTL bool) error {
+		Restore: func(e *heap.Entry[timed[V]], se snapshot.Entry, restoredTTL bool) error {
 			v, _, err := c.Decode(se.Value)
 			if err != nil {
 				return err
 			}
-			e.Val, e.TS = v, restoredTS(se, restoredTTL, s.Now)
+			e.Val = timed[V]{v: v, ts: restoredTS(se, restoredTTL, s.Now)}
 			return nil
 		},
 	})
@@ -71,48 +135,43 @@ func codecClone[V any](c codec.Codec[V]) func(V) V {
 	}
 }
 
-func (h *heapCell[V]) Value() (V, bool) {
+func (h *heapTTLCell[V]) Value() (V, bool) {
 	e := h.t.Lookup()
 	if e == nil {
 		var zero V
 		return zero, false
 	}
-	if h.ttl.ttl > 0 {
-		now := h.ttl.now()
-		if h.ttl.expired(e.TS, now) {
-			h.t.Delete()
-			var zero V
-			return zero, false
-		}
-		if h.ttl.onRead {
-			h.t.Writable(e).TS = now
-		}
+	now := h.ttl.now()
+	if h.ttl.expired(e.Val.ts, now) {
+		h.t.Delete()
+		var zero V
+		return zero, false
 	}
-	return e.Val, true
+	if h.ttl.onRead {
+		h.t.Writable(e).Val.ts = now
+	}
+	return e.Val.v, true
 }
 
-func (h *heapCell[V]) valueForUpdate() (V, bool) {
+func (h *heapTTLCell[V]) valueForUpdate() (V, bool) {
 	v, ok := h.Value()
 	if !ok {
 		return v, false
 	}
-	return h.t.Writable(h.t.Lookup()).Val, true
+	return h.t.Writable(h.t.Lookup()).Val.v, true
 }
 
-func (h *heapCell[V]) Update(v V) {
+func (h *heapTTLCell[V]) Update(v V) {
 	e := h.t.Lookup()
 	if e == nil {
 		e = h.t.Insert()
 	} else {
 		e = h.t.Writable(e)
 	}
-	e.Val = v
-	if h.ttl.ttl > 0 {
-		e.TS = h.ttl.now()
-	}
+	e.Val = timed[V]{v: v, ts: h.ttl.now()}
 }
 
-func (h *heapCell[V]) Clear() { h.t.Delete() }
+func (h *heapTTLCell[V]) Clear() { h.t.Delete() }
 
 // kvCell is a single value per key in a serialized backend.
 type kvCell[V any] struct {

@@ -145,7 +145,7 @@ func prefAt(hn uint64) uint64 { return (hn >> 54) & 7 }
 func byteAt(m uint64) uint64 { return uint64(bits.TrailingZeros64(m)) / 8 }
 
 // slot is one place of a table: the key's image and the entry. For an
-// 8-byte value it is 56 bytes, so a lookup usually reads one or two
+// 8-byte value (and no TTL) it is 40 bytes, so a lookup reads one or two
 // adjacent cache lines. A long key is kept in slots.long, and w0 is its
 // index there, so that slots stay small. A free slot is all zero.
 type slot[E any] struct {

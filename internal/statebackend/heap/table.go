@@ -3,9 +3,9 @@ package heap
 import "github.com/weirhq/weir/internal/snapshot"
 
 // Entry is the state of one key (and namespace) in one table.
+// TTL timestamps are part of E where a state has TTL.
 type Entry[E any] struct {
 	Val E
-	TS  int64  // TTL timestamp (ms) of the entry, for states with TTL
 	ver uint64 // store snapshot version this entry was created at; older entries are shared with a snapshot
 }
 
