@@ -7,13 +7,15 @@
 // codecs; the Store sees them through a small type-erased interface for
 // snapshot and restore.
 //
-// A key group's table is our own open addressing with linear probing
-// (slots.go), not a Go map: entries live in the table's arrays, keys of up
-// to 24 bytes of map key live in the entry as words, and the hash is a
-// seeded multiply-mix of those words computed once per key for all states.
-// A Go map keyed by string reads a control word, the key's separate bytes
-// and an entry behind a pointer, and hashes with a call per lookup; that was
-// two thirds of a value-state update.
+// A key group's table is our own hash table (slots.go), not a Go map:
+// Swiss-table control bytes (7 bits of hash per slot, matched 8 at a time
+// with word operations), entries in the table's array, up to 16 bytes of
+// map key inline as words (longer keys in a per-table list), a seeded
+// multiply-mix hash computed once per key for all states, and a preferred
+// slot per key read before the control word. A Go map keyed by string
+// reads a control word, the key's separate bytes and an entry behind a
+// pointer, and hashes with a call per lookup; that was two thirds of a
+// value-state update. What each choice bought is in docs/benchmarks.md.
 //
 // Snapshots are copy-on-write, so the task goroutine only pauses for
 // O(number of key groups x states) at a snapshot: Snapshot bumps the store's
