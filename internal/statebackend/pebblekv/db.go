@@ -55,8 +55,9 @@ type DB struct {
 	tables map[string]*Table
 	nextID uint16
 
-	wc    writeCache
-	epoch uint64 // changes with the current key or namespace and on cache eviction; starts at 1
+	wc            writeCache
+	memTableBytes int64  // bounds write-back batches (see writeBackBatch)
+	epoch         uint64 // changes with the current key or namespace and on cache eviction; starts at 1
 }
 
 type quietLogger struct{}
@@ -104,7 +105,7 @@ func Open(dir string, o Options, rng keygroup.Range, maxPar int, c clock.Clock) 
 		return nil, fmt.Errorf("pebblekv: opening %s: %w", dir, err)
 	}
 	d := &DB{db: db, dir: dir, opts: o, rng: rng, maxPar: maxPar, clock: c, wo: pebble.NoSync,
-		tables: map[string]*Table{}, nextID: 1}
+		tables: map[string]*Table{}, nextID: 1, memTableBytes: int64(po.MemTableSize)}
 	if err := d.loadMeta(); err != nil {
 		db.Close()
 		return nil, err
