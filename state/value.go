@@ -148,7 +148,8 @@ func (h *heapTTLCell[V]) Value() (V, bool) {
 		return zero, false
 	}
 	if h.ttl.onRead {
-		h.t.Writable(e).Val.ts = now
+		e = h.t.Writable(e)
+		e.Val.ts = now
 	}
 	return e.Val.v, true
 }

@@ -97,9 +97,14 @@ func tail(b []byte) uint64 {
 	return 0
 }
 
-// bytes returns the map key of a short image (aliasing it).
-func (im *keyImage) bytes() []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(&im.w0)), im.hn&0xff) // w0, w1 are contiguous
+// appendShort appends the map key of a short image with words w0, w1 and
+// length byte hn&0xff to dst. The words hold the bytes little-endian on
+// every machine, so they are written out, not aliased.
+func appendShort(dst []byte, hn, w0, w1 uint64) []byte {
+	n := len(dst) + int(hn&0xff)
+	dst = binary.LittleEndian.AppendUint64(dst, w0)
+	dst = binary.LittleEndian.AppendUint64(dst, w1)
+	return dst[:n]
 }
 
 // Control bytes, one per slot, in one word per group of 8 slots (byte j
@@ -121,7 +126,7 @@ const (
 // h2 is the control byte of a full slot with hash-and-length word hn.
 func h2(hn uint64) uint64 { return hn >> 57 }
 
-// group is the group where the probe for hn starts.
+// homeGroup is the group where the probe for hn starts.
 func homeGroup(hn, gmask uint64) uint64 { return (hn >> 8) & gmask }
 
 // matchByte has the high bit set in each byte of w equal to b (< 0x80),
@@ -169,10 +174,13 @@ type slots[E any] struct {
 	free []uint64
 }
 
-func (t *slots[E]) key(i int) []byte {
+// key returns the map key of slot i: a long key's own bytes, or a short
+// one written into *scratch.
+func (t *slots[E]) key(i int, scratch *[]byte) []byte {
 	sl := &t.s[i]
-	if n := sl.hn & 0xff; n != longKey {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&sl.w0)), n) // w0, w1 are contiguous
+	if sl.hn&0xff != longKey {
+		*scratch = appendShort((*scratch)[:0], sl.hn, sl.w0, sl.w1)
+		return *scratch
 	}
 	l := t.long[sl.w0]
 	return unsafe.Slice(unsafe.StringData(l), len(l))

@@ -97,7 +97,7 @@ func (s *Store) setCur(key []byte) {
 // materialize builds cur if it is stale.
 func (s *Store) materialize() {
 	if s.curStale {
-		s.cur = append(s.cur[:0], s.im.bytes()...)
+		s.cur = appendShort(s.cur[:0], s.im.hn, s.im.w0, s.im.w1)
 		s.curStale = false
 	}
 }

@@ -68,8 +68,9 @@ func (t *Table[E]) checkKey() {
 }
 
 // Lookup returns the entry of the current key and namespace, or nil. The
-// entry may be shared with a snapshot: call Writable before modifying it. The
-// pointer is valid until the next Insert or Delete on this table.
+// entry may be shared with a snapshot: call Writable before modifying it,
+// and use only what Writable returns afterwards. The pointer is valid until
+// the next Writable, Insert or Delete on this table or Restore of the store.
 func (t *Table[E]) Lookup() *Entry[E] {
 	if t.lastEpoch == t.s.epoch { // small enough to inline
 		return t.last
@@ -136,7 +137,8 @@ func (t *Table[E]) Writable(e *Entry[E]) *Entry[E] {
 func (t *Table[E]) writable() *Entry[E] {
 	s := t.s
 	g := t.own(s.kgIdx, false)
-	ne := &g.t.s[g.t.find(s.image(), s.cur)].e
+	im := s.image() // before reading cur, which image may build
+	ne := &g.t.s[g.t.find(im, s.cur)].e
 	ne.Val, ne.ver = t.ops.Clone(ne.Val), s.snapVer
 	t.last, t.lastEpoch = ne, s.epoch
 	return ne
@@ -146,7 +148,8 @@ func (t *Table[E]) writable() *Entry[E] {
 func (t *Table[E]) Insert() *Entry[E] {
 	t.checkKey()
 	s := t.s
-	e := t.insert(s.kgIdx, s.image(), s.cur)
+	im := s.image() // before reading cur, which image may build
+	e := t.insert(s.kgIdx, im, s.cur)
 	t.last, t.lastEpoch = e, s.epoch
 	return e
 }
@@ -235,13 +238,13 @@ func (s *tableSource[E]) KeyGroup(kg int, add func(snapshot.Entry) error) error 
 	if i < 0 || i >= len(s.groups) {
 		return nil
 	}
-	var scratch []byte
+	var scratch, keyBuf []byte
 	t := &s.groups[i]
 	for j := range t.s {
 		if t.s[j].hn == 0 {
 			continue
 		}
-		key, ns := splitMapKey(t.key(j))
+		key, ns := splitMapKey(t.key(j, &keyBuf))
 		err := s.ops.Emit(&t.s[j].e, s.now, &scratch, func(uk []byte, hasUK bool, v []byte, hasTS bool, ts int64) error {
 			return add(snapshot.Entry{Key: key, Namespace: ns, HasUserKey: hasUK, UserKey: uk, Value: v, HasTS: hasTS, TS: ts})
 		})

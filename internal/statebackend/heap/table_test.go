@@ -123,27 +123,10 @@ func TestTableAgainstModel(t *testing.T) {
 		case op < 35:
 			curNS = nss[r.IntN(len(nss))]
 			s.SetCurrentNamespace(curNS)
-		case op < 55: // read
-			want, ok := model[mk]
-			e := tbl.Lookup()
-			if (e != nil) != ok || (ok && !slices.Equal(e.Val, want)) {
-				t.Fatalf("step %d: key %x ns %x: table has %v, model %v (present %v)", step, curKey, curNS, e, want, ok)
-			}
-		case op < 85: // insert, append or modify in place
-			e := tbl.Lookup()
-			v := r.Int64N(1000)
-			switch {
-			case e == nil:
-				e = tbl.Insert()
-				e.Val = []int64{v}
-			case r.IntN(2) == 0:
-				e = tbl.Writable(e)
-				e.Val[r.IntN(len(e.Val))] = v
-			default:
-				e = tbl.Writable(e)
-				e.Val = append(e.Val, v)
-			}
-			model[mk] = slices.Clone(e.Val)
+		case op < 55:
+			checkRead(t, step, tbl, model, mk)
+		case op < 85:
+			modelWrite(r, tbl, model, mk)
 		case op < 95:
 			tbl.Delete()
 			delete(model, mk)
@@ -151,11 +134,7 @@ func TestTableAgainstModel(t *testing.T) {
 			if r.IntN(10) > 0 {
 				break // snapshots copy the model: keep them rare
 			}
-			want := maps.Clone(model)
-			for k, v := range want {
-				want[k] = slices.Clone(v)
-			}
-			snaps = append(snaps, pendingSnap{want: want, sources: s.Snapshot()})
+			snaps = append(snaps, takeSnapshot(s, model))
 		default:
 			if len(snaps) > 0 && r.IntN(5) == 0 {
 				i := r.IntN(len(snaps))
@@ -212,6 +191,45 @@ func TestTableAgainstModel(t *testing.T) {
 	}
 }
 
+// checkRead compares the current key's entry with the model's.
+func checkRead(t *testing.T, step int, tbl *Table[[]int64], model map[string][]int64, mk string) {
+	t.Helper()
+	want, ok := model[mk]
+	e := tbl.Lookup()
+	if (e != nil) != ok || (ok && !slices.Equal(e.Val, want)) {
+		t.Fatalf("step %d: %s: table has %v, model %v (present %v)", step, mk, e, want, ok)
+	}
+}
+
+// modelWrite inserts the current key, or modifies its list in place or
+// appends to it, in the table and the model.
+func modelWrite(r *rand.Rand, tbl *Table[[]int64], model map[string][]int64, mk string) {
+	e := tbl.Lookup()
+	v := r.Int64N(1000)
+	switch {
+	case e == nil:
+		e = tbl.Insert()
+		e.Val = []int64{v}
+	case r.IntN(2) == 0:
+		e = tbl.Writable(e)
+		e.Val[r.IntN(len(e.Val))] = v
+	default:
+		e = tbl.Writable(e)
+		e.Val = append(e.Val, v)
+	}
+	model[mk] = slices.Clone(e.Val)
+}
+
+// takeSnapshot snapshots the store, with a deep copy of the model to
+// compare it with later.
+func takeSnapshot(s *Store, model map[string][]int64) pendingSnap {
+	want := maps.Clone(model)
+	for k, v := range want {
+		want[k] = slices.Clone(v)
+	}
+	return pendingSnap{want: want, sources: s.Snapshot()}
+}
+
 func checkSnapshot(t *testing.T, step int, rng keygroup.Range, p pendingSnap) {
 	t.Helper()
 	got := map[string][]int64{}
@@ -245,16 +263,13 @@ func TestImageMatchesMapKey(t *testing.T) {
 			for i := range key {
 				key[i] = byte(r.Uint32())
 			}
-			if n >= inlineKey {
-				continue
-			}
 			im := plainImage(key)
 			want := imageOf(mapKey(nil, key, nil))
 			if im != want {
 				t.Fatalf("len %d: image from key %+v, from map key %+v", n, im, want)
 			}
-			if !bytes.Equal(im.bytes(), mapKey(nil, key, nil)) {
-				t.Fatalf("len %d: image bytes %x", n, im.bytes())
+			if b := appendShort(nil, im.hn, im.w0, im.w1); !bytes.Equal(b, mapKey(nil, key, nil)) {
+				t.Fatalf("len %d: image bytes %x", n, b)
 			}
 		}
 	}
