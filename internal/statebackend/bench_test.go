@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -161,6 +162,9 @@ func BenchmarkSnapshot(b *testing.B) {
 			b.ReportMetric(float64(syncTime.Microseconds())/float64(b.N), "sync-µs")
 			b.ReportMetric(total.Seconds()/float64(b.N), "total-s")
 			b.ReportMetric(float64(size)/(1<<20), "snapshot-MB")
+			if kind == KindHashMap {
+				b.ReportMetric(firstWritePause(b, k, v, n), "max-first-write-ms")
+			}
 			if kind == KindPebble {
 				t0 := time.Now()
 				p, err := k.Snapshot(1000, Native)
@@ -178,6 +182,38 @@ func BenchmarkSnapshot(b *testing.B) {
 			}
 		})
 	}
+}
+
+// firstWritePause takes a snapshot and then writes one existing key in
+// every key group, as records would after a checkpoint: the first write to
+// a key group copies its table (copy-on-write). It returns the longest of
+// those writes in milliseconds, the pause a record can see.
+func firstWritePause(b *testing.B, k Keyed, v state.ValueState[[]byte], n int64) float64 {
+	p, err := k.Snapshot(1<<40, Canonical)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Release()
+	var kb [8]byte
+	var longest time.Duration
+	var all []time.Duration
+	seen := make([]bool, benchMaxPar)
+	for i, left := int64(0), benchMaxPar; i < n && left > 0; i++ {
+		kg := keygroup.ForHash(keygroup.HashInt64(i), benchMaxPar)
+		if seen[kg] {
+			continue
+		}
+		seen[kg], left = true, left-1
+		setKey(k, &kb, i)
+		t0 := time.Now()
+		old, _ := v.Value()
+		v.Update(old[:len(old):len(old)])
+		longest = max(longest, time.Since(t0))
+		all = append(all, time.Since(t0))
+	}
+	slices.Sort(all)
+	b.Logf("first writes: median %v, p90 %v, max %v", all[len(all)/2], all[len(all)*9/10], longest)
+	return float64(longest.Microseconds()) / 1000
 }
 
 // BenchmarkGoMapBaseline is the ceiling of the heap backend's previous
