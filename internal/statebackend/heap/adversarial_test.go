@@ -71,19 +71,19 @@ func collidingKeys(r *rand.Rand, n int, sameH2 bool, h2want, pref uint64, onlySh
 func checkSlots[E any](t *testing.T, where string, sl *slots[E], n int) {
 	t.Helper()
 	if len(sl.ctrl) == 0 {
-		if n != 0 || len(sl.s) != 0 {
-			t.Fatalf("%s: empty ctrl with n=%d, %d slots", where, n, len(sl.s))
+		if n != 0 || sl.size() != 0 {
+			t.Fatalf("%s: empty ctrl with n=%d, %d slots", where, n, sl.size())
 		}
 		return
 	}
-	if len(sl.s) != 8*len(sl.ctrl) {
-		t.Fatalf("%s: %d slots for %d groups", where, len(sl.s), len(sl.ctrl))
+	if sl.size() != 8*len(sl.ctrl) {
+		t.Fatalf("%s: %d slots for %d groups", where, sl.size(), len(sl.ctrl))
 	}
 	full, dead, empty := 0, 0, 0
 	usedLong := map[uint64]bool{}
-	for i := range sl.s {
+	for i := range sl.size() {
 		c := sl.ctrl[i/8] >> (8 * (i % 8)) & 0xff
-		s := &sl.s[i]
+		s := sl.at(i)
 		switch c {
 		case ctrlEmpty, ctrlDeleted:
 			if c == ctrlEmpty {
@@ -172,7 +172,7 @@ func TestAdversarialCollidingKeys(t *testing.T) {
 			}
 			for step := range steps {
 				mk := modelKey(0, cur, nil)
-				size := len(tbl.groups[0].t.s)
+				size := tbl.groups[0].t.size()
 				dead := tbl.groups[0].t.dead
 				switch op := r.IntN(100); {
 				case op < 35:
@@ -193,12 +193,12 @@ func TestAdversarialCollidingKeys(t *testing.T) {
 						snaps = slices.Delete(snaps, i, i+1)
 					}
 				}
-				if ns := len(tbl.groups[0].t.s); ns > size {
+				if ns := tbl.groups[0].t.size(); ns > size {
 					grows++
 				} else if ns == size && tbl.groups[0].t.dead < dead && dead-tbl.groups[0].t.dead > 1 {
 					sameSize++
 				}
-				if step%5 == 0 || len(tbl.groups[0].t.s) != size {
+				if step%5 == 0 || tbl.groups[0].t.size() != size {
 					checkSlots(t, fmt.Sprintf("step %d", step), &tbl.groups[0].t, tbl.groups[0].n)
 				}
 				if tbl.Len() != len(model) {
@@ -219,7 +219,7 @@ func TestAdversarialCollidingKeys(t *testing.T) {
 			for _, p := range snaps {
 				checkSnapshot(t, -1, rng, p)
 			}
-			t.Logf("grows %d, same-size rehashes (approx) %d, final size %d", grows, sameSize, len(tbl.groups[0].t.s))
+			t.Logf("grows %d, same-size rehashes (approx) %d, final size %d", grows, sameSize, tbl.groups[0].t.size())
 		})
 	}
 }
@@ -531,8 +531,8 @@ func TestAdversarialTombstoneRehash(t *testing.T) {
 	for round := range 400 {
 		g := &tbl.groups[0]
 		// insert up to the growth limit
-		for !g.t.needsGrow(g.n) || len(g.t.s) == 0 {
-			if len(g.t.s) == 0 {
+		for !g.t.needsGrow(g.n) || g.t.size() == 0 {
+			if g.t.size() == 0 {
 				break
 			}
 			k := newKey()
@@ -541,7 +541,7 @@ func TestAdversarialTombstoneRehash(t *testing.T) {
 			model[modelKey(0, k, nil)] = []int64{int64(next)}
 			live = append(live, k)
 		}
-		if len(g.t.s) == 0 {
+		if g.t.size() == 0 {
 			k := newKey()
 			s.SetCurrentKey(k, 0)
 			tbl.Insert().Val = []int64{int64(next)}
@@ -565,7 +565,7 @@ func TestAdversarialTombstoneRehash(t *testing.T) {
 		checkSlots(t, fmt.Sprintf("round %d after deletes", round), &g.t, g.n)
 		// insert one at a time, watching for a same-size rehash
 		for range 1 + r.IntN(40) {
-			size, dead := len(g.t.s), g.t.dead
+			size, dead := g.t.size(), g.t.dead
 			k := newKey()
 			s.SetCurrentKey(k, 0)
 			if tbl.Lookup() != nil {
@@ -575,7 +575,7 @@ func TestAdversarialTombstoneRehash(t *testing.T) {
 			e.Val = []int64{int64(next)}
 			model[modelKey(0, k, nil)] = []int64{int64(next)}
 			live = append(live, k)
-			if len(g.t.s) == size && dead > 1 && g.t.dead == 0 {
+			if g.t.size() == size && dead > 1 && g.t.dead == 0 {
 				sameSize++
 			}
 			checkSlots(t, fmt.Sprintf("round %d", round), &g.t, g.n)
@@ -602,7 +602,7 @@ func TestAdversarialTombstoneRehash(t *testing.T) {
 	if sameSize == 0 {
 		t.Fatalf("no same-size rehash happened (max dead %d)", maxDead)
 	}
-	t.Logf("same-size rehashes %d, max dead %d, final size %d", sameSize, maxDead, len(tbl.groups[0].t.s))
+	t.Logf("same-size rehashes %d, max dead %d, final size %d", sameSize, maxDead, tbl.groups[0].t.size())
 }
 
 // TestAdversarialRestoreIntoSharedTable restores a snapshot into a store whose

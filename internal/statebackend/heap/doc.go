@@ -21,10 +21,14 @@
 // O(number of key groups x states) at a snapshot: Snapshot bumps the store's
 // snapshot version and hands the current tables to the snapshot. A key
 // group's table whose version is older than the store's is shared with a
-// snapshot; the first write to it copies the table's arrays, and an entry
-// older than the current version gets a copy of its value (Ops.Clone)
-// before it is modified in place. The snapshot goroutine therefore only
-// reads arrays and values that the task goroutine never writes again.
+// snapshot; the first write to it copies what holds no entries (control
+// words, the list of slot pages, long keys), the first write to a page of
+// slots copies that page (512 slots), and an entry older than the current
+// version gets a copy of its value (Ops.Clone) before it is modified in
+// place. The snapshot goroutine therefore only reads arrays and values that
+// the task goroutine never writes again, and no write after a snapshot
+// copies more than a page and a table's control words (measured at 1 GB of
+// state: at most 0.16 ms, against 114 ms when whole tables were copied).
 // Between snapshots, updating an existing key allocates nothing.
 //
 // The map key is uvarint(len(key)) | key | namespace: unambiguous, so the

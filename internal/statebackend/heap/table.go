@@ -94,7 +94,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 		// state read, and the call was a tenth of it.
 		gmask := uint64(len(ctrl) - 1)
 		home := homeGroup(im.hn, gmask)
-		if sl := &g.t.s[home*8+prefAt(im.hn)]; sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+		if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
 			e = &sl.e
 			goto found
 		}
@@ -102,7 +102,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 		for gi := home; ; gi = (gi + 1) & gmask {
 			w := ctrl[gi]
 			for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
-				sl := &g.t.s[gi*8+byteAt(m)]
+				sl := g.t.at(int(gi*8 + byteAt(m)))
 				if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
 					e = &sl.e
 					break probe
@@ -113,7 +113,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 			}
 		}
 	} else if i := g.t.find(im, s.cur); i >= 0 {
-		e = &g.t.s[i].e
+		e = &g.t.at(i).e
 	}
 found:
 	t.last, t.lastEpoch = e, s.epoch
@@ -124,7 +124,7 @@ found:
 // modified in place: e itself unless a snapshot shares it.
 func (t *Table[E]) Writable(e *Entry[E]) *Entry[E] {
 	if e.ver == t.s.snapVer {
-		// Created or copied since the last snapshot, so its group is
+		// Created or copied since the last snapshot, so its page is
 		// owned too: nothing shares it.
 		return e
 	}
@@ -132,13 +132,13 @@ func (t *Table[E]) Writable(e *Entry[E]) *Entry[E] {
 }
 
 // writable is the first write to the current key's entry since a snapshot:
-// own the group (which may copy the slots, so find the key again) and the
-// entry's value.
+// own the group and the entry's page (which may copy it, so find the key
+// again) and the entry's value.
 func (t *Table[E]) writable() *Entry[E] {
 	s := t.s
 	g := t.own(s.kgIdx, false)
 	im := s.image() // before reading cur, which image may build
-	ne := &g.t.s[g.t.find(im, s.cur)].e
+	ne := &g.t.writable(g.t.find(im, s.cur), s.snapVer).e
 	ne.Val, ne.ver = t.ops.Clone(ne.Val), s.snapVer
 	t.last, t.lastEpoch = ne, s.epoch
 	return ne
@@ -156,7 +156,7 @@ func (t *Table[E]) Insert() *Entry[E] {
 
 func (t *Table[E]) insert(idx int, im *keyImage, k []byte) *Entry[E] {
 	g := t.own(idx, true)
-	e := &g.t.s[g.t.insert(im, k)].e
+	e := &g.t.at(g.t.insert(im, k, t.s.snapVer)).e
 	e.ver = t.s.snapVer
 	g.n++
 	return e
@@ -171,18 +171,19 @@ func (t *Table[E]) Delete() {
 		return
 	}
 	g := t.own(s.kgIdx, false)
-	g.t.remove(g.t.find(im, s.cur))
+	g.t.remove(g.t.find(im, s.cur), s.snapVer)
 	g.n--
 	t.last, t.lastEpoch = nil, s.epoch
 }
 
-// own returns key group idx - rng.Start with slots the snapshots do not
-// share, with room for one more key if adding.
+// own returns key group idx - rng.Start with control words, page list and
+// long keys the snapshots do not share (pages are owned one by one, by
+// slots.writable), with room for one more key if adding.
 func (t *Table[E]) own(idx int, adding bool) *group[E] {
 	g := &t.groups[idx]
 	switch {
 	case adding && g.t.needsGrow(g.n):
-		g.t = g.t.grown(g.n)
+		g.t = g.t.grown(g.n, t.s.snapVer)
 	case g.ver != t.s.snapVer:
 		g.t = g.t.clone()
 	}
@@ -205,7 +206,7 @@ func (t *Table[E]) restore(kg int, mk []byte, se snapshot.Entry, restoredTTL boo
 	var e *Entry[E]
 	if i := t.groups[idx].t.find(&im, mk); i >= 0 {
 		g := t.own(idx, false)
-		if e = &g.t.s[i].e; e.ver != t.s.snapVer {
+		if e = &g.t.writable(i, t.s.snapVer).e; e.ver != t.s.snapVer {
 			// Restore may modify the value in place.
 			e.Val, e.ver = t.ops.Clone(e.Val), t.s.snapVer
 		}
@@ -240,12 +241,12 @@ func (s *tableSource[E]) KeyGroup(kg int, add func(snapshot.Entry) error) error 
 	}
 	var scratch, keyBuf []byte
 	t := &s.groups[i]
-	for j := range t.s {
-		if t.s[j].hn == 0 {
+	for j := range t.size() {
+		if t.at(j).hn == 0 {
 			continue
 		}
 		key, ns := splitMapKey(t.key(j, &keyBuf))
-		err := s.ops.Emit(&t.s[j].e, s.now, &scratch, func(uk []byte, hasUK bool, v []byte, hasTS bool, ts int64) error {
+		err := s.ops.Emit(&t.at(j).e, s.now, &scratch, func(uk []byte, hasUK bool, v []byte, hasTS bool, ts int64) error {
 			return add(snapshot.Entry{Key: key, Namespace: ns, HasUserKey: hasUK, UserKey: uk, Value: v, HasTS: hasTS, TS: ts})
 		})
 		if err != nil {

@@ -79,8 +79,18 @@ type pendingSnap struct {
 // every read, every snapshot (read after later writes) and the restored
 // table.
 func TestTableAgainstModel(t *testing.T) {
+	// Few key groups: long probe runs and growth; one key group: a table of
+	// several pages, each copied on its own after a snapshot.
+	t.Run("8 key groups", func(t *testing.T) {
+		testTableAgainstModel(t, keygroup.Range{Start: 3, End: 10}, []keygroup.Range{{Start: 3, End: 6}, {Start: 7, End: 10}})
+	})
+	t.Run("1 key group", func(t *testing.T) {
+		testTableAgainstModel(t, keygroup.Range{Start: 3, End: 3}, []keygroup.Range{{Start: 3, End: 3}})
+	})
+}
+
+func testTableAgainstModel(t *testing.T, rng keygroup.Range, parts []keygroup.Range) {
 	r := testseed.Rand(t, 0)
-	rng := keygroup.Range{Start: 3, End: 10} // few key groups: long probe runs and growth
 	meta := snapshot.StateMeta{Name: "list", Kind: snapshot.KindValue}
 	s := NewStore(rng, 128, clock.NewManual(0))
 	tbl, err := NewTable(s, meta, listOps())
@@ -160,7 +170,7 @@ func TestTableAgainstModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := 0
-	for _, part := range []keygroup.Range{{Start: 3, End: 6}, {Start: 7, End: 10}} {
+	for _, part := range parts {
 		s2 := NewStore(part, 128, clock.NewManual(0))
 		if err := s2.Restore(rd); err != nil {
 			t.Fatal(err)
@@ -185,6 +195,9 @@ func TestTableAgainstModel(t *testing.T) {
 				}
 			}
 		}
+	}
+	if size := tbl.groups[0].t.size(); size <= 1<<pageBits && rng.Len() == 1 {
+		t.Fatalf("one key group ended with %d slots: fewer than two pages", size)
 	}
 	if restored != len(model) {
 		t.Fatalf("restored %d entries, want %d", restored, len(model))
