@@ -178,8 +178,9 @@ const (
 // The slots are in pages of 1<<pageBits (one shorter page for a smaller
 // table). A page is shared with a snapshot while its pver is older than
 // the store's snapshot version; slot writes go through writable. Control
-// words, page list and long keys are copied whole with the table (clone),
-// which is cheap: they hold no entries.
+// words, page list and long keys are copied whole with the table (clone):
+// they hold no entries, so that is a byte per slot plus 16 bytes per long
+// key.
 type slots[E any] struct {
 	ctrl  []uint64    // one word per group; length zero or a power of two
 	pages [][]slot[E] // 8 slots per group

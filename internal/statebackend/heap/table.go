@@ -41,7 +41,8 @@ type Table[E any] struct {
 
 	// last is the current key's entry (nil: absent) if lastEpoch == s.epoch.
 	// It points into a group's slots, so every operation that may move or
-	// copy them (Insert, Writable, Delete) refreshes it.
+	// copy them refreshes it (Insert, Writable, Delete) or changes the
+	// epoch (Store.Restore).
 	last      *Entry[E]
 	lastEpoch uint64
 }
