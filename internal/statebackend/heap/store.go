@@ -148,8 +148,9 @@ func mapKey(dst, key, ns []byte) []byte {
 	return append(dst, ns...)
 }
 
-// splitMapKey splits a map key into key and namespace. The slices alias the
-// frozen slot's bytes (no copy per entry while snapshotting): they are only read.
+// splitMapKey splits a map key into key and namespace. The slices alias b
+// (while snapshotting: a scratch copy of a short key, or a long key's
+// string, not copied per entry): they are only read.
 func splitMapKey(b []byte) (key, ns []byte) {
 	n, w := binary.Uvarint(b)
 	return b[w : w+int(n)], b[w+int(n):]
