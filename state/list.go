@@ -98,12 +98,7 @@ func (h *heapList[V]) AddAll(vs []V) {
 	if len(vs) == 0 {
 		return
 	}
-	e := h.t.Lookup()
-	if e == nil {
-		e = h.t.Insert()
-	} else {
-		e = h.t.Writable(e)
-	}
+	e, _ := h.t.Upsert()
 	now := h.ttl.clock()
 	for _, v := range vs {
 		e.Val = append(e.Val, listElem[V]{v: v, ts: now})

@@ -95,12 +95,9 @@ func (h *heapMap[UK, UV]) Get(k UK) (UV, bool) {
 }
 
 func (h *heapMap[UK, UV]) Put(k UK, v UV) {
-	e := h.t.Lookup()
-	if e == nil {
-		e = h.t.Insert()
+	e, inserted := h.t.Upsert()
+	if inserted {
 		e.Val = map[UK]mapElem[UV]{}
-	} else {
-		e = h.t.Writable(e)
 	}
 	e.Val[k] = mapElem[UV]{v: v, ts: h.ttl.clock()}
 }

@@ -66,12 +66,7 @@ func (h *heapCell[V]) valueForUpdate() (V, bool) {
 }
 
 func (h *heapCell[V]) Update(v V) {
-	e := h.t.Lookup()
-	if e == nil {
-		e = h.t.Insert()
-	} else {
-		e = h.t.Writable(e)
-	}
+	e, _ := h.t.Upsert()
 	e.Val = v
 }
 
@@ -163,12 +158,7 @@ func (h *heapTTLCell[V]) valueForUpdate() (V, bool) {
 }
 
 func (h *heapTTLCell[V]) Update(v V) {
-	e := h.t.Lookup()
-	if e == nil {
-		e = h.t.Insert()
-	} else {
-		e = h.t.Writable(e)
-	}
+	e, _ := h.t.Upsert()
 	e.Val = timed[V]{v: v, ts: h.ttl.now()}
 }
 

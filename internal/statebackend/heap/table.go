@@ -145,6 +145,15 @@ func (t *Table[E]) writable() *Entry[E] {
 	return ne
 }
 
+// Upsert returns the current key's entry ready to be modified in place,
+// inserting a zero one (and saying so) if the key is absent.
+func (t *Table[E]) Upsert() (e *Entry[E], inserted bool) {
+	if e = t.Lookup(); e != nil {
+		return t.Writable(e), false
+	}
+	return t.Insert(), true
+}
+
 // Insert adds a zero entry for the current key, which must be absent.
 func (t *Table[E]) Insert() *Entry[E] {
 	t.checkKey()
