@@ -51,7 +51,7 @@ func TestSlowSinkBackpressuresWithBoundedMemory(t *testing.T) {
 	for range 10 {
 		time.Sleep(100 * time.Millisecond)
 		p, c := produced.Load(), consumed.Load()
-		maxInUse, capacity := job.NetworkBuffers()
+		maxInUse, _, capacity := job.NetworkBuffers()
 		if maxInUse > capacity {
 			t.Fatalf("buffers in use %d bytes exceed the pools' %d bytes", maxInUse, capacity)
 		}
@@ -64,7 +64,7 @@ func TestSlowSinkBackpressuresWithBoundedMemory(t *testing.T) {
 		}
 		lastProduced = p
 	}
-	maxInUse, capacity := job.NetworkBuffers()
+	maxInUse, _, capacity := job.NetworkBuffers()
 	t.Logf("produced %d, consumed %d; network buffers: at most %d of %d bytes in use", lastProduced, consumed.Load(), maxInUse, capacity)
 	// Unthrottled, the generator makes tens of millions of records a second;
 	// the slow sink takes at most 64 per millisecond.

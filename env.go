@@ -47,12 +47,24 @@ type Config struct {
 	// BuffersPerChannel is the credit of each input channel (default 2);
 	// FloatingBuffers the extra buffers of each result partition (default 8).
 	BuffersPerChannel, FloatingBuffers int
-	Mode                               RuntimeMode
+	// NetworkMemory bounds the bytes of network buffers each TaskManager's
+	// result partitions hold at once (Flink's taskmanager.memory.network.max;
+	// default 4 GiB). Buffers are allocated as data flows; every output
+	// channel needs room for one, and a job whose channels need more fails
+	// at deployment with a message saying how much it needs.
+	NetworkMemory int64
+	Mode          RuntimeMode
 	// TaskManagers and SlotsPerTaskManager size the local cluster (defaults:
 	// one TaskManager with as many slots as the job's largest parallelism).
 	TaskManagers, SlotsPerTaskManager int
 	// RESTAddr is where the local cluster serves its REST API ("": none).
 	RESTAddr string
+	// RESTPortFallback: when RESTAddr's port is taken (by another job, say),
+	// serve on a free port instead of failing; Job.RESTAddr says which.
+	RESTPortFallback bool
+	// OnSubmit, if set, is called once the job is submitted, before it
+	// runs, for example to print its ID and REST address.
+	OnSubmit func(*Job)
 	// StateBackend is where keyed state lives: "hashmap" (default: Go maps
 	// on the heap) or "pebble" (an LSM tree on local disk, for state larger
 	// than memory), as Flink's state.backend.type.
@@ -128,7 +140,21 @@ func (e *Environment) JobGraph(name string) (*graph.JobGraph, error) {
 	}
 	sg := e.sg
 	sg.JobName = name
-	return graph.Compile(&sg)
+	jg, err := graph.Compile(&sg)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range jg.Vertices {
+		for _, n := range v.Nodes {
+			if n.Validate == nil {
+				continue
+			}
+			if err := n.Validate(v.Parallelism); err != nil {
+				return nil, fmt.Errorf("weir: %s: %w", n.Name, err)
+			}
+		}
+	}
+	return jg, nil
 }
 
 // JobResult describes a finished job.
@@ -175,21 +201,27 @@ func (j *Job) Wait(ctx context.Context) (*JobResult, error) {
 // ErrCanceled is returned by Wait for a job that was canceled.
 var ErrCanceled = errors.New("the job was canceled")
 
-// NetworkBuffers reports the job's network memory: the bytes of all buffer
-// pools of its result partitions, and the most bytes that were ever out of
-// those pools at once (summed over pools). While the job runs the second
-// never exceeds the first: that is the bound on buffered data.
-func (j *Job) NetworkBuffers() (maxInUseBytes, capacityBytes int64) {
+// NetworkBuffers reports the job's network memory in bytes while it runs:
+// the most that was ever out of its buffer pools at once (summed over
+// pools), what the pools have allocated so far (memory follows the data in
+// flight), and what they may grow to. maxInUse never exceeds capacity: that
+// is the bound on buffered data.
+func (j *Job) NetworkBuffers() (maxInUse, allocated, capacity int64) {
 	for _, p := range j.c.Shuffle.Pools(j.id) {
-		maxInUseBytes += int64(p.MaxInUse() * p.BufferSize())
-		capacityBytes += int64(p.Capacity() * p.BufferSize())
+		size := int64(p.BufferSize())
+		maxInUse += int64(p.MaxInUse()) * size
+		allocated += int64(p.Allocated()) * size
+		capacity += int64(p.Capacity()) * size
 	}
-	return maxInUseBytes, capacityBytes
+	return maxInUse, allocated, capacity
 }
 
 // ExecuteAsync starts the job on a new embedded local cluster and returns at
 // once. Canceling ctx cancels the job. The cluster shuts down when the job ends.
 func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	jg, err := e.JobGraph(name)
 	if err != nil {
 		return nil, err
@@ -204,9 +236,13 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 	if slots <= 0 {
 		slots = (need + tms - 1) / tms
 	}
-	c, err := cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, RESTAddr: cfg.RESTAddr, Version: Version, Logger: cfg.Logger})
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	c, err := cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, NetworkMemory: cfg.NetworkMemory,
+		RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback, Version: Version, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("weir: %w", err)
 	}
 	mode := operator.Streaming
 	if cfg.Mode == Batch {
@@ -243,7 +279,10 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		if removeDir {
 			os.RemoveAll(stateDir)
 		}
-		return nil, err
+		return nil, fmt.Errorf("weir: job %q: %w", name, err)
+	}
+	if cfg.OnSubmit != nil {
+		cfg.OnSubmit(j)
 	}
 	go func() {
 		jmDone := c.JM.Done(spec.ID)

@@ -36,10 +36,22 @@ func (h SinkHandle) SetParallelism(p int) SinkHandle { h.n.Parallelism = p; retu
 // DisableChaining keeps the sink out of any chain.
 func (h SinkHandle) DisableChaining() SinkHandle { h.n.ChainingDisabled = true; return h }
 
+// SinkValidator is implemented by sinks that can check their configuration
+// before the job runs (an output path that cannot be written, say): Execute
+// calls Validate with the sink's parallelism and fails the job at once,
+// before any work, when it returns an error.
+type SinkValidator interface {
+	Validate(parallelism int) error
+}
+
 // SinkTo adds a sink to the job.
 func SinkTo[T any](s DataStream[T], sink Sink[T], name string) SinkHandle {
 	fac := operator.NewSinkFactory(sink.NewWriter)
-	return SinkHandle{addNode[T](s.env, "Sink: "+name, fac, true, s.ends)}
+	n := addNode[T](s.env, "Sink: "+name, fac, true, s.ends)
+	if v, ok := sink.(SinkValidator); ok {
+		n.Validate = v.Validate
+	}
+	return SinkHandle{n}
 }
 
 // Discard adds a sink that drops every element. It runs no user code, so it

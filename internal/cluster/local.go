@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
+	"syscall"
 
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/network"
@@ -19,13 +21,26 @@ type Config struct {
 	TaskManagers int
 	// SlotsPerTaskManager is the slots of each TaskManager (default 1).
 	SlotsPerTaskManager int
+	// NetworkMemory is each TaskManager's network memory budget in bytes
+	// (default DefaultNetworkMemory).
+	NetworkMemory int64
 	// RESTAddr is where the REST API listens ("" for no REST API;
 	// "127.0.0.1:0" for any free port).
 	RESTAddr string
+	// RESTPortFallback: when RESTAddr's port is taken, listen on a free port
+	// of the same host instead of failing.
+	RESTPortFallback bool
 	// Version is reported by the REST API.
 	Version string
 	Logger  *slog.Logger
 }
+
+// DefaultNetworkMemory is a TaskManager's network memory when none is
+// configured. Buffers are allocated only as data flows, so this bounds memory
+// without costing it; it is sized so that an all-to-all edge at parallelism
+// 256 (65,536 channels, one 32 KiB buffer each at least) fits on one
+// TaskManager, as the local cluster puts a whole job on one.
+const DefaultNetworkMemory = 4 << 30
 
 // Local is a running local cluster.
 type Local struct {
@@ -49,17 +64,34 @@ func Start(cfg Config) (*Local, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.NetworkMemory <= 0 {
+		cfg.NetworkMemory = DefaultNetworkMemory
+	}
 	c := &Local{JM: jobmanager.New(cfg.Logger), Shuffle: network.NewLocalShuffle(), logger: cfg.Logger}
 	for i := range cfg.TaskManagers {
-		tm := taskmanager.New(fmt.Sprintf("taskmanager-%d", i), cfg.SlotsPerTaskManager, c.JM, c.Shuffle, cfg.Logger)
+		tm := taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
+			NetworkMemory: cfg.NetworkMemory, Logger: cfg.Logger}, c.JM, c.Shuffle)
 		c.tms = append(c.tms, tm)
 		c.JM.RegisterTaskManager(tm)
 	}
 	if cfg.RESTAddr != "" {
 		c.rest = rest.NewServer(&view{c: c}, rest.WithVersion(cfg.Version, ""))
 		addr, err := c.rest.Start(cfg.RESTAddr)
+		if err != nil && errors.Is(err, syscall.EADDRINUSE) && cfg.RESTPortFallback {
+			host, _, _ := net.SplitHostPort(cfg.RESTAddr)
+			c.rest = rest.NewServer(&view{c: c}, rest.WithVersion(cfg.Version, ""))
+			addr, err = c.rest.Start(net.JoinHostPort(host, "0"))
+			if err == nil {
+				cfg.Logger.Info("REST API port taken; listening on a free port", "wanted", cfg.RESTAddr, "address", addr)
+			}
+		}
 		if err != nil {
+			c.rest = nil
 			c.Close(context.Background())
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, fmt.Errorf("the REST API cannot listen on %s: the address is in use (by another Weir job or another program); "+
+					"choose another address (weir run --rest-address HOST:PORT, or \"\" for no REST API)", cfg.RESTAddr)
+			}
 			return nil, fmt.Errorf("starting the REST API on %s: %w", cfg.RESTAddr, err)
 		}
 		cfg.Logger.Info("REST API listening", "address", "http://"+addr)

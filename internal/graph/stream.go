@@ -71,6 +71,10 @@ type Node struct {
 	// Factory (an operator.Factory) and OutType (an operator.StreamType) are
 	// opaque here.
 	Factory, OutType any
+	// Validate, if set, checks the operator's configuration at its final
+	// parallelism before the job is deployed (a sink's output path, say), so
+	// a mistake fails the job before any work.
+	Validate func(parallelism int) error
 }
 
 // Edge is an input of a node.

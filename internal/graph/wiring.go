@@ -18,33 +18,56 @@ func (p Pattern) String() string {
 	return "ALL_TO_ALL"
 }
 
-// Wiring returns, for an edge from p producer subtasks to q consumer subtasks,
-// targets[i]: the consumer subtasks of producer i in subpartition order, and
-// sources[j]: the producer subtasks of consumer j in channel order.
+// Targets returns the consumer subtasks of producer i of an edge from p
+// producer subtasks to q consumer subtasks: the range [lo, hi), in
+// subpartition order. Every pattern wires contiguous ranges, so a subtask's
+// wiring is computed in constant time at any parallelism.
 //
 // Pointwise follows Flink: with p >= q consumer j reads producers
 // [j*p/q, (j+1)*p/q); with p < q consumer j reads producer j*p/q.
+func Targets(pat Pattern, p, q, i int) (lo, hi int) {
+	switch {
+	case pat == AllToAll:
+		return 0, q
+	case p >= q:
+		// The j with j*p/q <= i < (j+1)*p/q.
+		j := ((i+1)*q - 1) / p
+		return j, j + 1
+	default:
+		// Every j with j*p/q == i.
+		return (i*q + p - 1) / p, ((i+1)*q + p - 1) / p
+	}
+}
+
+// Sources returns the producer subtasks of consumer j: the range [lo, hi),
+// in channel order.
+func Sources(pat Pattern, p, q, j int) (lo, hi int) {
+	switch {
+	case pat == AllToAll:
+		return 0, p
+	case p >= q:
+		return j * p / q, (j + 1) * p / q
+	default:
+		return j * p / q, j*p/q + 1
+	}
+}
+
+// Wiring returns the whole wiring of an edge, for tests and display:
+// targets[i] lists the consumers of producer i, sources[j] the producers of
+// consumer j. It takes p*q space for all-to-all edges; the runtime uses
+// Targets and Sources.
 func Wiring(pat Pattern, p, q int) (targets, sources [][]int) {
 	targets = make([][]int, p)
 	sources = make([][]int, q)
-	if pat == AllToAll {
-		for i := range p {
-			for j := range q {
-				targets[i] = append(targets[i], j)
-				sources[j] = append(sources[j], i)
-			}
+	for i := range p {
+		lo, hi := Targets(pat, p, q, i)
+		for j := lo; j < hi; j++ {
+			targets[i] = append(targets[i], j)
 		}
-		return targets, sources
 	}
 	for j := range q {
-		if p >= q {
-			for i := j * p / q; i < (j+1)*p/q; i++ {
-				targets[i] = append(targets[i], j)
-				sources[j] = append(sources[j], i)
-			}
-		} else {
-			i := j * p / q
-			targets[i] = append(targets[i], j)
+		lo, hi := Sources(pat, p, q, j)
+		for i := lo; i < hi; i++ {
 			sources[j] = append(sources[j], i)
 		}
 	}

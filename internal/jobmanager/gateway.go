@@ -37,10 +37,13 @@ type RuntimeConfig struct {
 	StateBackend, StateDir string
 }
 
-// PoolSize is the number of buffers of a result partition with n subpartitions:
-// one being filled per subpartition plus what its receivers may hold, bounded.
-func (c RuntimeConfig) PoolSize(n int) int {
-	return max(n*c.BuffersPerChannel+c.FloatingBuffers, n+1)
+// PoolBounds returns the fewest and the most buffers of a result partition
+// with n subpartitions. The fewest is one per subpartition: the writer keeps
+// a buffer open per channel, and with one more in flight it always makes
+// progress. The most is what its receivers may hold (their credit) plus the
+// floating buffers that absorb bursts.
+func (c RuntimeConfig) PoolBounds(n int) (fewest, most int) {
+	return n, n*c.BuffersPerChannel + c.FloatingBuffers
 }
 
 // JobSpec is a submitted job.
@@ -63,6 +66,9 @@ type Deployment struct {
 type TaskManagerGateway interface {
 	ID() string
 	NumSlots() int
+	// NetworkMemory returns the TaskManager's network memory budget in bytes
+	// and how much of it is not reserved by running jobs.
+	NetworkMemory() (capacity, free int64)
 	// SubmitTask starts an execution; its state changes come back through
 	// JobManagerGateway.UpdateTaskState.
 	SubmitTask(d Deployment) error

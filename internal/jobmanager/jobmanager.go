@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 )
 
@@ -28,17 +30,20 @@ type JobManager struct {
 
 // job is the JobManager's record of one job.
 type job struct {
-	spec    *JobSpec
-	state   *jobState
-	execs   []ExecutionID
-	index   map[ExecutionID]int
-	tmOf    []TaskManagerGateway
-	slots   map[int]int // TaskManager index -> slots held
-	times   map[rest.JobState]time.Time
-	started time.Time
-	ended   time.Time
-	failure *Failure
-	done    chan struct{}
+	spec  *JobSpec
+	state *jobState
+	execs []ExecutionID
+	index map[ExecutionID]int
+	tmOf  []TaskManagerGateway
+	// deployed[i] is set before execution i is submitted; executions not
+	// deployed are never sent a cancel (the deploy loop reports them).
+	deployed []bool
+	slots    map[int]int // TaskManager index -> slots held
+	times    map[rest.JobState]time.Time
+	started  time.Time
+	ended    time.Time
+	failure  *Failure
+	done     chan struct{}
 }
 
 // Failure is the root cause of a failed job.
@@ -109,6 +114,11 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		jm.mu.Unlock()
 		return err
 	}
+	if err := jm.checkNetworkMemory(spec, slotTM); err != nil {
+		jm.failLocked(j, err)
+		jm.mu.Unlock()
+		return err
+	}
 	for _, ti := range slotTM {
 		jm.free[ti]--
 		j.slots[ti]++
@@ -120,18 +130,79 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		j.state.tasks[i] = rest.TaskDeploying
 		deps = append(deps, Deployment{Exec: e, Job: spec, Slot: e.Subtask})
 	}
+	j.deployed = make([]bool, len(deps))
 	j.state.start()
 	j.times[rest.JobRunning] = time.Now()
 	jm.mu.Unlock()
 
 	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(deps))
+	go jm.deploy(j, deps)
+	return nil
+}
+
+// deploy submits a job's executions one by one. It stops as soon as the job
+// is canceled or fails (a task failed, or a deployment did), and reports the
+// executions it did not deploy as canceled, so a cancel takes effect at once
+// even while thousands of tasks are being deployed.
+func (jm *JobManager) deploy(j *job, deps []Deployment) {
 	for i, d := range deps {
+		jm.mu.Lock()
+		if j.state.status != rest.JobRunning {
+			for k := i; k < len(deps); k++ {
+				j.state.update(k, rest.TaskCanceled, nil)
+			}
+			if j.state.status.Terminal() {
+				jm.finishLocked(j)
+			}
+			jm.mu.Unlock()
+			return
+		}
+		j.deployed[i] = true
+		jm.mu.Unlock()
 		if err := j.tmOf[i].SubmitTask(d); err != nil {
 			jm.UpdateTaskState(d.Exec, rest.TaskFailed, fmt.Errorf("deploying %s: %w", d.Exec, err))
-			break
 		}
 	}
+}
+
+// checkNetworkMemory fails a job whose result partitions' minimum buffers do
+// not fit the network memory of the TaskManagers it is placed on, before
+// anything is deployed, with a message that says what to change.
+func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) error {
+	need, channels := networkNeeds(spec.Graph, spec.Config, slotTM, len(jm.tms))
+	for ti, n := range need {
+		capacity, free := jm.tms[ti].NetworkMemory()
+		if n <= free {
+			continue
+		}
+		have := fmt.Sprintf("its network memory is %s", network.FormatBytes(capacity))
+		if free < capacity {
+			have += fmt.Sprintf(", of which %s are free", network.FormatBytes(free))
+		}
+		return fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
+			"raise taskmanager.memory.network.max (weir.Config.NetworkMemory, weir run --network-memory), lower the parallelism, or use smaller network buffers (--buffer-size)",
+			network.FormatBytes(n), jm.tms[ti].ID(), network.FormatBytes(int64(spec.Config.BufferSize)), channels[ti], have)
+	}
 	return nil
+}
+
+// networkNeeds returns, per TaskManager, the bytes of buffers that the result
+// partitions of the subtasks placed on it need at least (slot s is on
+// TaskManager slotTM[s]; subtask s of every vertex runs in slot s), and their
+// number of output channels.
+func networkNeeds(g *graph.JobGraph, cfg RuntimeConfig, slotTM []int, tms int) (bytes []int64, channels []int64) {
+	bytes, channels = make([]int64, tms), make([]int64, tms)
+	for _, v := range g.Vertices {
+		for _, e := range v.Outputs {
+			for s := range v.Parallelism {
+				lo, hi := graph.Targets(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, s)
+				fewest, _ := cfg.PoolBounds(hi - lo)
+				bytes[slotTM[s]] += int64(fewest) * int64(cfg.BufferSize)
+				channels[slotTM[s]] += int64(hi - lo)
+			}
+		}
+	}
+	return bytes, channels
 }
 
 // failLocked fails a job that could not be scheduled.
@@ -161,13 +232,9 @@ func (jm *JobManager) UpdateTaskState(e ExecutionID, st rest.TaskState, err erro
 	if st == rest.TaskFailed && !wasFailing && j.state.failedAt == i {
 		name := fmt.Sprintf("%s (%d/%d)", j.spec.Graph.Vertices[e.Vertex].Name, e.Subtask+1, j.spec.Graph.Vertices[e.Vertex].Parallelism)
 		j.failure = &Failure{Err: err, TaskName: name, Time: time.Now()}
-		jm.logger.Warn("task failed; failing the job", "job", e.Job, "task", name, "err", err)
+		jm.logger.Info("task failed; failing the job", "job", e.Job, "task", name, "err", err)
 	}
-	cancels := make([]func(), 0, len(toCancel))
-	for _, k := range toCancel {
-		tm, ex := j.tmOf[k], j.execs[k]
-		cancels = append(cancels, func() { tm.CancelTask(ex) })
-	}
+	cancels := jm.cancelsLocked(j, toCancel)
 	if j.state.status.Terminal() {
 		jm.finishLocked(j)
 	}
@@ -175,6 +242,20 @@ func (jm *JobManager) UpdateTaskState(e ExecutionID, st rest.TaskState, err erro
 	for _, c := range cancels {
 		c()
 	}
+}
+
+// cancelsLocked returns the calls that cancel the deployed executions among
+// toCancel, to be made after the lock is released.
+func (jm *JobManager) cancelsLocked(j *job, toCancel []int) []func() {
+	cancels := make([]func(), 0, len(toCancel))
+	for _, k := range toCancel {
+		if !j.deployed[k] {
+			continue
+		}
+		tm, ex := j.tmOf[k], j.execs[k]
+		cancels = append(cancels, func() { tm.CancelTask(ex) })
+	}
+	return cancels
 }
 
 // finishLocked records the end of a job and frees its slots.
@@ -209,11 +290,7 @@ func (jm *JobManager) Cancel(id string) error {
 	if len(toCancel) > 0 {
 		j.times[rest.JobCancelling] = time.Now()
 	}
-	var cancels []func()
-	for _, k := range toCancel {
-		tm, ex := j.tmOf[k], j.execs[k]
-		cancels = append(cancels, func() { tm.CancelTask(ex) })
-	}
+	cancels := jm.cancelsLocked(j, toCancel)
 	jm.mu.Unlock()
 	for _, c := range cancels {
 		c()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -31,22 +32,35 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// Buffer is a fixed-capacity byte buffer that belongs to a pool. Exactly one
-// goroutine owns a buffer at a time: the producer while filling it, the
-// channel while it is queued, the consumer until it calls Recycle.
+// Buffer is a byte buffer that travels down a channel. Exactly one goroutine
+// owns a buffer at a time: the producer while filling it, the channel while
+// it is queued, the consumer until it calls Recycle.
+//
+// A data buffer (KindData) has a fixed capacity and belongs to a pool; it
+// holds framed records and costs its receiver one credit. An event buffer
+// (every other kind) is small, belongs to no pool and costs no credit, so
+// events never wait for the data pool: a backpressured producer can still
+// send them, and they use no network memory.
 type Buffer struct {
-	// Data holds the bytes written so far; cap(Data) is the pool's buffer size.
+	// Data holds the bytes written so far; for data buffers cap(Data) is the
+	// pool's buffer size.
 	Data []byte
 	Kind Kind
-	pool *BufferPool
+	pool *BufferPool // nil for events
 	// pooled is true while the buffer sits in its pool's free list; it makes
 	// a second Recycle panic even when the free list has room for it.
 	pooled atomic.Bool
 }
 
-// Recycle returns the buffer to its pool. The buffer must not be used
-// afterwards; recycling it twice panics.
+// IsEvent reports whether b is an event rather than data.
+func (b *Buffer) IsEvent() bool { return b.Kind != KindData }
+
+// Recycle returns a data buffer to its pool. The buffer must not be used
+// afterwards; recycling it twice panics. Recycling an event does nothing.
 func (b *Buffer) Recycle() {
+	if b.pool == nil {
+		return
+	}
 	if !b.pooled.CompareAndSwap(false, true) {
 		panic("network: buffer recycled twice")
 	}
@@ -58,39 +72,131 @@ func (b *Buffer) Recycle() {
 // Watermark decodes the watermark of a KindWatermark buffer.
 func (b *Buffer) Watermark() int64 { return int64(binary.LittleEndian.Uint64(b.Data)) }
 
+// NewWatermark returns a watermark event.
+func NewWatermark(wm int64) *Buffer {
+	return &Buffer{Kind: KindWatermark, Data: binary.LittleEndian.AppendUint64(make([]byte, 0, 8), uint64(wm))}
+}
+
+// NewEndOfPartition returns an end-of-partition event.
+func NewEndOfPartition() *Buffer { return &Buffer{Kind: KindEndOfPartition} }
+
 // ErrCanceled is returned by blocking calls when the task is canceled.
 var ErrCanceled = errors.New("network: canceled")
 
-// BufferPool is a bounded set of equally sized buffers. It never grows: when
-// every buffer is out, Request blocks until one is recycled. That block is
-// where backpressure reaches a producer.
+// Budget is the network memory of one TaskManager: the most bytes that the
+// data buffers of all its result partitions may take at once (Flink's
+// taskmanager.memory.network.max). Every pool reserves its minimum when it
+// is created, so a job that cannot get its minimum fails at deployment,
+// and takes further buffers from the budget only while they are free.
+// Memory is allocated lazily: it follows the data in flight, not the number
+// of channels.
+type Budget struct {
+	mu       sync.Mutex // guards used
+	capacity int64
+	used     int64 // bytes of pool minimums plus buffers allocated above them
+}
+
+// NewBudget returns a budget of capacity bytes.
+func NewBudget(capacity int64) *Budget { return &Budget{capacity: capacity} }
+
+// Capacity is the budget's size in bytes.
+func (b *Budget) Capacity() int64 { return b.capacity }
+
+// Used is the bytes reserved or taken by pools now.
+func (b *Budget) Used() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// BudgetError says that a pool's minimum does not fit the budget.
+type BudgetError struct {
+	Need, Available, Capacity int64 // bytes
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("network memory exhausted: a result partition needs %s, %s of %s are free",
+		FormatBytes(e.Need), FormatBytes(e.Available), FormatBytes(e.Capacity))
+}
+
+func (b *Budget) take(n int64, mustFit bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.capacity {
+		if mustFit {
+			return &BudgetError{Need: n, Available: b.capacity - b.used, Capacity: b.capacity}
+		}
+		return errNoRoom
+	}
+	b.used += n
+	return nil
+}
+
+var errNoRoom = errors.New("no room")
+
+func (b *Budget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	if b.used < 0 {
+		b.mu.Unlock()
+		panic("network: budget released more than it gave")
+	}
+	b.mu.Unlock()
+}
+
+// NewPool creates a pool of buffers of size bytes that always may hold min
+// buffers (reserved from the budget now) and up to max while the budget has
+// room. It fails with a *BudgetError when min buffers do not fit.
+func (b *Budget) NewPool(min, max, size int) (*BufferPool, error) {
+	p := newPool(min, max, size)
+	if err := b.take(int64(min)*int64(size), true); err != nil {
+		return nil, err
+	}
+	p.budget = b
+	return p, nil
+}
+
+// BufferPool is a bounded set of equally sized data buffers. Buffers are
+// allocated on first need and then reused; the pool never holds more than
+// max. Up to min are guaranteed; more are taken from the pool's budget while
+// it has room. When no buffer can be had, Request blocks until one is
+// recycled: that block is where backpressure reaches a producer.
 type BufferPool struct {
-	size  int
-	total int
-	free  chan *Buffer
+	size     int
+	min, max int
+	budget   *Budget // nil: unbudgeted (tests, benchmarks)
+	free     chan *Buffer
+
+	mu        sync.Mutex // guards allocated, closed
+	allocated int
+	closed    bool
 	// inUse counts buffers out of the pool; maxInUse is its high-water mark.
 	inUse, maxInUse atomic.Int64
 }
 
-// NewBufferPool allocates n buffers of size bytes each.
-func NewBufferPool(n, size int) *BufferPool {
-	if n < 1 || size < 64 {
-		panic(fmt.Sprintf("network: pool of %d buffers of %d bytes is too small", n, size))
+// NewBufferPool returns an unbudgeted pool of up to n buffers of size bytes,
+// allocated on first use.
+func NewBufferPool(n, size int) *BufferPool { return newPool(n, n, size) }
+
+func newPool(min, max, size int) *BufferPool {
+	if min < 1 || max < min || size < 64 {
+		panic(fmt.Sprintf("network: pool of %d..%d buffers of %d bytes is invalid", min, max, size))
 	}
-	p := &BufferPool{size: size, total: n, free: make(chan *Buffer, n)}
-	for range n {
-		b := &Buffer{Data: make([]byte, 0, size), pool: p}
-		b.pooled.Store(true)
-		p.free <- b
-	}
-	return p
+	return &BufferPool{size: size, min: min, max: max, free: make(chan *Buffer, max)}
 }
 
 // BufferSize is the capacity of each buffer.
 func (p *BufferPool) BufferSize() int { return p.size }
 
-// Capacity is the number of buffers in the pool.
-func (p *BufferPool) Capacity() int { return p.total }
+// Capacity is the most buffers the pool may ever hold.
+func (p *BufferPool) Capacity() int { return p.max }
+
+// Allocated is the number of buffers the pool has allocated so far.
+func (p *BufferPool) Allocated() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.allocated
+}
 
 // InUse is the number of buffers currently out of the pool.
 func (p *BufferPool) InUse() int { return int(p.inUse.Load()) }
@@ -98,25 +204,44 @@ func (p *BufferPool) InUse() int { return int(p.inUse.Load()) }
 // MaxInUse is the largest number of buffers that were ever out at once.
 func (p *BufferPool) MaxInUse() int { return int(p.maxInUse.Load()) }
 
-// TryRequest returns a free buffer, or nil if none is free.
+// TryRequest returns a free buffer, or nil if none is free and the pool may
+// not allocate another.
 func (p *BufferPool) TryRequest() *Buffer {
 	select {
 	case b := <-p.free:
 		p.took(b)
 		return b
 	default:
+	}
+	if b := p.grow(); b != nil {
+		p.took(b)
+		return b
+	}
+	return nil
+}
+
+// grow allocates a new buffer if the pool is below its minimum, or below its
+// maximum with room in the budget.
+func (p *BufferPool) grow() *Buffer {
+	p.mu.Lock()
+	ok := !p.closed && (p.allocated < p.min ||
+		p.allocated < p.max && (p.budget == nil || p.budget.take(int64(p.size), false) == nil))
+	if ok {
+		p.allocated++
+	}
+	p.mu.Unlock()
+	if !ok {
 		return nil
 	}
+	return &Buffer{Data: make([]byte, 0, p.size), pool: p}
 }
 
 // Request returns a free buffer, blocking until one is recycled or cancel is
-// closed (then it returns ErrCanceled).
+// closed (then it returns ErrCanceled). It never waits forever on its own:
+// the pool has allocated at least one buffer, which is on its way back.
 func (p *BufferPool) Request(cancel <-chan struct{}) (*Buffer, error) {
-	select {
-	case b := <-p.free:
-		p.took(b)
+	if b := p.TryRequest(); b != nil {
 		return b, nil
-	default:
 	}
 	select {
 	case b := <-p.free:
@@ -124,6 +249,20 @@ func (p *BufferPool) Request(cancel <-chan struct{}) (*Buffer, error) {
 		return b, nil
 	case <-cancel:
 		return nil, ErrCanceled
+	}
+}
+
+// Close gives the pool's share back to its budget. Buffers still out may be
+// recycled afterwards; the pool allocates nothing more.
+func (p *BufferPool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	if p.budget != nil {
+		p.budget.release(int64(p.min+max(p.allocated-p.min, 0)) * int64(p.size))
 	}
 }
 
@@ -145,4 +284,22 @@ func (p *BufferPool) put(b *Buffer) {
 	default:
 		panic("network: buffer recycled twice or into a foreign pool")
 	}
+}
+
+// FormatBytes renders a byte count for messages: "32 KiB", "1.5 GiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	s := fmt.Sprintf("%.1f", v)
+	if len(s) > 2 && s[len(s)-2:] == ".0" {
+		s = s[:len(s)-2]
+	}
+	return s + " " + []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[i]
 }

@@ -176,3 +176,81 @@ func TestNewBufferPoolTooSmallPanics(t *testing.T) {
 		}()
 	}
 }
+
+func TestBudgetReservesMinimumsAndLendsTheRest(t *testing.T) {
+	const size = 1024
+	b := NewBudget(10 * size)
+	p1, err := b.NewPool(4, 8, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Used() != 4*size || p1.Allocated() != 0 {
+		t.Fatalf("after reserving 4: used %d, allocated %d; want %d and 0 (lazy)", b.Used(), p1.Allocated(), 4*size)
+	}
+	// A second pool whose minimum does not fit fails, naming sizes.
+	if _, err := b.NewPool(7, 7, size); err == nil {
+		t.Fatal("a pool whose minimum exceeds the free budget was created")
+	} else {
+		var be *BudgetError
+		if !errors.As(err, &be) || be.Need != 7*size || be.Available != 6*size || be.Capacity != 10*size {
+			t.Fatalf("error %v, want a BudgetError need 7 KiB, available 6 KiB of 10 KiB", err)
+		}
+		if got := err.Error(); got != "network memory exhausted: a result partition needs 7 KiB, 6 KiB of 10 KiB are free" {
+			t.Fatalf("message %q", got)
+		}
+	}
+	p2, err := b.NewPool(2, 8, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// used: 4 + 2 reserved. p1 may take its 4, then 4 more borrowed from the
+	// 4 free; p2 gets only its reserved 2 after that.
+	var out []*Buffer
+	for range 8 {
+		if x := p1.TryRequest(); x != nil {
+			out = append(out, x)
+		}
+	}
+	if len(out) != 8 || b.Used() != 10*size {
+		t.Fatalf("p1 got %d buffers, budget used %d; want 8 and all", len(out), b.Used())
+	}
+	if x, y := p2.TryRequest(), p2.TryRequest(); x == nil || y == nil {
+		t.Fatal("p2 did not get its reserved minimum while the budget was lent out")
+	}
+	if p2.TryRequest() != nil {
+		t.Fatal("p2 got a buffer beyond its minimum from an exhausted budget")
+	}
+	for _, x := range out {
+		x.Recycle()
+	}
+	p1.Close()
+	if b.Used() != 2*size {
+		t.Fatalf("after p1 closed: used %d, want p2's %d", b.Used(), 2*size)
+	}
+	p1.Close() // idempotent
+	if b.Used() != 2*size {
+		t.Fatalf("second Close released again: used %d", b.Used())
+	}
+	if p2.TryRequest() == nil {
+		t.Fatal("p2 could not borrow after p1 gave its buffers back")
+	}
+}
+
+func TestBufferPoolAllocatesLazily(t *testing.T) {
+	p := NewBufferPool(1000, 32<<10)
+	a := p.TryRequest()
+	a.Recycle()
+	b := p.TryRequest()
+	if b != a || p.Allocated() != 1 {
+		t.Fatalf("allocated %d buffers for one at a time (reused: %v)", p.Allocated(), a == b)
+	}
+}
+
+func TestEventsNeedNoPool(t *testing.T) {
+	w, e := NewWatermark(-5), NewEndOfPartition()
+	if !w.IsEvent() || !e.IsEvent() || w.Watermark() != -5 {
+		t.Fatalf("events: %v %v %d", w.IsEvent(), e.IsEvent(), w.Watermark())
+	}
+	w.Recycle() // no pool: nothing happens, twice too
+	w.Recycle()
+}

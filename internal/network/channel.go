@@ -11,14 +11,20 @@ type Subpartition struct {
 	receiver *InputChannel
 }
 
-// Add hands a finished buffer to the channel. It never blocks: without credit
-// the buffer waits in the backlog, which the producer's bounded pool limits.
+// Add hands a finished buffer or an event to the channel. It never blocks:
+// without credit the buffer waits in the backlog, which the producer's
+// bounded pool limits (events in the backlog are bounded by its data, see
+// ledger).
 func (s *Subpartition) Add(b *Buffer) {
 	s.mu.Lock()
-	if s.ledger.add(b) {
+	now, replaced := s.ledger.add(b)
+	if now {
 		s.receiver.deliver(b)
 	}
 	s.mu.Unlock()
+	if replaced != nil {
+		replaced.Recycle()
+	}
 }
 
 // Grant gives the producer n more credits (free receiver slots) and delivers
@@ -56,12 +62,19 @@ type InputChannel struct {
 }
 
 // ReturnCredit gives one slot back to the producer after the consumer is done
-// with a buffer of this channel.
+// with a data buffer of this channel (events cost no credit).
 func (c *InputChannel) ReturnCredit() { c.sender.Grant(1) }
 
+// deliver queues b. A watermark right behind another queued watermark
+// replaces it, so a consumer that does not read cannot pile up events.
 func (c *InputChannel) deliver(b *Buffer) {
 	g := c.gate
 	g.mu.Lock()
+	if n := len(c.queue); b.Kind == KindWatermark && n > 0 && c.queue[n-1].Kind == KindWatermark {
+		c.queue[n-1] = b
+		g.mu.Unlock()
+		return
+	}
 	c.queue = append(c.queue, b)
 	if !c.enqueued && !c.blocked {
 		c.enqueued = true
@@ -127,13 +140,14 @@ func Connect(s *Subpartition, g *InputGate, input, channel, initialCredits int) 
 }
 
 // ResultPartition is a producer subtask's output on one edge: one subpartition
-// per consuming channel, sharing one bounded buffer pool.
+// per consuming channel, sharing one bounded buffer pool. The pool belongs to
+// the producing side; consumers only connect to the subpartitions.
 type ResultPartition struct {
 	Pool *BufferPool
 	Subs []*Subpartition
 }
 
-// NewResultPartition creates n subpartitions over pool.
+// NewResultPartition creates n subpartitions over pool (nil: set later by the producer).
 func NewResultPartition(n int, pool *BufferPool) *ResultPartition {
 	rp := &ResultPartition{Pool: pool, Subs: make([]*Subpartition, n)}
 	for i := range rp.Subs {

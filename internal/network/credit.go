@@ -4,38 +4,69 @@ package network
 // it decides which buffers may go to the receiver and holds the rest, and its
 // caller does the delivery.
 //
-// Invariant: a buffer is in the backlog only while credit is zero, so buffers
-// leave in the order they were added.
+// Data buffers cost one credit each (a credit is a free slot at the
+// receiver). Events cost none: they only keep their place in the order.
+//
+// Nothing leaves before the receiver has connected (its first grant opens
+// the ledger): until then even events wait in the backlog.
+//
+// Invariants: buffers leave in the order they were added; once open, a
+// non-empty backlog starts with a data buffer and then credit is zero; the backlog
+// never holds two watermarks in a row (a newer one replaces the older, since
+// watermarks only advance), so events in it are bounded by the data buffers.
 type ledger struct {
+	open    bool // the receiver has connected
 	credit  int
 	backlog []*Buffer // FIFO; head at index 0
-	sent    int64     // buffers released to the receiver
+	sent    int64     // buffers (data and events) released to the receiver
 }
 
-// add queues b and reports whether it may be delivered now, consuming a credit.
-func (l *ledger) add(b *Buffer) (deliverNow bool) {
-	if l.credit > 0 && len(l.backlog) == 0 {
-		l.credit--
-		l.sent++
-		return true
+// add queues b and reports whether it may be delivered now (consuming a
+// credit for data). replaced is a watermark that b made obsolete, for the
+// caller to recycle.
+func (l *ledger) add(b *Buffer) (deliverNow bool, replaced *Buffer) {
+	if l.open && len(l.backlog) == 0 {
+		if b.IsEvent() {
+			l.sent++
+			return true, nil
+		}
+		if l.credit > 0 {
+			l.credit--
+			l.sent++
+			return true, nil
+		}
+	}
+	if n := len(l.backlog); b.Kind == KindWatermark && n > 0 && l.backlog[n-1].Kind == KindWatermark {
+		replaced = l.backlog[n-1]
+		l.backlog[n-1] = b
+		return false, replaced
 	}
 	l.backlog = append(l.backlog, b)
-	return false
+	return false, nil
 }
 
 // grant adds n credits and returns the backlog buffers that may now be
 // delivered, in order. The returned slice is valid until the next call.
 func (l *ledger) grant(n int, into []*Buffer) []*Buffer {
+	l.open = true
 	l.credit += n
-	k := min(l.credit, len(l.backlog))
+	k := 0
+	for k < len(l.backlog) {
+		if !l.backlog[k].IsEvent() {
+			if l.credit == 0 {
+				break
+			}
+			l.credit--
+		}
+		k++
+	}
 	into = append(into[:0], l.backlog[:k]...)
 	rest := copy(l.backlog, l.backlog[k:])
 	clear(l.backlog[rest:])
 	l.backlog = l.backlog[:rest]
-	l.credit -= k
 	l.sent += int64(k)
 	return into
 }
 
-// backlogLen is the number of finished buffers waiting for credit.
+// backlogLen is the number of finished buffers (and events) waiting for credit.
 func (l *ledger) backlogLen() int { return len(l.backlog) }

@@ -20,11 +20,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // command, a line "----", and the expected output. Lines starting with # are
 // comments. Commands:
 //
-//	add bN     the producer finishes buffer bN (N a name, any token)
+//	add bN     the producer finishes buffer bN (N a name, any token); a
+//	           name starting with "wm" is a watermark event, one starting
+//	           with "eop" an end-of-partition event
+
 //	grant N    the receiver grants N credits
 //	add b1 b2  several adds, one output line each
 //
-// Every command prints what was delivered ("deliver b1 b2" or "deliver -"),
+// Every command prints what was delivered ("deliver b1 b2" or "deliver -",
+// and "replaces wm1" when a watermark made a queued one obsolete),
 // then the ledger state: "credit=C backlog=[...] sent=S". After every command
 // the test also checks the invariant that a non-empty backlog means zero
 // credit. Run with -rewrite to regenerate the expected output.
@@ -107,7 +111,11 @@ func runLedgerTrace(t *testing.T, path string) {
 		for i, b := range l.backlog {
 			names[i] = name(b)
 		}
-		return fmt.Sprintf("credit=%d backlog=[%s] sent=%d", l.credit, strings.Join(names, " "), l.sent)
+		open := ""
+		if !l.open {
+			open = " (not connected)"
+		}
+		return fmt.Sprintf("credit=%d backlog=[%s] sent=%d%s", l.credit, strings.Join(names, " "), l.sent, open)
 	}
 	for bi, blk := range blocks {
 		fields := strings.Fields(blk.cmd)
@@ -119,11 +127,21 @@ func runLedgerTrace(t *testing.T, path string) {
 			}
 			for _, n := range fields[1:] {
 				b := &Buffer{Data: []byte(n)}
-				if l.add(b) {
-					got = append(got, "deliver "+n)
-				} else {
-					got = append(got, "deliver -")
+				switch {
+				case strings.HasPrefix(n, "wm"):
+					b.Kind = KindWatermark
+				case strings.HasPrefix(n, "eop"):
+					b.Kind = KindEndOfPartition
 				}
+				now, replaced := l.add(b)
+				line := "deliver -"
+				if now {
+					line = "deliver " + n
+				}
+				if replaced != nil {
+					line += " replaces " + name(replaced)
+				}
+				got = append(got, line)
 			}
 		case "grant":
 			if len(fields) != 2 {
@@ -147,8 +165,13 @@ func runLedgerTrace(t *testing.T, path string) {
 			t.Fatalf("%s:%d: unknown command %q", path, blk.line, blk.cmd)
 		}
 		got = append(got, state())
-		if len(l.backlog) > 0 && l.credit != 0 {
-			t.Errorf("%s:%d: invariant broken: backlog of %d with %d credits", path, blk.line, len(l.backlog), l.credit)
+		if l.open && len(l.backlog) > 0 && (l.credit != 0 || l.backlog[0].IsEvent()) {
+			t.Errorf("%s:%d: invariant broken: backlog of %d with %d credits, head %s", path, blk.line, len(l.backlog), l.credit, l.backlog[0].Kind)
+		}
+		for i := 1; i < len(l.backlog); i++ {
+			if l.backlog[i].Kind == KindWatermark && l.backlog[i-1].Kind == KindWatermark {
+				t.Errorf("%s:%d: invariant broken: two watermarks in a row in the backlog", path, blk.line)
+			}
 		}
 		if bi > 0 {
 			out.WriteString("\n")

@@ -1,6 +1,9 @@
 package network
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // PartitionKey names one producer subtask's result partition on one edge.
 type PartitionKey struct {
@@ -12,9 +15,10 @@ type PartitionKey struct {
 
 // LocalShuffle is the in-process transport's registry of result partitions.
 // Producer and consumer tasks may be deployed in either order, so the first
-// to ask for a partition creates it and the other finds it.
+// to ask for a partition creates it and the other finds it. Only the
+// producer gives it a buffer pool (from its TaskManager's budget).
 type LocalShuffle struct {
-	mu    sync.Mutex // guards parts
+	mu    sync.Mutex // guards parts and the Pool of every partition in it
 	parts map[PartitionKey]*ResultPartition
 }
 
@@ -23,25 +27,50 @@ func NewLocalShuffle() *LocalShuffle {
 	return &LocalShuffle{parts: map[PartitionKey]*ResultPartition{}}
 }
 
-// Partition returns the result partition for key, creating it with n
-// subpartitions and a pool of poolSize buffers of bufferSize bytes.
-func (s *LocalShuffle) Partition(key PartitionKey, n, poolSize, bufferSize int) *ResultPartition {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rp, ok := s.parts[key]; ok {
-		return rp
+func (s *LocalShuffle) partitionLocked(key PartitionKey, n int) (*ResultPartition, error) {
+	rp, ok := s.parts[key]
+	if !ok {
+		rp = NewResultPartition(n, nil)
+		s.parts[key] = rp
+	} else if len(rp.Subs) != n {
+		return nil, fmt.Errorf("network: partition %+v has %d subpartitions, asked for %d", key, len(rp.Subs), n)
 	}
-	rp := NewResultPartition(n, NewBufferPool(poolSize, bufferSize))
-	s.parts[key] = rp
-	return rp
+	return rp, nil
 }
 
-// Release forgets every partition of a job.
+// Consume returns the result partition for key, creating it with n
+// subpartitions if the producer has not yet.
+func (s *LocalShuffle) Consume(key PartitionKey, n int) (*ResultPartition, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.partitionLocked(key, n)
+}
+
+// Produce returns the result partition for key with pool as its buffer pool.
+func (s *LocalShuffle) Produce(key PartitionKey, n int, pool *BufferPool) (*ResultPartition, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, err := s.partitionLocked(key, n)
+	if err != nil {
+		return nil, err
+	}
+	if rp.Pool != nil {
+		return nil, fmt.Errorf("network: partition %+v already has a producer", key)
+	}
+	rp.Pool = pool
+	return rp, nil
+}
+
+// Release forgets every partition of a job and gives their pools' memory
+// back to their budgets.
 func (s *LocalShuffle) Release(job string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.parts {
+	for k, rp := range s.parts {
 		if k.Job == job {
+			if rp.Pool != nil {
+				rp.Pool.Close()
+			}
 			delete(s.parts, k)
 		}
 	}
@@ -53,7 +82,7 @@ func (s *LocalShuffle) Pools(job string) []*BufferPool {
 	defer s.mu.Unlock()
 	var out []*BufferPool
 	for k, rp := range s.parts {
-		if k.Job == job {
+		if k.Job == job && rp.Pool != nil {
 			out = append(out, rp.Pool)
 		}
 	}

@@ -32,8 +32,10 @@ func BenchmarkWriterInt64Pairs(b *testing.B) {
 			if buf.Kind == network.KindEndOfPartition {
 				ended++
 			}
-			buf.Recycle()
-			c.ReturnCredit()
+			if !buf.IsEvent() {
+				buf.Recycle()
+				c.ReturnCredit()
+			}
 		}
 		done <- ended
 	}()

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"encoding/binary"
 	"time"
 	"unsafe"
 
@@ -165,16 +164,14 @@ func (w *Writer[T]) request() *network.Buffer {
 	return b
 }
 
-// ProcessWatermark implements Input: flush, then one watermark event per channel.
+// ProcessWatermark implements Input: flush, then one watermark event per
+// channel. Events need no buffer from the pool, so this never blocks.
 func (w *Writer[T]) ProcessWatermark(wm int64) {
 	for ch := range w.cur {
 		if w.cur[ch] != nil {
 			w.finish(ch)
 		}
-		b := w.request()
-		b.Kind = network.KindWatermark
-		b.Data = binary.LittleEndian.AppendUint64(b.Data, uint64(wm))
-		w.rp.Subs[ch].Add(b)
+		w.rp.Subs[ch].Add(network.NewWatermark(wm))
 	}
 }
 
@@ -195,9 +192,7 @@ func (w *Writer[T]) EndOfPartition() {
 			w.cur[ch].Recycle()
 			w.cur[ch] = nil
 		}
-		b := w.request()
-		b.Kind = network.KindEndOfPartition
-		w.rp.Subs[ch].Add(b)
+		w.rp.Subs[ch].Add(network.NewEndOfPartition())
 	}
 }
 

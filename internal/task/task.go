@@ -381,8 +381,10 @@ func (t *Task) runInputs() error {
 				}
 			}
 		}
-		b.Recycle()
-		c.ReturnCredit()
+		if !b.IsEvent() {
+			b.Recycle()
+			c.ReturnCredit()
+		}
 		t.tick()
 	}
 	return nil

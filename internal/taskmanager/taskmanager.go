@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/weirhq/weir/internal/rest"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"github.com/weirhq/weir/internal/graph"
@@ -21,10 +20,12 @@ type TaskManager struct {
 	slots   int
 	jm      jm.JobManagerGateway
 	shuffle *network.LocalShuffle
+	budget  *network.Budget // network memory of all its result partitions
 	logger  *slog.Logger
 
-	mu    sync.Mutex // guards tasks and early
-	tasks map[jm.ExecutionID]*running
+	mu     sync.Mutex // guards tasks, early and closed
+	closed bool       // Shutdown was called: no more submissions
+	tasks  map[jm.ExecutionID]*running
 	// early holds executions canceled before they were submitted (the
 	// JobManager may cancel while it is still deploying), so that a late
 	// submission stops at once instead of running unseen.
@@ -38,12 +39,28 @@ type running struct {
 	once   sync.Once
 }
 
+// Config configures a TaskManager.
+type Config struct {
+	ID    string
+	Slots int
+	// NetworkMemory is the most bytes of network buffers its tasks' result
+	// partitions may hold at once (Flink's taskmanager.memory.network.max).
+	NetworkMemory int64
+	Logger        *slog.Logger
+}
+
 // New returns a TaskManager that reports to gw and exchanges data through shuffle.
-func New(id string, slots int, gw jm.JobManagerGateway, shuffle *network.LocalShuffle, logger *slog.Logger) *TaskManager {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+func New(cfg Config, gw jm.JobManagerGateway, shuffle *network.LocalShuffle) *TaskManager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &TaskManager{id: id, slots: slots, jm: gw, shuffle: shuffle, logger: logger, tasks: map[jm.ExecutionID]*running{}, early: map[jm.ExecutionID]bool{}}
+	return &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: gw, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
+		logger: cfg.Logger, tasks: map[jm.ExecutionID]*running{}, early: map[jm.ExecutionID]bool{}}
+}
+
+// NetworkMemory implements jobmanager.TaskManagerGateway.
+func (tm *TaskManager) NetworkMemory() (capacity, free int64) {
+	return tm.budget.Capacity(), tm.budget.Capacity() - tm.budget.Used()
 }
 
 // ID implements jobmanager.TaskManagerGateway.
@@ -60,6 +77,10 @@ func (tm *TaskManager) SubmitTask(d jm.Deployment) error {
 	}
 	r := &running{task: task.New(spec), cancel: make(chan struct{})}
 	tm.mu.Lock()
+	if tm.closed {
+		tm.mu.Unlock()
+		return fmt.Errorf("taskmanager %s is shut down", tm.id)
+	}
 	if _, dup := tm.tasks[d.Exec]; dup {
 		tm.mu.Unlock()
 		return fmt.Errorf("taskmanager %s: %s is already running", tm.id, d.Exec)
@@ -70,8 +91,8 @@ func (tm *TaskManager) SubmitTask(d jm.Deployment) error {
 		close(r.cancel)
 		r.once.Do(func() {})
 	}
+	tm.wg.Add(1) // under mu, so Shutdown's Wait sees it
 	tm.mu.Unlock()
-	tm.wg.Add(1)
 	go func() {
 		defer tm.wg.Done()
 		tm.jm.UpdateTaskState(d.Exec, rest.TaskRunning, nil)
@@ -82,7 +103,7 @@ func (tm *TaskManager) SubmitTask(d jm.Deployment) error {
 		case errors.Is(err, task.ErrCanceled):
 			tm.jm.UpdateTaskState(d.Exec, rest.TaskCanceled, nil)
 		default:
-			tm.logger.Warn("task failed", "task", r.task.Name(), "err", err)
+			tm.logger.Info("task failed", "task", r.task.Name(), "err", err)
 			tm.jm.UpdateTaskState(d.Exec, rest.TaskFailed, err)
 		}
 	}()
@@ -99,23 +120,36 @@ func (tm *TaskManager) taskSpec(d jm.Deployment) (task.Spec, error) {
 		MaxParallelism: v.MaxParallelism, Mode: cfg.Mode, Clock: cfg.Clock, BufferTimeout: cfg.BufferTimeout,
 		Logger: tm.logger, StateBackend: cfg.StateBackend, StateDir: cfg.StateDir,
 	}
-	partition := func(e *graph.JobEdge, producer int) *network.ResultPartition {
-		targets, _ := graph.Wiring(e.Pattern, e.Source.Parallelism, e.Target.Parallelism)
-		n := len(targets[producer])
-		key := network.PartitionKey{Job: d.Job.ID, Edge: e.Index, Producer: producer, Attempt: d.Exec.Attempt}
-		return tm.shuffle.Partition(key, n, cfg.PoolSize(n), cfg.BufferSize)
+	key := func(e *graph.JobEdge, producer int) network.PartitionKey {
+		return network.PartitionKey{Job: d.Job.ID, Edge: e.Index, Producer: producer, Attempt: d.Exec.Attempt}
 	}
 	for _, e := range v.Outputs {
-		spec.Outputs = append(spec.Outputs, task.Output{Edge: e, Partition: partition(e, d.Exec.Subtask)})
+		lo, hi := graph.Targets(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, d.Exec.Subtask)
+		n := hi - lo
+		fewest, most := cfg.PoolBounds(n)
+		pool, err := tm.budget.NewPool(fewest, most, cfg.BufferSize)
+		if err != nil {
+			return task.Spec{}, fmt.Errorf("taskmanager %s: the output of %q to %q: %w (taskmanager.memory.network.max)", tm.id, v.Name, e.Target.Name, err)
+		}
+		rp, err := tm.shuffle.Produce(key(e, d.Exec.Subtask), n, pool)
+		if err != nil {
+			pool.Close()
+			return task.Spec{}, err
+		}
+		spec.Outputs = append(spec.Outputs, task.Output{Edge: e, Partition: rp})
 	}
 	if len(v.Inputs) > 0 {
 		spec.Gate = network.NewInputGate()
 		spec.ChannelsPerInput = make([]int, v.NumInputs)
 		for _, e := range v.Inputs {
-			targets, sources := graph.Wiring(e.Pattern, e.Source.Parallelism, e.Target.Parallelism)
-			for _, producer := range sources[d.Exec.Subtask] {
-				rp := partition(e, producer)
-				sub := slices.Index(targets[producer], d.Exec.Subtask)
+			plo, phi := graph.Sources(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, d.Exec.Subtask)
+			for producer := plo; producer < phi; producer++ {
+				lo, hi := graph.Targets(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, producer)
+				rp, err := tm.shuffle.Consume(key(e, producer), hi-lo)
+				if err != nil {
+					return task.Spec{}, err
+				}
+				sub := d.Exec.Subtask - lo
 				ch := spec.ChannelsPerInput[e.Input]
 				network.Connect(rp.Subs[sub], spec.Gate, e.Input, ch, cfg.BuffersPerChannel)
 				spec.ChannelsPerInput[e.Input]++
@@ -156,6 +190,7 @@ func (tm *TaskManager) ReleaseJob(jobID string) { tm.shuffle.Release(jobID) }
 // Shutdown cancels every running task and waits for all of them to return.
 func (tm *TaskManager) Shutdown() {
 	tm.mu.Lock()
+	tm.closed = true
 	for _, r := range tm.tasks {
 		r.once.Do(func() { close(r.cancel) })
 	}
