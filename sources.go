@@ -35,7 +35,8 @@ func Sequence(env *Environment, from, to int64) DataStream[int64] {
 }
 
 // Generate emits fn(i) for i in [0, count) (count < 0: forever), split among
-// subtasks. ratePerSecond > 0 limits the source's total rate.
+// subtasks. ratePerSecond > 0 limits the source's total rate; 0 and +Inf mean
+// no limit; a negative or NaN rate fails the job when it opens.
 func Generate[T any](env *Environment, count int64, ratePerSecond float64, fn func(i int64) T) DataStream[T] {
 	return FromSource[T](env, datagen.Generator[T]{Count: count, Fn: fn, RatePerSecond: ratePerSecond}, "Generator")
 }

@@ -1,6 +1,9 @@
 package datagen
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/weirhq/weir/internal/operator"
 )
 
@@ -10,7 +13,9 @@ const batch = 1024
 
 // Generator emits fn(i) for every index i in [0, count) (count < 0: without
 // end), split among subtasks. RatePerSecond > 0 limits the whole source's
-// rate (each subtask takes an equal share) by processing time.
+// rate (each subtask takes an equal share) by processing time; 0 and +Inf
+// mean no limit, and so does a rate too high for a millisecond's share of
+// it to be counted in int64. A negative or NaN rate fails Open.
 type Generator[T any] struct {
 	Count         int64
 	Fn            func(i int64) T
@@ -28,10 +33,18 @@ type genReader[T any] struct {
 	next, end int64
 	ctx       *operator.Context
 	// rate limiting, by processing time
-	rate    float64 // per millisecond, this subtask's share
+	rate    float64 // per millisecond, this subtask's share; 0: no limit
 	startMs int64
 	emitted int64
 }
+
+// maxWaitMs bounds how long a rate-limited reader asks to wait at once; it
+// recomputes when polled again, so a very low rate only costs a poll a minute.
+const maxWaitMs = 60_000
+
+// unlimitedPerMs is the share per millisecond above which a rate is no
+// limit: more records than int64 can count in one millisecond.
+const unlimitedPerMs = 1 << 62
 
 // Share returns the index range [from, to) of subtask i of p over n indexes.
 func Share(n int64, i, p int) (from, to int64) {
@@ -46,8 +59,13 @@ func (r *genReader[T]) Open(ctx *operator.Context) error {
 	} else {
 		r.next, r.end = Share(r.gen.Count, ctx.Subtask, ctx.Parallelism)
 	}
-	if r.gen.RatePerSecond > 0 {
-		r.rate = r.gen.RatePerSecond / float64(ctx.Parallelism) / 1000
+	rate := r.gen.RatePerSecond
+	if math.IsNaN(rate) || rate < 0 {
+		return fmt.Errorf("generator: the rate must be a number of records per second, 0 or more (0 or +Inf: no limit); got %v", rate)
+	}
+	if perMs := rate / float64(ctx.Parallelism) / 1000; rate > 0 && perMs < unlimitedPerMs {
+		// A positive rate whose share underflows to 0 is as slow as can be, not unlimited.
+		r.rate = max(perMs, math.SmallestNonzeroFloat64)
 		r.startMs = ctx.Clock.NowMillis()
 	}
 	return nil
@@ -56,14 +74,17 @@ func (r *genReader[T]) Open(ctx *operator.Context) error {
 func (r *genReader[T]) Poll(out operator.Input[T]) (operator.Status, <-chan struct{}, int64, error) {
 	n := int64(batch)
 	if r.rate > 0 {
-		now := r.ctx.Clock.NowMillis()
-		allowed := int64(float64(now-r.startMs)*r.rate) + 1 - r.emitted
-		if allowed <= 0 {
-			// The next record is allowed once (now-start)*rate+1 exceeds emitted.
-			wait := r.startMs + int64(float64(r.emitted-1)/r.rate) + 1 - now
-			return operator.NothingAvailable, nil, max(wait, 1), nil
+		// The first record comes at once, then one every 1/rate ms: by
+		// elapsed ms, floor(elapsed*rate)+1 records are due. In float64, so
+		// no product or quotient overflows int64.
+		elapsed := float64(r.ctx.Clock.NowMillis() - r.startMs)
+		allowed := math.Floor(elapsed*r.rate) + 1 - float64(r.emitted)
+		if allowed < 1 {
+			// Record number emitted+1 is due once elapsed*rate >= emitted.
+			wait := math.Ceil(float64(r.emitted)/r.rate - elapsed)
+			return operator.NothingAvailable, nil, int64(max(min(wait, maxWaitMs), 1)), nil
 		}
-		n = min(n, allowed)
+		n = int64(min(float64(n), allowed))
 	}
 	fn := r.gen.Fn
 	if r.end < 0 {
@@ -96,23 +117,34 @@ type Sequence struct{ From, To int64 }
 func (s Sequence) NewReader() operator.SourceReader[int64] { return &seqReader{seq: s} }
 
 type seqReader struct {
-	seq       Sequence
-	next, end int64
+	seq  Sequence
+	next int64
+	left uint64 // numbers still to emit, from next on
 }
 
 func (r *seqReader) Open(ctx *operator.Context) error {
-	from, to := Share(r.seq.To-r.seq.From+1, ctx.Subtask, ctx.Parallelism)
-	r.next, r.end = r.seq.From+from, r.seq.From+to
+	if r.seq.To < r.seq.From {
+		return nil // empty
+	}
+	// The count in uint64: To-From+1 wraps around int64 for wide ranges.
+	n := uint64(r.seq.To) - uint64(r.seq.From) + 1
+	if n == 0 || n > math.MaxInt64 {
+		return fmt.Errorf("sequence: %d to %d holds more than %d numbers", r.seq.From, r.seq.To, int64(math.MaxInt64))
+	}
+	from, to := Share(int64(n), ctx.Subtask, ctx.Parallelism)
+	r.next, r.left = r.seq.From+from, uint64(to-from)
 	return nil
 }
 
 func (r *seqReader) Poll(out operator.Input[int64]) (operator.Status, <-chan struct{}, int64, error) {
-	stop := min(r.next+batch, r.end)
-	for i := r.next; i < stop; i++ {
-		out.ProcessElement(i, operator.NoTimestamp)
+	n := min(r.left, batch)
+	for i := range n {
+		out.ProcessElement(r.next+int64(i), operator.NoTimestamp)
 	}
-	r.next = stop
-	if r.next >= r.end {
+	// next may pass To only after the last number: it is not read again.
+	r.next += int64(n)
+	r.left -= n
+	if r.left == 0 {
 		return operator.EndOfInput, nil, 0, nil
 	}
 	return operator.MoreAvailable, nil, 0, nil

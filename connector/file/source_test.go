@@ -1,24 +1,22 @@
 package file_test
 
 import (
+	"errors"
 	"fmt"
-	"github.com/weirhq/weir/internal/testseed"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir/connector/file"
 	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/testseed"
 )
-
-type recorder struct{ lines []string }
-
-func (r *recorder) ProcessElement(v string, _ int64) { r.lines = append(r.lines, v) }
-func (r *recorder) ProcessWatermark(int64)           {}
 
 func seed(t *testing.T) uint64 { t.Helper(); return testseed.New(t) }
 
@@ -26,27 +24,50 @@ func seed(t *testing.T) uint64 { t.Helper(); return testseed.New(t) }
 func readAll(t *testing.T, src file.TextSource, p int) []string {
 	var all []string
 	for i := range p {
-		r := src.NewReader()
-		ctx := operator.NewContext(new(int), 0)
-		ctx.Subtask, ctx.Parallelism, ctx.Clock = i, p, clock.System{}
-		if err := r.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
-		rec := &recorder{}
-		for {
-			st, _, _, err := r.Poll(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st == operator.EndOfInput {
-				break
-			}
-		}
-		r.Close()
-		all = append(all, rec.lines...)
+		all = append(all, readSubtask[string](t, src.NewReader(), i, p)...)
 	}
 	return all
 }
+
+// readSubtask runs the reader of subtask i of p to the end of its input,
+// waiting as a task would when the reader has nothing yet.
+func readSubtask[T any](t *testing.T, r operator.SourceReader[T], i, p int) []T {
+	t.Helper()
+	ctx := operator.NewContext(new(int), 0)
+	ctx.Subtask, ctx.Parallelism, ctx.Clock = i, p, clock.System{}
+	if err := r.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec := &collector[T]{}
+	deadline := time.After(20 * time.Second)
+	for {
+		st, wait, retry, err := r.Poll(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch st {
+		case operator.EndOfInput:
+			return rec.items
+		case operator.NothingAvailable:
+			var retryC <-chan time.Time
+			if wait == nil {
+				retryC = time.After(time.Duration(max(retry, 1)) * time.Millisecond)
+			}
+			select {
+			case <-wait:
+			case <-retryC:
+			case <-deadline:
+				t.Fatalf("subtask %d of %d: no end of input after 20s (%d records so far)", i, p, len(rec.items))
+			}
+		}
+	}
+}
+
+type collector[T any] struct{ items []T }
+
+func (c *collector[T]) ProcessElement(v T, _ int64) { c.items = append(c.items, v) }
+func (c *collector[T]) ProcessWatermark(int64)      {}
 
 // Every line is read exactly once whatever the split size and parallelism,
 // including lines that cross split boundaries and lines longer than a split.
@@ -85,6 +106,238 @@ func TestSplitsCoverEveryLineOnce(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("split size %d, parallelism %d: %d lines, want %d", splitSize, p, len(got), len(want))
 			}
+		}
+	}
+}
+
+// randomText returns n lines (some empty, some longer than every buffer)
+// and a text holding them, with \n or \r\n endings and sometimes no final
+// line ending.
+func randomText(rng *rand.Rand, n int) ([]string, string) {
+	var b strings.Builder
+	lines := make([]string, n)
+	for i := range lines {
+		switch k := rng.IntN(500); {
+		case k < 10:
+			lines[i] = ""
+		case k == 10:
+			lines[i] = fmt.Sprintf("long-%d-%s", i, strings.Repeat("y", 300<<10))
+		default:
+			lines[i] = fmt.Sprintf("line-%d-%s", i, strings.Repeat("x", rng.IntN(60)))
+		}
+		b.WriteString(lines[i])
+		if i < n-1 || lines[i] == "" || rng.IntN(2) == 0 {
+			if rng.IntN(4) == 0 {
+				b.WriteString("\r")
+			}
+			b.WriteString("\n")
+		}
+	}
+	return lines, b.String()
+}
+
+// Path "-" reads standard input (here injected) as one split, by subtask 0
+// only, in order, to its end; more than the stream holds at once.
+func TestStdinIsReadAsOneStream(t *testing.T) {
+	rng := testseed.Rand(t, 5)
+	want, text := randomText(rng, 20_000+rng.IntN(5000))
+	for _, p := range []int{1, 2, 3} {
+		src := file.TextSource{Path: "-", Stdin: strings.NewReader(text)}
+		splits, err := src.Splits(p)
+		if err != nil || len(splits) != 1 || !splits[0].Stream {
+			t.Fatalf("parallelism %d: splits %v, %v; want one streamed split", p, splits, err)
+		}
+		for i := range p {
+			got := readSubtask[string](t, src.NewReader(), i, p)
+			if i == 0 && !slices.Equal(got, want) {
+				t.Fatalf("parallelism %d: %d lines, want %d, in order", p, len(got), len(want))
+			}
+			if i > 0 && len(got) > 0 {
+				t.Fatalf("parallelism %d: subtask %d read %d lines of standard input", p, i, len(got))
+			}
+		}
+	}
+}
+
+// A reader that blocks (a pipe) is read as lines arrive: the source says
+// NothingAvailable with a channel that is signalled when lines come, and the
+// end of input only when the writer closes.
+func TestStdinStreamsAsLinesArrive(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := file.LineSource{Path: "-", Stdin: pr}.NewReader()
+	ctx := operator.NewContext(new(int), 0)
+	ctx.Subtask, ctx.Parallelism, ctx.Clock = 0, 1, clock.System{}
+	if err := r.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec := &collector[file.Line]{}
+	// poll polls until done says so, waiting as a task would.
+	poll := func(what string, done func(operator.Status) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			st, wait, _, err := r.Poll(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done(st) {
+				return
+			}
+			if st == operator.NothingAvailable {
+				if wait == nil {
+					t.Fatal("NothingAvailable without a channel to wait on")
+				}
+				select {
+				case <-wait:
+				case <-deadline:
+					t.Fatalf("no %s after 10s; %d lines", what, len(rec.items))
+				}
+			}
+		}
+	}
+	if st, _, _, _ := r.Poll(rec); st != operator.NothingAvailable || len(rec.items) != 0 {
+		t.Fatalf("before any input: status %v with %d lines, want NothingAvailable", st, len(rec.items))
+	}
+	go fmt.Fprint(pw, "first\nsecond\n")
+	poll("first two lines", func(operator.Status) bool { return len(rec.items) == 2 })
+	if st, _, _, _ := r.Poll(rec); st != operator.NothingAvailable {
+		t.Fatalf("with the writer still open: status %v, want NothingAvailable", st)
+	}
+	go func() {
+		fmt.Fprint(pw, "third")
+		pw.Close()
+	}()
+	poll("end of input", func(st operator.Status) bool { return st == operator.EndOfInput })
+	want := []file.Line{{"stdin", 1, "first"}, {"stdin", 2, "second"}, {"stdin", 3, "third"}}
+	if !slices.Equal(rec.items, want) {
+		t.Fatalf("got %v, want %v", rec.items, want)
+	}
+}
+
+// The line source numbers lines exactly within each file and names the file
+// each came from; each file is read whole by one subtask, at parallelism 1
+// in name order.
+func TestLineSourceNumbersLinesPerFile(t *testing.T) {
+	rng := testseed.Rand(t, 6)
+	dir := t.TempDir()
+	var want []file.Line
+	for _, name := range []string{"b.jsonl", "a.jsonl", "c"} {
+		lines, text := randomText(rng, 1+rng.IntN(3000))
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range lines {
+			want = append(want, file.Line{Path: path, Number: int64(i + 1), Text: l})
+		}
+	}
+	os.WriteFile(filepath.Join(dir, ".hidden"), []byte("no\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "_SUCCESS"), []byte("no\n"), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "x"), []byte("no\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644)
+	byPath := func(a, b file.Line) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return int(a.Number - b.Number)
+	}
+	slices.SortFunc(want, byPath)
+
+	got := readSubtask[file.Line](t, file.LineSource{Path: dir}.NewReader(), 0, 1)
+	if !slices.EqualFunc(got, want, func(a, b file.Line) bool { return a == b }) {
+		t.Fatalf("parallelism 1: %d lines, want %d in file name order", len(got), len(want))
+	}
+	for _, p := range []int{2, 3} {
+		var all []file.Line
+		for i := range p {
+			part := readSubtask[file.Line](t, file.LineSource{Path: dir}.NewReader(), i, p)
+			// Each file this subtask read, it read whole and in order.
+			for j := 1; j < len(part); j++ {
+				if part[j].Path == part[j-1].Path && part[j].Number != part[j-1].Number+1 {
+					t.Fatalf("parallelism %d, subtask %d: line %v follows %v", p, i, part[j], part[j-1])
+				}
+			}
+			all = append(all, part...)
+		}
+		slices.SortFunc(all, byPath)
+		if !slices.Equal(all, want) {
+			t.Fatalf("parallelism %d: %d lines, want %d", p, len(all), len(want))
+		}
+	}
+
+	// One file, and standard input.
+	path := filepath.Join(dir, "a.jsonl")
+	got = readSubtask[file.Line](t, file.LineSource{Path: path}.NewReader(), 0, 1)
+	if len(got) == 0 || got[0].Path != path || got[0].Number != 1 {
+		t.Fatalf("file %s: first line %v", path, got[:min(len(got), 1)])
+	}
+	got = readSubtask[file.Line](t, file.LineSource{Path: "-", Stdin: strings.NewReader("x\n\ny")}.NewReader(), 0, 1)
+	if want := []file.Line{{"stdin", 1, "x"}, {"stdin", 2, ""}, {"stdin", 3, "y"}}; !slices.Equal(got, want) {
+		t.Fatalf("stdin: got %v, want %v", got, want)
+	}
+}
+
+// A character device is one streamed split, read by one subtask.
+func TestDeviceIsOneStreamedSplit(t *testing.T) {
+	if _, err := os.Stat(os.DevNull); err != nil {
+		t.Skip(err)
+	}
+	splits, err := file.TextSource{Path: os.DevNull}.Splits(4)
+	if err != nil || len(splits) != 1 || splits[0] != (file.Split{Path: os.DevNull, Stream: true}) {
+		t.Fatalf("splits of %s: %v, %v; want one streamed split", os.DevNull, splits, err)
+	}
+	for i := range 2 {
+		if got := readSubtask[string](t, file.TextSource{Path: os.DevNull}.NewReader(), i, 2); len(got) != 0 {
+			t.Fatalf("subtask %d read %q", i, got)
+		}
+	}
+}
+
+func TestMissingInputIsNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.txt")
+	r := file.TextSource{Path: path}.NewReader()
+	ctx := operator.NewContext(new(int), 0)
+	ctx.Parallelism = 1
+	err := r.Open(ctx)
+	if err == nil || err.Error() != "file source: input "+path+" does not exist" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// A line longer than MaxLineBytes (a binary file read as text, say) fails
+// with an error naming the file, instead of taking unbounded memory; from a
+// file and from a stream.
+func TestLineTooLong(t *testing.T) {
+	long := strings.Repeat("x", file.MaxLineBytes+10)
+	path := filepath.Join(t.TempDir(), "blob.bin")
+	if err := os.WriteFile(path, []byte("ok\n"+long+"\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []file.TextSource{{Path: path}, {Path: "-", Stdin: strings.NewReader("ok\n" + long + "\n")}} {
+		r := src.NewReader()
+		ctx := operator.NewContext(new(int), 0)
+		ctx.Parallelism, ctx.Clock = 1, clock.System{}
+		if err := r.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rec := &collector[string]{}
+		var err error
+		deadline := time.Now().Add(20 * time.Second)
+		for err == nil && time.Now().Before(deadline) {
+			var st operator.Status
+			st, _, _, err = r.Poll(rec)
+			if st == operator.EndOfInput {
+				break
+			}
+		}
+		r.Close()
+		if !errors.Is(err, file.ErrLineTooLong) || !strings.Contains(err.Error(), src.Path) && src.Path != "-" {
+			t.Errorf("%s: got %v after %d lines, want ErrLineTooLong naming the file", src.Path, err, len(rec.items))
+		}
+		if len(rec.items) != 1 {
+			t.Errorf("%s: %d lines before the error, want 1 (%.20q)", src.Path, len(rec.items), rec.items)
 		}
 	}
 }

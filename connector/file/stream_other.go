@@ -1,0 +1,5 @@
+//go:build !unix
+
+package file
+
+func wakeFIFOOpen(string) {}
