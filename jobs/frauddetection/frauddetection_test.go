@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/connector/file"
 	"github.com/weirhq/weir/jobs/frauddetection"
 	"go.uber.org/goleak"
 )
@@ -169,7 +170,7 @@ func TestBadLineIsNamed(t *testing.T) {
 {"account": "a", "amount": "lots", "ts": 2}
 `), 0o644)
 	err := frauddetection.Run(context.Background(), frauddetection.Options{Input: in, Output: filepath.Join(dir, "out")})
-	if err == nil || !strings.Contains(err.Error(), "input line 2") || !strings.Contains(err.Error(), `operator "Parse"`) {
+	if err == nil || !strings.Contains(err.Error(), in+" line 2") || !strings.Contains(err.Error(), `operator "Parse"`) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -182,8 +183,8 @@ func TestParse(t *testing.T) {
 		{`{"account": "x", "amount": 1.5, "ts": 1.5}`, "not an integer"},
 		{`nope`, "not a JSON transaction"},
 	} {
-		_, err := frauddetection.Parse(tc.line, 7)
-		if (err == nil) != (tc.err == "") || (err != nil && (!strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "line 7"))) {
+		_, err := frauddetection.Parse(file.Line{Path: "in.jsonl", Number: 7, Text: tc.line})
+		if (err == nil) != (tc.err == "") || (err != nil && (!strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "in.jsonl line 7: "))) {
 			t.Errorf("Parse(%q) = %v, want error containing %q", tc.line, err, tc.err)
 		}
 	}
