@@ -31,7 +31,7 @@ func (w *slowWriter) Close() error  { return nil }
 // A slow sink must slow its sources down, and buffered data must stay within
 // the configured network buffer pools.
 func TestSlowSinkBackpressuresWithBoundedMemory(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	const bufferSize = 4096
 	var produced, consumed atomic.Int64
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, BufferSize: bufferSize, BuffersPerChannel: 2, FloatingBuffers: 4})

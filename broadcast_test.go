@@ -62,7 +62,7 @@ func (o *overThreshold) OnTimer(ctx weir.OnTimerContext[string], ts int64, out w
 }
 
 func TestBroadcastStatePattern(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	rng := rand.New(rand.NewPCG(seed(t), 6))
 	kinds := []string{"login", "buy", "sell", "view"}
 	var rules []rule

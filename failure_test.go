@@ -15,7 +15,7 @@ import (
 )
 
 func TestUserPanicFailsJobNamingOperatorAndSubtask(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
 	nums := weir.Sequence(env, 0, 1_000_000)
 	// The shuffle puts the failing Map in its own task downstream.
@@ -38,7 +38,7 @@ func TestUserPanicFailsJobNamingOperatorAndSubtask(t *testing.T) {
 }
 
 func TestProcessErrorFailsJob(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 3})
 	bad := errors.New("account 42 is not valid")
 	out := weir.Process(weir.Sequence(env, 1, 100), weir.ProcessFunc[int64, int64](func(ctx weir.Context, v int64, out weir.Collector[int64]) error {
@@ -59,7 +59,7 @@ func TestProcessErrorFailsJob(t *testing.T) {
 }
 
 func TestPanicInChainedOperatorNamesIt(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 1})
 	a := weir.Map(weir.Sequence(env, 1, 10), func(v int64) int64 { return v }).Name("First")
 	b := weir.FlatMap(a, func(v int64, out weir.Collector[int64]) {
@@ -76,7 +76,7 @@ func TestPanicInChainedOperatorNamesIt(t *testing.T) {
 }
 
 func TestMissingInputFileFailsSource(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
 	missing := filepath.Join(t.TempDir(), "nope.txt")
 	weir.Discard(weir.ReadTextFile(env, missing))
@@ -87,7 +87,7 @@ func TestMissingInputFileFailsSource(t *testing.T) {
 }
 
 func TestTypeWithoutCodecFailsAtNetworkEdge(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	type withFunc struct{ F func() }
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
 	s := weir.Map(weir.Sequence(env, 1, 10), func(int64) withFunc { return withFunc{} }).Name("MakeFunc")
@@ -106,7 +106,7 @@ func TestTypeWithoutCodecFailsAtNetworkEdge(t *testing.T) {
 }
 
 func TestCancelByContext(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
 	weir.Discard(weir.Map(weir.Generate(env, -1, 0, func(i int64) int64 { return i }).Rebalance(), func(v int64) int64 { return v }))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -134,7 +134,7 @@ func TestForwardParallelismMismatch(t *testing.T) {
 }
 
 func TestFileSinkLeavesNothingOnFailure(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
 	env := weir.NewEnvironment(weir.Config{Parallelism: 1})

@@ -51,7 +51,7 @@ func (c *countAtEnd) OnTimer(ctx weir.OnTimerContext[int64], ts int64, out weir.
 }
 
 func TestKeyedStateAndEventTimersMatchReference(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	rng := rand.New(rand.NewPCG(seed(t), 5))
 	n := 20000 + rng.Int64N(20000)
 	keys := 1 + rng.Int64N(3000)
@@ -100,7 +100,7 @@ func (firesOnce) OnTimer(ctx weir.OnTimerContext[string], ts int64, out weir.Col
 }
 
 func TestProcessingTimeTimersFire(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
 	// Unbounded: the job keeps running while the timers come due (pending
 	// processing-time timers are dropped at the end of input, as in Flink).
@@ -137,7 +137,7 @@ func TestProcessingTimeTimersFire(t *testing.T) {
 }
 
 func TestMapWithStateRunningSum(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, StateBackend: "pebble"})
 	src := weir.FromSlice(env, []int64{1, 2, 3, 4, 5, 6, 7, 8})
 	keyed := weir.KeyBy(src, func(v int64) bool { return v%2 == 0 })
@@ -156,7 +156,7 @@ func TestMapWithStateRunningSum(t *testing.T) {
 }
 
 func TestKeyedStateNeedsKeyCodec(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 1})
 	src := weir.Sequence(env, 1, 10)
 	keyed := weir.KeyBy(src, func(v int64) chan int { return nil })
@@ -187,7 +187,7 @@ func (s *sumPerSubtask) ProcessElement(ctx weir.Context, v int64, out weir.Colle
 }
 
 func TestOperatorStateInProcessFunction(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 1})
 	out := run(t, env, weir.Process[int64, int64](weir.Sequence(env, 1, 5), &sumPerSubtask{}))
 	if !slices.Equal(out, []int64{1, 3, 6, 10, 15}) {

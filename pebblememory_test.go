@@ -20,7 +20,7 @@ import (
 // defaults to 500 thousand; WEIR_STATE_KEYS raises it
 // (the 20-million run is recorded in docs/benchmarks.md).
 func TestPebbleStateMemoryBounded(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	keys := int64(500_000)
 	if testing.Short() {
 		keys = 300_000

@@ -16,7 +16,7 @@ import (
 // A running job is visible through the REST API and the CLI, and can be
 // canceled through them.
 func TestRESTAndCLIAgainstRunningJob(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
 	src := weir.Generate(env, -1, 2000, func(i int64) int64 { return i })
 	weir.Discard(weir.Map(src.Rebalance(), func(v int64) int64 { return v }).Name("Identity"))
@@ -101,7 +101,7 @@ func (c *closeBlocker) ProcessElement(ctx weir.Context, v int64, out weir.Collec
 }
 
 func TestRESTShowsFailure(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
 	release := make(chan struct{})
 	src := weir.Generate(env, -1, 100, func(i int64) int64 { return i })

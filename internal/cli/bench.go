@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,20 +13,38 @@ import (
 
 // bench runs one engine benchmark and reports events per second per core of
 // process CPU time, the same figure `go test -bench` reports.
-func bench(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func bench(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("bench")
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
 	sizeMB := fs.Int("size-mb", 100, "")
-	pos, err := splitArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{"bench needs one benchmark name: chained, shuffle or wordcount"}
+		return usagef("bench needs one benchmark name: chained, shuffle or wordcount")
 	}
-	ctx := context.Background()
+	switch pos[0] {
+	case "chained":
+		err = onlyFlags(fs, "bench chained", "events")
+	case "shuffle":
+		err = onlyFlags(fs, "bench shuffle", "events", "parallelism")
+	case "wordcount":
+		err = onlyFlags(fs, "bench wordcount", "size-mb", "parallelism")
+	default:
+		return usagef("unknown benchmark %q (chained, shuffle, wordcount)", pos[0])
+	}
+	switch {
+	case err != nil:
+		return err
+	case *events < 1:
+		return usagef("--events must be at least 1, got %d", *events)
+	case *parallelism < 1 || *parallelism > 1024:
+		return usagef("--parallelism of a benchmark must be between 1 and 1024, got %d", *parallelism)
+	case *sizeMB < 1 || *sizeMB > 100_000:
+		return usagef("--size-mb must be between 1 and 100000, got %d", *sizeMB)
+	}
 	var run func() (int64, error)
 	switch pos[0] {
 	case "chained":
@@ -47,8 +64,6 @@ func bench(args []string, stdout io.Writer) error {
 		run = func() (int64, error) {
 			return benchjobs.Wordcount(ctx, in, filepath.Join(dir, "counts.txt"), words, *parallelism)
 		}
-	default:
-		return usageError{fmt.Sprintf("unknown benchmark %q (chained, shuffle, wordcount)", pos[0])}
 	}
 	start := cpumeter.Now()
 	n, err := run()

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,6 +21,14 @@ import (
 	"github.com/weirhq/weir/jobs/clicks"
 	"github.com/weirhq/weir/jobs/frauddetection"
 	"github.com/weirhq/weir/jobs/wordcount"
+)
+
+// Exit codes, the same for every command and job.
+const (
+	ExitOK       = 0   // success
+	ExitFailed   = 1   // the job (or request) failed
+	ExitUsage    = 2   // the command line is wrong
+	ExitCanceled = 130 // canceled by the user: SIGINT, SIGTERM, the REST API or weir cancel
 )
 
 const usage = `weir: a stream processor in the family of Apache Flink.
@@ -32,154 +42,323 @@ Usage:
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
+  weir help                    print this text
 
 Built-in jobs:
-  wordcount   count words: --input FILE --output FILE [--parallelism N]
-              (without --input: counts a sample text and prints the top 20 words)
+  wordcount   count words: [--input PATH] [--output PATH]
+              (without --input: counts a sample text; without --output: prints
+              the top 20 words)
   clicks      a live stream of page clicks with a rolling count per page;
-              runs until Ctrl-C: [--rate N] [--count N] [--parallelism N]
+              runs until Ctrl-C or --count: [--rate N] [--count N]
   fraud-detection
               alerts on a transaction above 500.00 right after one below 1.00
-              on the same account within a minute: --input FILE --output FILE
-              [--state-backend hashmap|pebble] [--max-out-of-orderness D] [--parallelism N]
+              on the same account within a minute: --input PATH --output PATH
+              [--max-out-of-orderness D]
+
+  PATH may be "-" for standard input or output; an input may be a file, a
+  directory of files (names starting with . or _ are skipped) or a pipe.
 
 Flags of run (all jobs):
-  --parallelism N       default parallelism (default 1)
-  --rest-address A      where the REST API listens (default 127.0.0.1:8081; "" for none)
-  --buffer-timeout D    longest a partly filled network buffer waits (default 100ms)
-  --log-level L         debug, info, warn or error (default warn)
-  --state-backend B     where keyed state lives: hashmap (default) or pebble
+  --parallelism N        default parallelism, 1 to 32768 (default 1)
+  --rest-address A       where the REST API listens (default 127.0.0.1:8081, or a
+                         free port when that one is taken; "" for none; an address
+                         given explicitly must be free)
+  --buffer-timeout D     longest a partly filled network buffer waits (default
+                         100ms; 0 sends after every batch)
+  --buffer-size S        size of network buffers (default 32kb)
+  --network-memory S     network buffers each TaskManager may hold at once
+                         (taskmanager.memory.network.max; default 4gb)
+  --state-backend B      where keyed state lives: hashmap (default) or pebble
+  --log-level L          debug, info, warn or error (default warn)
+
+Sizes are bytes or a number with kb, mb or gb (binary units); durations are
+Go durations such as 500ms or 2m.
+
+Exit codes: 0 success, 1 the job failed, 2 usage error, 130 canceled (Ctrl-C,
+SIGTERM, the REST API or weir cancel). Ctrl-C cancels the job; a second Ctrl-C
+exits at once.
 `
 
+// exitNow ends the process at once; tests replace it.
+var exitNow = os.Exit
+
 // Main runs the command line args and returns the exit code.
-func Main(args []string, stdout, stderr io.Writer) int {
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "weir: internal error: %v\n", r)
+			if os.Getenv("WEIR_TRACEBACK") != "" {
+				stderr.Write(debug.Stack())
+			} else {
+				fmt.Fprintln(stderr, "weir: please report it with the command that caused it (WEIR_TRACEBACK=1 shows where)")
+			}
+			code = ExitFailed
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return ExitUsage
 	}
+	ctx, stop := interruptible(stderr)
+	defer stop()
 	var err error
 	switch args[0] {
-	case "version", "--version":
+	case "version", "--version", "-version":
+		if len(args) > 1 {
+			err = usagef("version takes no arguments")
+			break
+		}
 		fmt.Fprintf(stdout, "weir %s (%s %s/%s)\n", weir.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		return 0
-	case "help", "-h", "--help":
+	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
-		return 0
 	case "run":
-		err = run(args[1:], stdout, stderr)
+		err = run(ctx, args[1:], stdout, stderr)
 	case "bench":
-		err = bench(args[1:], stdout)
+		err = bench(ctx, args[1:], stdout)
 	case "list":
-		err = list(args[1:], stdout)
+		err = list(ctx, args[1:], stdout)
 	case "cancel":
-		err = cancel(args[1:], stdout)
+		err = cancel(ctx, args[1:], stdout)
 	default:
-		fmt.Fprintf(stderr, "weir: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		err = usagef("unknown command %q", args[0])
 	}
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "weir: %v\n\n%s", err, usage)
-			return 2
-		}
-		fmt.Fprintf(stderr, "weir: %v\n", err)
-		return 1
-	}
-	return 0
+	return report(err, ctx, stdout, stderr)
 }
 
-type usageError struct{ msg string }
+// report prints one message for err and returns the exit code.
+func report(err error, ctx context.Context, stdout, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errHelp):
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "weir: %v\nRun 'weir help' for usage.\n", err)
+		return ExitUsage
+	case errors.Is(err, weir.ErrCanceled):
+		fmt.Fprintln(stderr, "weir: the job was canceled")
+		return ExitCanceled
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "weir: canceled")
+		return ExitCanceled
+	}
+	// Errors of the library carry its "weir: " prefix already.
+	fmt.Fprintf(stderr, "weir: %s\n", strings.TrimPrefix(err.Error(), "weir: "))
+	return ExitFailed
+}
 
-func (u usageError) Error() string { return u.msg }
+// signals routes SIGINT and SIGTERM to the command running now. The handler
+// is installed once and never removed: a signal that arrives while the
+// process exits (after its command returned) must not kill it with the
+// default action and a misleading status, so then it is swallowed.
+var signals struct {
+	once   sync.Once
+	mu     sync.Mutex // guards active
+	active *session   // nil when no command runs
+}
 
-// splitArgs separates flags from positional arguments, so flags may follow them.
-func splitArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{err.Error()}
+// session is one command's view of the signals.
+type session struct {
+	cancel   context.CancelFunc
+	stderr   io.Writer
+	received int
+}
+
+// routeSignals runs for the life of the process (tests that check for leaked
+// goroutines ignore it by this name).
+func routeSignals(ch <-chan os.Signal) {
+	for s := range ch {
+		signals.mu.Lock()
+		a := signals.active
+		if a != nil {
+			a.received++
+			if a.received == 1 {
+				fmt.Fprintf(a.stderr, "weir: %v: canceling (press Ctrl-C again to exit at once)\n", s)
+				a.cancel()
+			} else {
+				fmt.Fprintln(a.stderr, "weir: exiting at once")
+				exitNow(ExitCanceled)
+			}
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		signals.mu.Unlock()
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	parallelism := fs.Int("parallelism", 1, "")
-	restAddr := fs.String("rest-address", rest.DefaultAddr, "")
-	bufferTimeout := fs.Duration("buffer-timeout", 100*time.Millisecond, "")
-	logLevel := fs.String("log-level", "warn", "")
-	input := fs.String("input", "", "")
-	output := fs.String("output", "", "")
-	rate := fs.Float64("rate", 5, "")
-	count := fs.Int64("count", -1, "")
-	backend := fs.String("state-backend", "hashmap", "")
-	ooo := fs.Duration("max-out-of-orderness", 0, "")
-	pos, err := splitArgs(fs, args)
+// interruptible returns a context canceled by the first SIGINT or SIGTERM;
+// a second one exits the process at once with ExitCanceled.
+func interruptible(stderr io.Writer) (context.Context, func()) {
+	signals.once.Do(func() {
+		ch := make(chan os.Signal, 4)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		go routeSignals(ch)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	signals.mu.Lock()
+	signals.active = &session{cancel: cancel, stderr: stderr}
+	signals.mu.Unlock()
+	return ctx, func() {
+		signals.mu.Lock()
+		signals.active = nil
+		signals.mu.Unlock()
+		cancel()
+	}
+}
+
+// jobFlags are the flags of `weir run`, shared by every job unless noted.
+type jobFlags struct {
+	parallelism   int
+	restAddr      string
+	bufferTimeout time.Duration
+	bufferSize    sizeFlag
+	networkMemory sizeFlag
+	logLevel      string
+	backend       string
+	input, output string
+	rate          float64
+	count         int64
+	ooo           time.Duration
+}
+
+var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "log-level"}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run")
+	var f jobFlags
+	fs.IntVar(&f.parallelism, "parallelism", 1, "")
+	fs.StringVar(&f.restAddr, "rest-address", rest.DefaultAddr, "")
+	fs.DurationVar(&f.bufferTimeout, "buffer-timeout", 100*time.Millisecond, "")
+	fs.Var(&f.bufferSize, "buffer-size", "")
+	fs.Var(&f.networkMemory, "network-memory", "")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "")
+	fs.StringVar(&f.backend, "state-backend", "hashmap", "")
+	fs.StringVar(&f.input, "input", "", "")
+	fs.StringVar(&f.output, "output", "", "")
+	fs.Float64Var(&f.rate, "rate", 5, "")
+	fs.Int64Var(&f.count, "count", 0, "")
+	fs.DurationVar(&f.ooo, "max-out-of-orderness", 0, "")
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{"run needs exactly one job name"}
+		return usagef("run needs exactly one job name (wordcount, clicks or fraud-detection), got %d arguments", len(pos))
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageError{fmt.Sprintf("--log-level: %v", err)}
-	}
-	cfg := weir.Config{
-		Parallelism: *parallelism, RESTAddr: *restAddr, BufferTimeout: *bufferTimeout, StateBackend: *backend,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch pos[0] {
+	job := pos[0]
+	switch job {
 	case "wordcount":
-		return wordcount.Run(ctx, wordcount.Options{Input: *input, Output: *output, Parallelism: *parallelism, Stdout: stdout, Config: cfg})
-	case "fraud-detection":
-		if *input == "" || *output == "" {
-			return usageError{"fraud-detection needs --input and --output"}
-		}
-		return frauddetection.Run(ctx, frauddetection.Options{Input: *input, Output: *output, Parallelism: *parallelism,
-			StateBackend: *backend, MaxOutOfOrderness: *ooo, Config: cfg})
+		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output")...)
 	case "clicks":
-		if *restAddr != "" {
-			fmt.Fprintf(stderr, "weir: running clicks until Ctrl-C; REST API at http://%s\n", *restAddr)
+		err = onlyFlags(fs, job, append(commonRunFlags, "rate", "count")...)
+	case "fraud-detection":
+		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "max-out-of-orderness")...)
+		if err == nil && (f.input == "" || f.output == "") {
+			err = usagef("fraud-detection needs --input and --output")
 		}
-		err := clicks.Run(ctx, clicks.Options{RatePerSecond: *rate, Count: *count, Parallelism: *parallelism, Config: cfg})
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(stderr, "weir: canceled")
-			return nil
-		}
+	default:
+		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection)", job)
+	}
+	if err != nil {
 		return err
 	}
-	return usageError{fmt.Sprintf("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection)", pos[0])}
+	cfg, err := f.config(fs, stderr)
+	if err != nil {
+		return err
+	}
+	switch job {
+	case "wordcount":
+		return wordcount.Run(ctx, wordcount.Options{Input: f.input, Output: f.output, Parallelism: f.parallelism, Stdout: stdout, Config: cfg})
+	case "fraud-detection":
+		return frauddetection.Run(ctx, frauddetection.Options{Input: f.input, Output: f.output, Parallelism: f.parallelism,
+			StateBackend: f.backend, MaxOutOfOrderness: f.ooo, Config: cfg, Stdout: stdout})
+	default: // clicks
+		if f.rate <= 0 || f.rate > 1e9 || f.rate != f.rate {
+			return usagef("--rate must be a number of clicks per second above 0 and at most 1e9, got %v", f.rate)
+		}
+		if f.count < 0 {
+			return usagef("--count must be 0 (until canceled) or more, got %d", f.count)
+		}
+		return clicks.Run(ctx, clicks.Options{RatePerSecond: f.rate, Count: f.count, Parallelism: f.parallelism, Config: cfg})
+	}
+}
+
+// config validates the common flags and turns them into a configuration.
+func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, error) {
+	if err := checkParallelism("parallelism", f.parallelism); err != nil {
+		return weir.Config{}, err
+	}
+	if err := checkDuration("buffer-timeout", f.bufferTimeout); err != nil {
+		return weir.Config{}, err
+	}
+	if err := checkDuration("max-out-of-orderness", f.ooo); err != nil {
+		return weir.Config{}, err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return weir.Config{}, usagef("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	switch f.backend {
+	case "hashmap", "pebble":
+	default:
+		return weir.Config{}, usagef("--state-backend %q: want hashmap or pebble", f.backend)
+	}
+	given := map[string]bool{}
+	for _, n := range setFlags(fs) {
+		given[n] = true
+	}
+	if given["buffer-size"] && (f.bufferSize.bytes < 1<<10 || f.bufferSize.bytes > 64<<20) {
+		return weir.Config{}, usagef("--buffer-size must be between 1kb and 64mb, got %d bytes", f.bufferSize.bytes)
+	}
+	if given["network-memory"] && f.networkMemory.bytes < 1<<20 {
+		return weir.Config{}, usagef("--network-memory must be at least 1mb, got %d bytes", f.networkMemory.bytes)
+	}
+	if given["rest-address"] && f.restAddr != "" {
+		if err := checkAddress("rest-address", f.restAddr); err != nil {
+			return weir.Config{}, err
+		}
+	}
+	bt := f.bufferTimeout
+	if bt == 0 {
+		bt = time.Nanosecond // Config's 0 means the default; 1ns flushes after every batch
+	}
+	cfg := weir.Config{
+		Parallelism: f.parallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["rest-address"],
+		BufferTimeout: bt, BufferSize: int(f.bufferSize.bytes), NetworkMemory: f.networkMemory.bytes, StateBackend: f.backend,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	}
+	cfg.OnSubmit = func(j *weir.Job) {
+		msg := fmt.Sprintf("weir: job %s started", j.ID())
+		if a := j.RESTAddr(); a != "" {
+			msg += fmt.Sprintf("; REST API at http://%s", a)
+		}
+		fmt.Fprintln(stderr, msg)
+	}
+	return cfg, nil
 }
 
 func client(fs *flag.FlagSet, args []string) (*rest.Client, []string, error) {
 	addr := fs.String("address", rest.DefaultAddr, "")
-	pos, err := splitArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkAddress("address", *addr); err != nil {
 		return nil, nil, err
 	}
 	return rest.NewClient(*addr, nil), pos, nil
 }
 
-func list(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	c, _, err := client(fs, args)
+func list(ctx context.Context, args []string, stdout io.Writer) error {
+	c, pos, err := client(newFlagSet("list"), args)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	if len(pos) != 0 {
+		return usagef("list takes no arguments, got %q", pos)
+	}
+	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
 	jobs, err := c.JobsOverview(ctx)
 	if err != nil {
 		return err
@@ -196,19 +375,17 @@ func list(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func cancel(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	c, pos, err := client(fs, args)
+func cancel(ctx context.Context, args []string, stdout io.Writer) error {
+	c, pos, err := client(newFlagSet("cancel"), args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 || !rest.ValidJobID(strings.TrimSpace(pos[0])) {
-		return usageError{"cancel needs one job ID (32 lowercase hex digits; see weir list)"}
+		return usagef("cancel needs one job ID (32 lowercase hex digits; see weir list)")
 	}
-	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
-	if err := c.Cancel(ctx, pos[0]); err != nil {
+	if err := c.Cancel(ctx, strings.TrimSpace(pos[0])); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "cancel requested for job %s\n", pos[0])

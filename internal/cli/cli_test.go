@@ -97,3 +97,72 @@ func TestBench(t *testing.T) {
 		t.Fatalf("code %d: %q", code, errOut)
 	}
 }
+
+// Finding 6 and 7: every flag is validated with a usage error (exit 2) that
+// names it; --help prints usage and exits 0; no panic reaches the user.
+func TestFlagValidation(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "wordcount", "--parallelism", "0"}, "--parallelism must be between 1 and 32768"},
+		{[]string{"run", "wordcount", "--parallelism", "-1"}, "--parallelism must be between 1 and 32768"},
+		{[]string{"run", "wordcount", "--parallelism", "32769"}, "--parallelism must be between 1 and 32768"},
+		{[]string{"run", "wordcount", "--parallelism", "x"}, `--parallelism "x"`},
+		{[]string{"run", "clicks", "--rate", "Inf"}, "--rate must be"},
+		{[]string{"run", "clicks", "--rate", "1e300"}, "--rate must be"},
+		{[]string{"run", "clicks", "--rate", "NaN"}, "--rate must be"},
+		{[]string{"run", "clicks", "--rate", "0"}, "--rate must be"},
+		{[]string{"run", "clicks", "--count", "-3"}, "--count must be"},
+		{[]string{"run", "wordcount", "--buffer-timeout", "-1s"}, "--buffer-timeout must not be negative"},
+		{[]string{"run", "fraud-detection", "--input", "a", "--output", "b", "--max-out-of-orderness", "-5s"}, "--max-out-of-orderness must not be negative"},
+		{[]string{"run", "wordcount", "--network-memory", "lots"}, `--network-memory "lots"`},
+		{[]string{"run", "wordcount", "--network-memory", "10kb"}, "--network-memory must be at least 1mb"},
+		{[]string{"run", "wordcount", "--buffer-size", "100"}, "--buffer-size must be between"},
+		{[]string{"run", "wordcount", "--state-backend", "rocksdb"}, `--state-backend "rocksdb"`},
+		{[]string{"run", "wordcount", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"run", "wordcount", "--rest-address", "8081"}, `--rest-address "8081": want HOST:PORT`},
+		{[]string{"run", "wordcount", "--rest-address", "localhost:99999"}, "port must be a number from 0 to 65535"},
+		{[]string{"run", "wordcount", "--rate", "3"}, "--rate does not apply to wordcount"},
+		{[]string{"run", "clicks", "--input", "x"}, "--input does not apply to clicks"},
+		{[]string{"run", "fraud-detection", "--input", "x"}, "fraud-detection needs --input and --output"},
+		{[]string{"run"}, "run needs exactly one job name"},
+		{[]string{"run", "wordcount", "extra"}, "run needs exactly one job name"},
+		{[]string{"run", "wordcount", "--nope"}, "unknown flag --nope"},
+		{[]string{"run", "wordcount", "--input"}, "flag --input needs a value"},
+		{[]string{"bench", "chained", "--events", "-5"}, "--events must be at least 1"},
+		{[]string{"bench", "wordcount", "--size-mb", "-1"}, "--size-mb must be between 1 and 100000"},
+		{[]string{"bench", "shuffle", "--parallelism", "0"}, "--parallelism of a benchmark must be between 1 and 1024"},
+		{[]string{"bench", "chained", "--parallelism", "2"}, "--parallelism does not apply to bench chained"},
+		{[]string{"list", "--address", "nohost"}, `--address "nohost"`},
+		{[]string{"list", "extra"}, "list takes no arguments"},
+		{[]string{"version", "extra"}, "version takes no arguments"},
+	} {
+		code, out, errOut := runCLI(tc.args...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+		if strings.Contains(errOut, "goroutine ") || strings.Contains(errOut, "panic") {
+			t.Errorf("%v: a panic reached the user: %s", tc.args, errOut)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"run", "--help"}, {"run", "wordcount", "--help"}, {"bench", "-h"}, {"list", "--help"}} {
+		code, out, errOut := runCLI(args...)
+		if code != ExitOK || !strings.Contains(out, "Usage:") || errOut != "" {
+			t.Errorf("%v: exit %d, stderr %q; want usage on stdout and exit 0", args, code, errOut)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"32768": 32768, "32kb": 32 << 10, "64m": 64 << 20, "4GB": 4 << 30, "1.5gib": 3 << 29, "2 mb": 2 << 20, "0": 0} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "mb", "-1", "1xb", "NaN", "1e30gb", "1.2.3"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		}
+	}
+}
