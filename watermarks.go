@@ -69,7 +69,9 @@ func (o *watermarkOp[T]) ProcessWatermark(wm int64) {
 }
 
 func (o *watermarkOp[T]) OnProcessingTime(now int64) {
-	if o.max != math.MinInt64 {
+	// max - delay - 1 without wrapping below math.MinInt64: the distance of
+	// max from the minimum, in uint64, must exceed delay.
+	if uint64(o.max)-(1<<63) > uint64(o.delay) {
 		if wm := o.max - o.delay - 1; wm > o.emitted {
 			o.emitted = wm
 			o.out.ProcessWatermark(wm)
