@@ -5,6 +5,7 @@ import (
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/state"
 )
@@ -58,7 +59,7 @@ func ConnectBroadcast[K comparable, T, B, U any](ks KeyedStream[K, T], bs Broadc
 		}
 		op := &broadcastOp[K, T, B, U]{fn: instanceOf(fn), key: ks.key, keyCodec: keyCodec,
 			col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}, wms: [2]int64{math.MinInt64, math.MinInt64}, wm: math.MinInt64}
-		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](keyedSide[K, T, B, U]{op}), operator.Input[B](broadcastSide[K, T, B, U]{op})}}, nil
+		return operator.Instance{Op: op, Keyed: true, Inputs: []any{operator.Input[T](keyedSide[K, T, B, U]{op}), operator.Input[B](broadcastSide[K, T, B, U]{op})}}, nil
 	})
 	n := addNode[U](ks.env, "Co-Process-Broadcast-Keyed", fac, false, ks.ends, bs.ends)
 	for i := range n.Inputs {
@@ -99,13 +100,14 @@ func (c *broadcastContext) Timestamp() int64                { return c.ts }
 func (c *broadcastContext) Broadcast() *state.OperatorStore { return c.ops }
 
 func (o *broadcastOp[K, T, B, U]) Open(ctx *operator.Context) error {
-	core, err := newKeyedCore(ctx, o.keyCodec)
+	core, err := keyed.NewCore(ctx, o.keyCodec)
 	if err != nil {
 		return err
 	}
+	core.ArmProcessingTime() // restored timers
 	o.ops = ctx.OperatorState()
 	rc := runtimeContext{ctx}
-	o.kctx = keyedBroadcastContext[K]{keyedProcessContext: keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{rc, core.backend}, core: core}, ops: o.ops}
+	o.kctx = keyedBroadcastContext[K]{keyedProcessContext: keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{rc, core.Store()}, core: core}, ops: o.ops}
 	o.bctx = broadcastContext{runtimeContext: rc, ops: o.ops}
 	o.keyedTimers.init(core, o.fn, &o.col, &o.kctx.keyedProcessContext)
 	if op, ok := o.fn.(KeyedOpener); ok {
@@ -120,7 +122,7 @@ type keyedSide[K comparable, T, B, U any] struct{ o *broadcastOp[K, T, B, U] }
 func (s keyedSide[K, T, B, U]) ProcessElement(v T, ts int64) {
 	o := s.o
 	o.col.ctx.Enter()
-	o.core.setKey(o.key(v))
+	o.core.SetKey(o.key(v))
 	o.col.ts, o.kctx.ts = ts, ts
 	if err := o.fn.ProcessElement(&o.kctx, v, &o.col); err != nil {
 		operator.Fail(err)
@@ -158,4 +160,4 @@ func (o *broadcastOp[K, T, B, U]) watermark(input int, wm int64) {
 
 func (o *broadcastOp[K, T, B, U]) Finish() error { return nil }
 
-func (o *broadcastOp[K, T, B, U]) Close() error { return closeKeyed(o.fn, o.core) }
+func (o *broadcastOp[K, T, B, U]) Close() error { return closeFn(o.fn) }

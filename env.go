@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/jobmanager"

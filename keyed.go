@@ -2,12 +2,10 @@ package weir
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/statebackend"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
 )
@@ -79,104 +77,17 @@ func errNoKeyCodec(cause error) error {
 	return fmt.Errorf("keyed state needs a codec for the key type: %w (use KeyByWithCodec)", cause)
 }
 
-// keyedCore is the keyed half of a keyed operator: it turns a key into its
-// bytes and key group, points the state backend at it, and owns the timers.
-type keyedCore[K comparable] struct {
-	ctx      *operator.Context
-	keyCodec codec.Codec[K]
-	hash     func(K) uint32
-	kgs      keygroup.Assigner
-	backend  statebackend.Keyed
-	timers   *timers.Service
-	keyBuf   []byte
-	kg       int
-	current  K
-	wm       int64
-	// timerKey is true when the timer service points at the current key.
-	timerKey bool
-}
-
-func newKeyedCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*keyedCore[K], error) {
-	rng := keygroup.RangeFor(ctx.Subtask, ctx.Parallelism, ctx.MaxParallelism)
-	b, err := statebackend.New(statebackend.Config{
-		Kind: ctx.State.Backend, Dir: ctx.State.Dir, MaxParallelism: ctx.MaxParallelism, Range: rng, Clock: ctx.Clock,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the keyed state backend: %w", err)
-	}
-	return &keyedCore[K]{ctx: ctx, keyCodec: keyCodec, hash: keyHasher[K](), kgs: keygroup.NewAssigner(ctx.MaxParallelism),
-		backend: b, timers: timers.New(rng), wm: math.MinInt64}, nil
-}
-
-// setKey makes k the current key of state and timers.
-func (c *keyedCore[K]) setKey(k K) {
-	c.current = k
-	c.keyBuf = c.keyCodec.AppendEncode(c.keyBuf[:0], k)
-	c.kg = c.kgs.KeyGroup(c.hash(k))
-	c.backend.SetCurrentKey(c.keyBuf, c.kg)
-	c.timerKey = false
-}
-
-// setKeyBytes makes the key whose encoding is b current (for timers).
-func (c *keyedCore[K]) setKeyBytes(b []byte) {
-	k, _, err := c.keyCodec.Decode(b)
-	if err != nil {
-		operator.Fail(fmt.Errorf("decoding the key of a timer: %w", err))
-	}
-	c.setKey(k)
-}
-
-func (c *keyedCore[K]) pointTimers() {
-	if !c.timerKey {
-		c.timers.SetCurrentKey(c.keyBuf, c.kg)
-		c.timerKey = true
-	}
-}
-
-func (c *keyedCore[K]) CurrentProcessingTime() int64 { return c.ctx.Clock.NowMillis() }
-func (c *keyedCore[K]) CurrentWatermark() int64      { return c.wm }
-func (c *keyedCore[K]) RegisterEventTimeTimer(ts int64) {
-	c.pointTimers()
-	c.timers.RegisterEventTime(ts)
-}
-func (c *keyedCore[K]) DeleteEventTimeTimer(ts int64) {
-	c.pointTimers()
-	c.timers.DeleteEventTime(ts)
-}
-func (c *keyedCore[K]) RegisterProcessingTimeTimer(ts int64) {
-	c.pointTimers()
-	c.timers.RegisterProcessingTime(ts)
-	c.armProcessingTime()
-}
-func (c *keyedCore[K]) DeleteProcessingTimeTimer(ts int64) {
-	c.pointTimers()
-	c.timers.DeleteProcessingTime(ts)
-	c.armProcessingTime()
-}
-
-// armProcessingTime asks the task to wake the operator for the earliest
-// processing-time timer.
-func (c *keyedCore[K]) armProcessingTime() {
-	if t, ok := c.timers.NextProcessingTime(); ok {
-		c.ctx.WakeAt(t)
-	} else {
-		c.ctx.WakeAt(operator.NoWakeUp)
-	}
-}
-
-func (c *keyedCore[K]) close() error { return c.backend.Close() }
-
 // keyedTimers fires a keyed operator's timers into its function: event-time
 // timers as the watermark advances, processing-time timers on wake-up.
 type keyedTimers[K comparable, U any] struct {
-	core    *keyedCore[K]
+	core    *keyed.Core[K]
 	onTimer TimerFunction[K, U] // nil: timers only clean up
 	col     *collector[U]
 	ctx     *keyedProcessContext[K]
 	fire    func(timers.Timer)
 }
 
-func (t *keyedTimers[K, U]) init(core *keyedCore[K], fn any, col *collector[U], ctx *keyedProcessContext[K]) {
+func (t *keyedTimers[K, U]) init(core *keyed.Core[K], fn any, col *collector[U], ctx *keyedProcessContext[K]) {
 	t.core, t.col, t.ctx = core, col, ctx
 	t.onTimer, _ = fn.(TimerFunction[K, U])
 	t.fire = t.fireTimer
@@ -184,20 +95,18 @@ func (t *keyedTimers[K, U]) init(core *keyedCore[K], fn any, col *collector[U], 
 
 // advance fires the event-time timers the watermark passed, in time order.
 func (t *keyedTimers[K, U]) advance(wm int64) {
-	t.core.wm = wm
 	t.ctx.domain = EventTime
-	t.core.timers.AdvanceWatermark(wm, t.fire)
+	t.core.AdvanceWatermark(wm, t.fire)
 }
 
 // OnProcessingTime implements operator.ProcessingTimer.
 func (t *keyedTimers[K, U]) OnProcessingTime(now int64) {
 	t.ctx.domain = ProcessingTime
-	t.core.timers.FireProcessingTime(now, t.fire)
-	t.core.armProcessingTime()
+	t.core.FireProcessingTime(now, t.fire)
 }
 
 func (t *keyedTimers[K, U]) fireTimer(tm timers.Timer) {
-	t.core.setKeyBytes(tm.Key)
+	t.core.SetKeyBytes(tm.Key)
 	if t.onTimer == nil {
 		return
 	}
@@ -212,18 +121,13 @@ func (t *keyedTimers[K, U]) fireTimer(tm timers.Timer) {
 	t.col.ctx.Enter()
 }
 
-// closeKeyed closes a keyed operator's function (if it is a Closer) and backend.
-func closeKeyed[K comparable](fn any, core *keyedCore[K]) error {
-	var err error
+// closeFn closes a function that is a Closer. (Keyed state belongs to the
+// task, which closes it.)
+func closeFn(fn any) error {
 	if c, ok := fn.(Closer); ok {
-		err = c.Close()
+		return c.Close()
 	}
-	if core != nil {
-		if cerr := core.close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
+	return nil
 }
 
 // keyedRuntimeContext is the KeyedRuntimeContext of a keyed operator.
@@ -237,13 +141,13 @@ func (k keyedRuntimeContext) State() state.KeyedStore { return k.store }
 // keyedProcessContext implements KeyedContext and OnTimerContext.
 type keyedProcessContext[K comparable] struct {
 	keyedRuntimeContext
-	core   *keyedCore[K]
+	core   *keyed.Core[K]
 	ts     int64
 	domain TimeDomain
 }
 
 func (p *keyedProcessContext[K]) Timestamp() int64           { return p.ts }
-func (p *keyedProcessContext[K]) CurrentKey() K              { return p.core.current }
+func (p *keyedProcessContext[K]) CurrentKey() K              { return p.core.Current() }
 func (p *keyedProcessContext[K]) TimerService() TimerService { return p.core }
 func (p *keyedProcessContext[K]) TimeDomain() TimeDomain     { return p.domain }
 
@@ -258,11 +162,12 @@ type keyedProcessOp[K comparable, T, U any] struct {
 }
 
 func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
-	core, err := newKeyedCore(ctx, o.keyCodec)
+	core, err := keyed.NewCore(ctx, o.keyCodec)
 	if err != nil {
 		return err
 	}
-	o.pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.backend}, core: core}
+	core.ArmProcessingTime() // restored timers
+	o.pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.Store()}, core: core}
 	o.keyedTimers.init(core, o.fn, &o.col, &o.pctx)
 	if op, ok := o.fn.(KeyedOpener); ok {
 		return op.Open(o.pctx.keyedRuntimeContext)
@@ -275,7 +180,7 @@ func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
 
 func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
 	o.col.ctx.Enter()
-	o.core.setKey(o.key(v))
+	o.core.SetKey(o.key(v))
 	o.col.ts, o.pctx.ts = ts, ts
 	if err := o.fn.ProcessElement(&o.pctx, v, &o.col); err != nil {
 		operator.Fail(err)
@@ -298,7 +203,7 @@ func (o *keyedProcessOp[K, T, U]) Finish() error {
 	return nil
 }
 
-func (o *keyedProcessOp[K, T, U]) Close() error { return closeKeyed(o.fn, o.core) }
+func (o *keyedProcessOp[K, T, U]) Close() error { return closeFn(o.fn) }
 
 // ProcessKeyed runs a keyed process function over a keyed stream: per-key
 // state, and event-time and processing-time timers (handled if fn implements
@@ -310,7 +215,7 @@ func ProcessKeyed[K comparable, T, U any](ks KeyedStream[K, T], fn KeyedProcessF
 			return operator.Instance{}, errNoKeyCodec(codecErr)
 		}
 		op := &keyedProcessOp[K, T, U]{fn: instanceOf(fn), key: ks.key, keyCodec: keyCodec, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
-		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+		return operator.Instance{Op: op, Keyed: true, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[U](ks.env, addNode[U](ks.env, "KeyedProcess", fac, false, ks.ends))
 }

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/state"
 )
@@ -125,7 +126,7 @@ type reduceOp[K comparable, T any] struct {
 	batch      map[K]T // batch mode only
 	keyCodec   codec.Codec[K]
 	valueCodec codec.Codec[T]
-	core       *keyedCore[K]
+	core       *keyed.Core[K]
 	acc        state.ValueState[T]
 }
 
@@ -133,12 +134,12 @@ func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
 	if o.batch != nil {
 		return nil
 	}
-	core, err := newKeyedCore(ctx, o.keyCodec)
+	core, err := keyed.NewCore(ctx, o.keyCodec)
 	if err != nil {
 		return err
 	}
 	o.core = core
-	o.acc = state.GetValueState(core.backend, state.ValueDescriptor[T]{Name: "reduce", Codec: o.valueCodec})
+	o.acc = state.GetValueState(core.Store(), state.ValueDescriptor[T]{Name: "reduce", Codec: o.valueCodec})
 	return nil
 }
 
@@ -152,7 +153,7 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 		o.batch[k] = v
 		return
 	}
-	o.core.setKey(k)
+	o.core.SetKey(k)
 	if a, ok := o.acc.Value(); ok {
 		v = o.f(a, v)
 	}
@@ -169,9 +170,4 @@ func (o *reduceOp[K, T]) Finish() error {
 	return nil
 }
 
-func (o *reduceOp[K, T]) Close() error {
-	if o.core != nil {
-		return o.core.close()
-	}
-	return nil
-}
+func (o *reduceOp[K, T]) Close() error { return nil }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/keygroup"
 )
 
@@ -31,7 +32,7 @@ func shuffleSelector[T any](channels, subtask, _ int) any {
 // through a table from key group to channel (no division per record).
 func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, maxP int) any {
 	return func(channels, _, maxP int) any {
-		hash := keyHasher[K]()
+		hash := keyed.Hasher[K]()
 		kgs := keygroup.NewAssigner(maxP)
 		owner := make([]int32, maxP)
 		for kg := range owner {

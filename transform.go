@@ -101,7 +101,7 @@ func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataS
 			}
 			op.keyCodec, op.valueCodec = ks.keyCodec, valueCodec
 		}
-		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+		return operator.Instance{Op: op, Keyed: op.batch == nil, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[T](ks.env, addNode[T](ks.env, "Reduce", fac, false, ks.ends))
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/connector/datagen"
-	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/testseed"
 )

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/connector/file"
-	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/operator"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/connector/file"
-	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/testseed"
 )

@@ -5,7 +5,7 @@ import (
 	"github.com/weirhq/weir/internal/rest"
 	"time"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/operator"
 )

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/statebackend"
+	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
 )
 
@@ -65,8 +68,11 @@ type Context struct {
 	Cancel <-chan struct{}
 	// State configures keyed state backends of keyed operators.
 	State StateConfig
-	// operatorState is the operator subtask's non-keyed state, made on first use.
+	// operatorState is the operator subtask's non-keyed state; the task
+	// creates and restores it before Open (made on first use otherwise).
 	operatorState *state.OperatorStore
+	// keyed is a keyed operator's state, created and restored by the task.
+	keyed *KeyedState
 	// wakeAt is the processing time (ms) at which the task should call the
 	// operator's OnProcessingTime; NoWakeUp when none.
 	wakeAt int64
@@ -87,6 +93,24 @@ func (c *Context) OperatorState() *state.OperatorStore {
 	}
 	return c.operatorState
 }
+
+// SetOperatorState gives the operator its (restored) operator state store;
+// the task calls it before Open.
+func (c *Context) SetOperatorState(s *state.OperatorStore) { c.operatorState = s }
+
+// KeyedState is a keyed operator subtask's state: its backend and timer
+// service for its key-group range. The task owns both.
+type KeyedState struct {
+	Backend statebackend.Keyed
+	Timers  *timers.Service
+	Range   keygroup.Range
+}
+
+// Keyed returns the operator's keyed state (nil for operators that are not keyed).
+func (c *Context) Keyed() *KeyedState { return c.keyed }
+
+// SetKeyed gives a keyed operator its state; the task calls it before Open.
+func (c *Context) SetKeyed(k *KeyedState) { c.keyed = k }
 
 // NoWakeUp means no processing-time wake-up is requested.
 const NoWakeUp = math.MaxInt64
@@ -133,6 +157,9 @@ func Fail(err error) { panic(&Failure{Err: err}) }
 // Instance is one operator created for one subtask.
 type Instance struct {
 	Op Lifecycle
+	// Keyed asks the task for a keyed state backend and timer service
+	// (Context.Keyed), created and restored before Open.
+	Keyed bool
 	// Inputs holds one Input[IN] per logical input; empty for sources.
 	Inputs []any
 	// Source is set for source operators.

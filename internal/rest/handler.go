@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 )
 
 // Defaults reported by /overview and /config unless WithVersion says otherwise.

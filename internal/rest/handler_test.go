@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/rest"
 )
 

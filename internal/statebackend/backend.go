@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/state"

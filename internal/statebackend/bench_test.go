@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/state"
 )

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/timers"

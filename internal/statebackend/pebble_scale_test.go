@@ -14,8 +14,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/state"
 )

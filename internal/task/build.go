@@ -4,8 +4,31 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend"
+	"github.com/weirhq/weir/internal/timers"
+	"github.com/weirhq/weir/state"
 )
+
+// opState is the state the task owns for one operator of its chain.
+type opState struct {
+	store *state.OperatorStore
+	keyed *operator.KeyedState // nil unless the operator is keyed
+}
+
+// newKeyedState creates a keyed operator's backend and timer service for
+// this subtask's key-group range.
+func (t *Task) newKeyedState(ctx *operator.Context) (*operator.KeyedState, error) {
+	rng := keygroup.RangeFor(ctx.Subtask, ctx.Parallelism, ctx.MaxParallelism)
+	b, err := statebackend.New(statebackend.Config{
+		Kind: ctx.State.Backend, Dir: ctx.State.Dir, MaxParallelism: ctx.MaxParallelism, Range: rng, Clock: ctx.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the keyed state backend: %w", err)
+	}
+	return &operator.KeyedState{Backend: b, Timers: timers.New(rng), Range: rng}, nil
+}
 
 // build creates the chain's operators, tail first, wiring each operator's
 // output to its chained successors and its network writers.
@@ -14,6 +37,7 @@ func (t *Task) build() error {
 	nodes := v.Nodes
 	t.ops = make([]operator.Lifecycle, len(nodes))
 	t.contexts = make([]*operator.Context, len(nodes))
+	t.states = make([]opState, len(nodes))
 	insts := make([]operator.Instance, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n := nodes[i]
@@ -65,6 +89,16 @@ func (t *Task) build() error {
 			return t.opError(i, fmt.Errorf("create: %w", err))
 		}
 		insts[i], t.ops[i], t.contexts[i] = inst, inst.Op, ctx
+		t.states[i].store = state.NewOperatorStore()
+		ctx.SetOperatorState(t.states[i].store)
+		if inst.Keyed {
+			ks, err := t.newKeyedState(ctx)
+			if err != nil {
+				return t.opError(i, err)
+			}
+			t.states[i].keyed = ks
+			ctx.SetKeyed(ks)
+		}
 		if _, ok := inst.Op.(operator.OutputFlusher); ok {
 			t.flushers = append(t.flushers, i)
 		}

@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
@@ -69,7 +69,8 @@ type Task struct {
 	current   int // index of the operator running now (see operator.Context.Enter)
 	ops       []operator.Lifecycle
 	contexts  []*operator.Context
-	opened    int // ops[len-opened:] are open
+	states    []opState // per operator, owned by the task
+	opened    int       // ops[len-opened:] are open
 	source    operator.Source
 	readers   []operator.RecordReader
 	valves    []*valve
@@ -172,7 +173,8 @@ func (t *Task) opError(i int, err error) *Error {
 	return &Error{Operator: name, Task: t.name, Err: err}
 }
 
-// closeAll closes the open operators, tail first, even after a failure.
+// closeAll closes the open operators, tail first, even after a failure,
+// then the keyed state backends the task created for them.
 func (t *Task) closeAll() (err error) {
 	for i := len(t.ops) - t.opened; i < len(t.ops); i++ {
 		func() {
@@ -187,6 +189,14 @@ func (t *Task) closeAll() (err error) {
 		}()
 	}
 	t.opened = 0
+	for i, st := range t.states {
+		if st.keyed != nil {
+			if cerr := st.keyed.Backend.Close(); cerr != nil && err == nil {
+				err = t.opError(i, fmt.Errorf("closing its keyed state: %w", cerr))
+			}
+			t.states[i].keyed = nil
+		}
+	}
 	return err
 }
 

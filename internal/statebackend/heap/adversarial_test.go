@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/testseed"

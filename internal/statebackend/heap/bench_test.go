@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/weirhq/weir/internal/clock"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
 )

@@ -1,4 +1,4 @@
-package weir
+package keyed
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"github.com/weirhq/weir/internal/keygroup"
 )
 
-// keyHasher returns the 32-bit key hash of K that decides key groups. It is
+// Hasher returns the 32-bit key hash of K that decides key groups. It is
 // stable across processes and runs (no per-process seed), because every
 // process of a job must send a key to the same subtask. Integers and strings
 // (and named types over them) hash directly; other keys hash their encoding.
 // The returned function is for one goroutine (it may reuse a buffer).
-func keyHasher[K comparable]() func(K) uint32 {
+func Hasher[K comparable]() func(K) uint32 {
 	t := reflect.TypeFor[K]()
 	switch t.Kind() {
 	case reflect.String:
@@ -39,7 +39,7 @@ func keyHasher[K comparable]() func(K) uint32 {
 	}
 	c, err := codec.For[K]()
 	if err != nil {
-		panic(fmt.Sprintf("weir: key type %s cannot be hashed: %v", t, err))
+		panic(fmt.Sprintf("keyed: key type %s cannot be hashed: %v", t, err))
 	}
 	var buf []byte
 	return func(k K) uint32 {

@@ -1,0 +1,126 @@
+package keyed
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/timers"
+	"github.com/weirhq/weir/state"
+)
+
+// Core is the keyed half of a keyed operator subtask. It implements the
+// timer service users see (Register/Delete event- and processing-time
+// timers for the current key).
+type Core[K comparable] struct {
+	ctx      *operator.Context
+	keyCodec codec.Codec[K]
+	hash     func(K) uint32
+	kgs      keygroup.Assigner
+	st       *operator.KeyedState
+	keyBuf   []byte
+	kg       int
+	current  K
+	wm       int64
+	// timerKey is true when the timer service points at the current key.
+	timerKey bool
+}
+
+// NewCore returns the core of a keyed operator whose task created its keyed
+// state (ctx.Keyed()).
+func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Core[K], error) {
+	st := ctx.Keyed()
+	if st == nil {
+		return nil, fmt.Errorf("keyed: operator %q has no keyed state (its factory must mark the instance Keyed)", ctx.OperatorName)
+	}
+	return &Core[K]{ctx: ctx, keyCodec: keyCodec, hash: Hasher[K](), kgs: keygroup.NewAssigner(ctx.MaxParallelism),
+		st: st, wm: math.MinInt64}, nil
+}
+
+// Store is the keyed state store user functions declare state in.
+func (c *Core[K]) Store() state.KeyedStore { return c.st.Backend }
+
+// Current is the current key.
+func (c *Core[K]) Current() K { return c.current }
+
+// SetKey makes k the current key of state and timers.
+func (c *Core[K]) SetKey(k K) {
+	c.current = k
+	c.keyBuf = c.keyCodec.AppendEncode(c.keyBuf[:0], k)
+	c.kg = c.kgs.KeyGroup(c.hash(k))
+	c.st.Backend.SetCurrentKey(c.keyBuf, c.kg)
+	c.timerKey = false
+}
+
+// SetKeyBytes makes the key whose encoding is b current (for timers).
+func (c *Core[K]) SetKeyBytes(b []byte) {
+	k, _, err := c.keyCodec.Decode(b)
+	if err != nil {
+		operator.Fail(fmt.Errorf("decoding the key of a timer: %w", err))
+	}
+	c.SetKey(k)
+}
+
+func (c *Core[K]) pointTimers() {
+	if !c.timerKey {
+		c.st.Timers.SetCurrentKey(c.keyBuf, c.kg)
+		c.timerKey = true
+	}
+}
+
+// CurrentProcessingTime is the task's processing time (ms).
+func (c *Core[K]) CurrentProcessingTime() int64 { return c.ctx.Clock.NowMillis() }
+
+// CurrentWatermark is the operator's event time (math.MinInt64 at first).
+func (c *Core[K]) CurrentWatermark() int64 { return c.wm }
+
+// RegisterEventTimeTimer registers a timer for the current key.
+func (c *Core[K]) RegisterEventTimeTimer(ts int64) {
+	c.pointTimers()
+	c.st.Timers.RegisterEventTime(ts)
+}
+
+// DeleteEventTimeTimer deletes a timer of the current key.
+func (c *Core[K]) DeleteEventTimeTimer(ts int64) {
+	c.pointTimers()
+	c.st.Timers.DeleteEventTime(ts)
+}
+
+// RegisterProcessingTimeTimer registers a timer for the current key.
+func (c *Core[K]) RegisterProcessingTimeTimer(ts int64) {
+	c.pointTimers()
+	c.st.Timers.RegisterProcessingTime(ts)
+	c.ArmProcessingTime()
+}
+
+// DeleteProcessingTimeTimer deletes a timer of the current key.
+func (c *Core[K]) DeleteProcessingTimeTimer(ts int64) {
+	c.pointTimers()
+	c.st.Timers.DeleteProcessingTime(ts)
+	c.ArmProcessingTime()
+}
+
+// ArmProcessingTime asks the task to wake the operator for the earliest
+// processing-time timer (also after a restore brought timers back).
+func (c *Core[K]) ArmProcessingTime() {
+	if t, ok := c.st.Timers.NextProcessingTime(); ok {
+		c.ctx.WakeAt(t)
+	} else {
+		c.ctx.WakeAt(operator.NoWakeUp)
+	}
+}
+
+// AdvanceWatermark fires, in time order, the event-time timers wm passed.
+func (c *Core[K]) AdvanceWatermark(wm int64, fire func(timers.Timer)) {
+	c.wm = wm
+	c.st.Timers.AdvanceWatermark(wm, fire)
+}
+
+// FireProcessingTime fires the processing-time timers due at now and arms
+// the next wake-up.
+func (c *Core[K]) FireProcessingTime(now int64, fire func(timers.Timer)) {
+	c.st.Timers.FireProcessingTime(now, fire)
+	c.ArmProcessingTime()
+}
