@@ -7,26 +7,27 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/sink"
 	"go.uber.org/goleak"
 )
 
 // slowSink consumes a record every few microseconds and counts them.
 type slowSink struct{ consumed *atomic.Int64 }
 
-func (s slowSink) NewWriter() weir.SinkWriter[int64] { return &slowWriter{s.consumed} }
+func (s slowSink) CreateWriter(sink.Context) (sink.Writer[int64], error) {
+	return &slowWriter{s.consumed}, nil
+}
 
 type slowWriter struct{ consumed *atomic.Int64 }
 
-func (w *slowWriter) Open(*operator.Context) error { return nil }
 func (w *slowWriter) Write(int64, int64) error {
 	if w.consumed.Add(1)%64 == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	return nil
 }
-func (w *slowWriter) Finish() error { return nil }
-func (w *slowWriter) Close() error  { return nil }
+func (w *slowWriter) Flush(bool) error { return nil }
+func (w *slowWriter) Close() error     { return nil }
 
 // A slow sink must slow its sources down, and buffered data must stay within
 // the configured network buffer pools.

@@ -7,14 +7,18 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/task"
+	"github.com/weirhq/weir/internal/taskmanager"
 )
 
 // Version is Weir's version.
@@ -76,6 +80,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock is processing time (default: the system clock).
 	Clock clock.Clock
+	// Checkpointing turns on checkpoints (nil: none).
+	Checkpointing *CheckpointConfig
+	// Restart configures the restart strategy with Flink's keys
+	// (restart-strategy.type and its restart-strategy.* settings); empty:
+	// exponential-delay with checkpointing, none without.
+	Restart map[string]string
+	// ResumeFrom starts the job from a checkpoint: "latest" (the newest
+	// complete checkpoint of a job of the same name in the checkpoint
+	// directory; none there: from the beginning) or a checkpoint's path.
+	ResumeFrom string
 }
 
 func (c Config) withDefaults() Config {
@@ -166,12 +180,23 @@ type JobResult struct {
 
 // Job is a job running on the local cluster.
 type Job struct {
-	id      string
-	c       *cluster.Local
-	started time.Time
-	done    chan struct{}
-	status  rest.JobState
-	err     error
+	id           string
+	c            *cluster.Local
+	started      time.Time
+	done         chan struct{}
+	status       rest.JobState
+	err          error
+	restoredFrom *storage.Metadata
+}
+
+// RestoredFrom describes the checkpoint the job started from ("" for a fresh
+// start): its id and where it is.
+func (j *Job) RestoredFrom() string {
+	m := j.restoredFrom
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("checkpoint %d of job %s", m.CheckpointID, m.JobID)
 }
 
 // ID is the job's 32-hex-digit ID.
@@ -255,27 +280,31 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		return nil, fmt.Errorf("weir: unknown state backend %q (want hashmap or pebble)", cfg.StateBackend)
 	}
 	id := rest.NewJobID()
+	spec, tmJob, closeStores, err := e.jobSpecs(ctx, id, name, jg, mode)
+	if err != nil {
+		c.Close(context.Background())
+		return nil, fmt.Errorf("weir: job %q: %w", name, err)
+	}
 	stateDir, removeDir := cfg.StateDir, false
 	if stateDir == "" {
 		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
 			c.Close(context.Background())
+			closeStores()
 			return nil, fmt.Errorf("weir: creating a state directory: %w", err)
 		}
 		removeDir = true
 	} else {
 		stateDir = filepath.Join(stateDir, id)
 	}
-	spec := &jobmanager.JobSpec{ID: id, Graph: jg, Config: jobmanager.RuntimeConfig{
-		Mode: mode, BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize,
-		BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers, Clock: cfg.Clock,
-		StateBackend: cfg.StateBackend, StateDir: stateDir,
-	}}
-	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{})}
+	tmJob.StateDir = stateDir
+	c.RegisterJob(tmJob)
+	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{}), restoredFrom: spec.Restore}
 	for _, cs := range e.collects {
 		cs.attach(j.done)
 	}
 	if err := c.JM.Submit(spec); err != nil {
 		c.Close(context.Background())
+		closeStores()
 		if removeDir {
 			os.RemoveAll(stateDir)
 		}
@@ -292,8 +321,19 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 			c.JM.Cancel(spec.ID)
 			<-jmDone
 		}
-		status, err := c.JM.Wait(context.Background(), spec.ID)
+		status, f, _ := c.JM.WaitFailure(context.Background(), spec.ID)
 		j.status = status
+		var err error
+		if f != nil {
+			err = f.Err
+			// In one process the task's own error is at hand: keep it, so
+			// callers can match the user's error with errors.Is and As.
+			if f.Exec != nil {
+				if te := c.TaskError(*f.Exec); te != nil && strings.HasPrefix(f.Err.Error(), te.Error()) {
+					err = fmt.Errorf("%w%s", te, strings.TrimPrefix(f.Err.Error(), te.Error()))
+				}
+			}
+		}
 		switch {
 		case status == rest.JobCanceled && ctx.Err() != nil:
 			j.err = ctx.Err()
@@ -303,6 +343,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
 		}
 		c.Close(context.Background())
+		closeStores()
 		if removeDir {
 			os.RemoveAll(stateDir)
 		}
@@ -319,4 +360,55 @@ func (e *Environment) Execute(ctx context.Context, name string) (*JobResult, err
 	}
 	<-j.done
 	return j.Wait(context.Background())
+}
+
+// jobSpecs builds what the JobManager and the TaskManagers need to run the
+// job: network sizes, checkpointing, the restart strategy and the
+// checkpoint to resume from. closeStores releases the stores it opened.
+func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.JobGraph, mode operator.Mode) (*jobmanager.JobSpec, *taskmanager.Job, func(), error) {
+	cfg := e.cfg
+	var stores []*storage.Store
+	closeStores := func() {
+		for _, s := range stores {
+			s.Close()
+		}
+	}
+	spec := &jobmanager.JobSpec{ID: id, Name: name, Graph: jg, Clock: cfg.Clock,
+		Network: jobmanager.NetworkConfig{BufferSize: cfg.BufferSize, BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers}}
+	tmJob := &taskmanager.Job{ID: id, Graph: jg, Mode: mode, BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize,
+		BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers, Clock: cfg.Clock, StateBackend: cfg.StateBackend}
+	var store *storage.Store
+	if cp := cfg.Checkpointing; cp != nil {
+		settings := cp.settings()
+		if err := settings.Validate(); err != nil {
+			return nil, nil, closeStores, err
+		}
+		dir := cp.Dir
+		if dir == "" {
+			dir = defaultCheckpointDir()
+		}
+		var err error
+		if store, err = storage.Open(ctx, dir); err != nil {
+			return nil, nil, closeStores, fmt.Errorf("opening the checkpoint storage: %w", err)
+		}
+		stores = append(stores, store)
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store}
+		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental}
+	}
+	rc, err := restartConfig(cfg.Restart, cfg.Checkpointing != nil)
+	if err != nil {
+		return nil, nil, closeStores, err
+	}
+	spec.Restart = rc
+	if cfg.ResumeFrom != "" {
+		m, s, err := resumePoint(ctx, cfg.ResumeFrom, store, name, cfg)
+		if err != nil {
+			return nil, nil, closeStores, err
+		}
+		if s != nil && s != store {
+			stores = append(stores, s)
+		}
+		spec.Restore, spec.RestoreStore = m, s
+	}
+	return spec, tmJob, closeStores, nil
 }

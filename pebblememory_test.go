@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/sink"
 	"go.uber.org/goleak"
 )
 
@@ -71,8 +71,7 @@ func TestPebbleStateMemoryBounded(t *testing.T) {
 
 type countSink struct{ n *atomic.Int64 }
 
-func (c countSink) NewWriter() weir.SinkWriter[int64] { return c }
-func (c countSink) Open(*operator.Context) error      { return nil }
-func (c countSink) Write(int64, int64) error          { c.n.Add(1); return nil }
-func (c countSink) Finish() error                     { return nil }
-func (c countSink) Close() error                      { return nil }
+func (c countSink) CreateWriter(sink.Context) (sink.Writer[int64], error) { return c, nil }
+func (c countSink) Write(int64, int64) error                              { c.n.Add(1); return nil }
+func (c countSink) Flush(bool) error                                      { return nil }
+func (c countSink) Close() error                                          { return nil }

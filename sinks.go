@@ -11,15 +11,8 @@ import (
 	"github.com/weirhq/weir/connector/file"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/sink"
 )
-
-// SinkWriter receives the elements of one sink subtask; see SinkTo.
-type SinkWriter[T any] = operator.SinkWriter[T]
-
-// Sink is anything that can create a writer per subtask.
-type Sink[T any] interface {
-	NewWriter() SinkWriter[T]
-}
 
 // SinkHandle sets properties of a sink operator.
 type SinkHandle struct{ n *graph.Node }
@@ -44,11 +37,24 @@ type SinkValidator interface {
 	Validate(parallelism int) error
 }
 
-// SinkTo adds a sink to the job.
-func SinkTo[T any](s DataStream[T], sink Sink[T], name string) SinkHandle {
-	fac := operator.NewSinkFactory(sink.NewWriter)
-	n := addNode[T](s.env, "Sink: "+name, fac, true, s.ends)
-	if v, ok := sink.(SinkValidator); ok {
+// SinkTo adds a sink (see package sink) to the job. After a failure its
+// output is at least once, unless the sink is idempotent; use
+// SinkToCommitting for exactly-once output.
+func SinkTo[T any](s DataStream[T], snk sink.Sink[T], name string) SinkHandle {
+	n := addNode[T](s.env, "Sink: "+name, operator.NewSinkFactory(snk), true, s.ends)
+	if v, ok := snk.(SinkValidator); ok {
+		n.Validate = v.Validate
+	}
+	return SinkHandle{n}
+}
+
+// SinkToCommitting adds a two-phase-commit sink to the job: what it writes
+// is committed when the checkpoint that covers it completes, so its output
+// is exactly once after failures. Go cannot infer the committable type
+// from the sink, so name both: SinkToCommitting[T, C](s, snk, name).
+func SinkToCommitting[T, C any](s DataStream[T], snk sink.TwoPhaseCommitting[T, C], name string) SinkHandle {
+	n := addNode[T](s.env, "Sink: "+name, operator.NewCommittingSinkFactory(snk), true, s.ends)
+	if v, ok := snk.(SinkValidator); ok {
 		n.Validate = v.Validate
 	}
 	return SinkHandle{n}
@@ -70,12 +76,19 @@ func (discardInput[T]) ProcessWatermark(int64)  {}
 
 // WriteText writes one line per element, formatted by format (nil: fmt.Sprint).
 // At parallelism 1 it writes the file path; otherwise path is a directory of
-// part files, one per subtask.
+// part files, one per subtask. The output appears when the input ends; it
+// is not exactly-once across restores (use WriteFiles with checkpoints).
 func WriteText[T any](s DataStream[T], path string, format func(T) string) SinkHandle {
-	if format == nil {
-		format = func(v T) string { return fmt.Sprint(v) }
-	}
 	return SinkTo[T](s, file.TextSink[T]{Path: path, Format: format}, path)
+}
+
+// WriteFiles writes one line per element into part files in the directory
+// dir, exactly once across failures: parts are committed when the
+// checkpoint that covers them completes (without checkpoints, at the end of
+// input). Readers that skip names starting with "." or "_" never see
+// uncommitted data.
+func WriteFiles[T any](s DataStream[T], dir string, format func(T) string) SinkHandle {
+	return SinkToCommitting[T, file.Committable](s, file.Sink[T]{Dir: dir, Format: format}, dir)
 }
 
 // stdout is shared by all print sinks of the process.
@@ -92,17 +105,16 @@ func Print[T any](s DataStream[T]) SinkHandle {
 
 type printSink[T any] struct{}
 
-func (printSink[T]) NewWriter() SinkWriter[T] { return &printWriter[T]{} }
+func (printSink[T]) CreateWriter(ctx sink.Context) (sink.Writer[T], error) {
+	w := &printWriter[T]{}
+	if ctx.Parallelism() > 1 {
+		w.prefix = fmt.Sprintf("%d> ", ctx.Subtask()+1)
+	}
+	return w, nil
+}
 
 type printWriter[T any] struct {
 	prefix string
-}
-
-func (w *printWriter[T]) Open(ctx *operator.Context) error {
-	if ctx.Parallelism > 1 {
-		w.prefix = fmt.Sprintf("%d> ", ctx.Subtask+1)
-	}
-	return nil
 }
 
 func (w *printWriter[T]) Write(v T, _ int64) error {
@@ -112,8 +124,8 @@ func (w *printWriter[T]) Write(v T, _ int64) error {
 	return err
 }
 
-func (w *printWriter[T]) Finish() error { return nil }
-func (w *printWriter[T]) Close() error  { return nil }
+func (w *printWriter[T]) Flush(bool) error { return nil }
+func (w *printWriter[T]) Close() error     { return nil }
 
 // Collected gives the elements of a Collect sink back to the program.
 type Collected[T any] struct {
@@ -166,7 +178,9 @@ func (c *Collected[T]) All() iter.Seq[T] {
 
 type collectFactory[T any] struct{ c *Collected[T] }
 
-func (f collectFactory[T]) NewWriter() SinkWriter[T] { return &collectWriter[T]{c: f.c} }
+func (f collectFactory[T]) CreateWriter(ctx sink.Context) (sink.Writer[T], error) {
+	return &collectWriter[T]{c: f.c, cancel: ctx.Canceled()}, nil
+}
 
 // collectWriter hands elements over in batches, never one channel send per element.
 type collectWriter[T any] struct {
@@ -177,22 +191,17 @@ type collectWriter[T any] struct {
 
 const collectBatch = 256
 
-func (w *collectWriter[T]) Open(ctx *operator.Context) error {
-	w.cancel = ctx.Cancel
-	return nil
-}
-
 func (w *collectWriter[T]) Write(v T, _ int64) error {
 	w.batch = append(w.batch, v)
 	if len(w.batch) >= collectBatch {
-		return w.FlushOutput()
+		return w.Flush(false)
 	}
 	return nil
 }
 
-// FlushOutput hands over the pending batch; the task calls it on its buffer
+// Flush hands over the pending batch; the task calls it on its buffer
 // timeout so a slow stream is not held back.
-func (w *collectWriter[T]) FlushOutput() error {
+func (w *collectWriter[T]) Flush(bool) error {
 	if len(w.batch) == 0 {
 		return nil
 	}
@@ -205,8 +214,7 @@ func (w *collectWriter[T]) FlushOutput() error {
 	}
 }
 
-func (w *collectWriter[T]) Finish() error { return w.FlushOutput() }
-func (w *collectWriter[T]) Close() error  { return nil }
+func (w *collectWriter[T]) Close() error { return nil }
 
 // ExecuteAndCollect runs the job and returns every element of s.
 func ExecuteAndCollect[T any](ctx context.Context, env *Environment, s DataStream[T], name string) ([]T, error) {

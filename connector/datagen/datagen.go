@@ -1,185 +1,399 @@
 package datagen
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"time"
 
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/source"
 )
 
 // batch is how many records a reader emits per poll, so the task gets back
 // to its mailbox regularly without paying per record.
 const batch = 1024
 
-// Generator emits fn(i) for every index i in [0, count) (count < 0: without
-// end), split among subtasks. RatePerSecond > 0 limits the whole source's
-// rate (each subtask takes an equal share) by processing time; 0 and +Inf
-// mean no limit, and so does a rate too high for a millisecond's share of
-// it to be counted in int64. A negative or NaN rate fails Open.
+// Generator emits Fn(i) for every index i in [0, Count) (Count < 0: without
+// end). RatePerSecond > 0 limits the whole source's rate by processing time
+// (each split takes an equal share); 0 and +Inf mean no limit, and so does a
+// rate too high for a millisecond's share of it to be counted in int64. A
+// negative or NaN rate, or a nil Fn, fails CreateReader.
+//
+// A bounded generator (Count >= 0) cuts [0, Count) into one contiguous
+// range per subtask; restored at another parallelism, the ranges are
+// redistributed and every index is still emitted exactly once. An unbounded
+// generator gives subtask i of p the indexes i, i+p, i+2p, ...; it can only
+// be restored at the parallelism it started with.
 type Generator[T any] struct {
 	Count         int64
 	Fn            func(i int64) T
 	RatePerSecond float64
 }
 
-// Bounded reports whether the generator ends.
-func (g Generator[T]) Bounded() bool { return g.Count >= 0 }
-
-// NewReader implements the source contract.
-func (g Generator[T]) NewReader() operator.SourceReader[T] { return &genReader[T]{gen: g} }
-
-type genReader[T any] struct {
-	gen       Generator[T]
-	next, end int64
-	ctx       *operator.Context
-	// rate limiting, by processing time
-	rate    float64 // per millisecond, this subtask's share; 0: no limit
-	startMs int64
-	emitted int64
+// Boundedness implements source.Source.
+func (g Generator[T]) Boundedness() source.Boundedness {
+	if g.Count < 0 {
+		return source.Unbounded
+	}
+	return source.Bounded
 }
 
-// maxWaitMs bounds how long a rate-limited reader asks to wait at once; it
-// recomputes when polled again, so a very low rate only costs a poll a minute.
-const maxWaitMs = 60_000
+// SplitCodec implements source.Source.
+func (g Generator[T]) SplitCodec() codec.Codec[Split] { return splitCodec{} }
 
-// unlimitedPerMs is the share per millisecond above which a rate is no
-// limit: more records than int64 can count in one millisecond.
-const unlimitedPerMs = 1 << 62
+// CreateEnumerator implements source.Source.
+func (g Generator[T]) CreateEnumerator(ctx source.EnumeratorContext[Split], restored []byte) (source.Enumerator[Split], error) {
+	return newEnumerator(ctx, restored, "generator", g.Count)
+}
+
+// CreateReader implements source.Source.
+func (g Generator[T]) CreateReader(ctx source.ReaderContext) (source.Reader[T, Split], error) {
+	if g.Fn == nil {
+		return nil, errors.New("generator: Fn is nil")
+	}
+	return newReader(ctx, "generator", g.Fn, g.RatePerSecond, g.Count < 0)
+}
+
+// Sequence emits the numbers [From, To], split among subtasks in contiguous
+// ranges (at parallelism 1, in order). To < From is empty.
+type Sequence struct{ From, To int64 }
+
+// count is how many numbers the sequence holds; an error when int64 cannot
+// count them.
+func (s Sequence) count() (int64, error) {
+	if s.To < s.From {
+		return 0, nil
+	}
+	// The count in uint64: To-From+1 wraps around int64 for wide ranges.
+	n := uint64(s.To) - uint64(s.From) + 1
+	if n == 0 || n > math.MaxInt64 {
+		return 0, fmt.Errorf("sequence: %d to %d holds more than %d numbers", s.From, s.To, int64(math.MaxInt64))
+	}
+	return int64(n), nil
+}
+
+// Boundedness implements source.Source.
+func (s Sequence) Boundedness() source.Boundedness { return source.Bounded }
+
+// SplitCodec implements source.Source. A split's indexes count from From.
+func (s Sequence) SplitCodec() codec.Codec[Split] { return splitCodec{} }
+
+// CreateEnumerator implements source.Source.
+func (s Sequence) CreateEnumerator(ctx source.EnumeratorContext[Split], restored []byte) (source.Enumerator[Split], error) {
+	n, err := s.count()
+	if err != nil {
+		return nil, err
+	}
+	return newEnumerator(ctx, restored, "sequence", n)
+}
+
+// CreateReader implements source.Source.
+func (s Sequence) CreateReader(ctx source.ReaderContext) (source.Reader[int64, Split], error) {
+	if _, err := s.count(); err != nil {
+		return nil, err
+	}
+	from := s.From
+	// From+i never leaves [From, To] for the indexes of the sequence.
+	return newReader(ctx, "sequence", func(i int64) int64 { return from + i }, 0, false)
+}
+
+// Slice emits the elements of a slice, split among subtasks in contiguous
+// ranges (at parallelism 1, in order).
+type Slice[T any] struct{ Items []T }
+
+// Boundedness implements source.Source.
+func (s Slice[T]) Boundedness() source.Boundedness { return source.Bounded }
+
+// SplitCodec implements source.Source. A split's indexes are positions in Items.
+func (s Slice[T]) SplitCodec() codec.Codec[Split] { return splitCodec{} }
+
+// CreateEnumerator implements source.Source.
+func (s Slice[T]) CreateEnumerator(ctx source.EnumeratorContext[Split], restored []byte) (source.Enumerator[Split], error) {
+	return newEnumerator(ctx, restored, "slice", int64(len(s.Items)))
+}
+
+// CreateReader implements source.Source.
+func (s Slice[T]) CreateReader(ctx source.ReaderContext) (source.Reader[T, Split], error) {
+	r, err := newReader[T](ctx, "slice", nil, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	r.items = s.Items
+	return r, nil
+}
 
 // Share returns the index range [from, to) of subtask i of p over n indexes.
 func Share(n int64, i, p int) (from, to int64) {
 	return n/int64(p)*int64(i) + min(int64(i), n%int64(p)), n/int64(p)*int64(i+1) + min(int64(i+1), n%int64(p))
 }
 
-func (r *genReader[T]) Open(ctx *operator.Context) error {
-	r.ctx = ctx
-	if r.gen.Count < 0 {
-		// Unbounded: subtask i takes indexes i, i+p, ... through next/stride.
-		r.next, r.end = int64(ctx.Subtask), -1
-	} else {
-		r.next, r.end = Share(r.gen.Count, ctx.Subtask, ctx.Parallelism)
+// Split is the work the source made for one subtask when it first started,
+// with its position. Bounded sources' splits are the index range
+// [Next, End); an unbounded generator's split emits Next, Next+Parallelism,
+// Next+2*Parallelism, ... without end (End is -1).
+type Split struct {
+	// Subtask is the subtask of Parallelism the split was made for at the
+	// source's first start. A split keeps them across restores.
+	Subtask, Parallelism int
+	// Next is the next index to emit.
+	Next int64
+	// End is one past the last index, or -1 without end.
+	End int64
+}
+
+func (s Split) String() string {
+	if s.End < 0 {
+		return fmt.Sprintf("split %d of %d at %d (every %dth index)", s.Subtask, s.Parallelism, s.Next, s.Parallelism)
 	}
-	rate := r.gen.RatePerSecond
-	if math.IsNaN(rate) || rate < 0 {
-		return fmt.Errorf("generator: the rate must be a number of records per second, 0 or more (0 or +Inf: no limit); got %v", rate)
+	return fmt.Sprintf("split %d of %d at %d of [.., %d)", s.Subtask, s.Parallelism, s.Next, s.End)
+}
+
+// enumerator hands each reader subtask the splits made for it: at the first
+// start one per subtask, assigned when the subtask registers. Its state is
+// the splits not assigned yet.
+type enumerator struct {
+	ctx         source.EnumeratorContext[Split]
+	name        string
+	unbounded   bool
+	parallelism int // at the first start
+	left        []Split
+}
+
+func newEnumerator(ctx source.EnumeratorContext[Split], restored []byte, name string, count int64) (*enumerator, error) {
+	e := &enumerator{ctx: ctx, name: name, unbounded: count < 0}
+	p := ctx.Parallelism()
+	if restored != nil {
+		var err error
+		if e.parallelism, e.left, err = decodeEnumState(restored); err != nil {
+			return nil, fmt.Errorf("%s: restoring the split enumerator: %w", name, err)
+		}
+		if e.unbounded && e.parallelism != p {
+			return nil, rescaleError(name, e.parallelism, p)
+		}
+		return e, nil
 	}
-	if perMs := rate / float64(ctx.Parallelism) / 1000; rate > 0 && perMs < unlimitedPerMs {
-		// A positive rate whose share underflows to 0 is as slow as can be, not unlimited.
-		r.rate = max(perMs, math.SmallestNonzeroFloat64)
-		r.startMs = ctx.Clock.NowMillis()
+	e.parallelism = p
+	for i := range p {
+		if e.unbounded {
+			e.left = append(e.left, Split{Subtask: i, Parallelism: p, Next: int64(i), End: -1})
+			continue
+		}
+		from, to := Share(count, i, p)
+		if from < to {
+			e.left = append(e.left, Split{Subtask: i, Parallelism: p, Next: from, End: to})
+		}
 	}
+	return e, nil
+}
+
+func rescaleError(name string, was, is int) error {
+	return fmt.Errorf("%s: the checkpoint was taken at parallelism %d and a generator without end cannot be restored at parallelism %d (subtask i emits the indexes i, i+%d, ...); restore it at parallelism %d", name, was, is, was, was)
+}
+
+func (e *enumerator) Start() error { return nil }
+
+// AddReader assigns the splits made for subtask i (after a restore at
+// another parallelism, those of every old subtask j with j mod p == i),
+// then tells it there are no more.
+func (e *enumerator) AddReader(i int) error {
+	p := e.ctx.Parallelism()
+	var mine []Split
+	kept := e.left[:0]
+	for _, s := range e.left {
+		if s.Subtask%p == i {
+			mine = append(mine, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	e.left = kept
+	if len(mine) > 0 {
+		e.ctx.Assign(i, mine...)
+	}
+	e.ctx.NoMoreSplits(i)
 	return nil
 }
 
-func (r *genReader[T]) Poll(out operator.Input[T]) (operator.Status, <-chan struct{}, int64, error) {
+func (e *enumerator) HandleSplitRequest(int) error { return nil }
+
+func (e *enumerator) Snapshot(int64) ([]byte, error) {
+	return encodeEnumState(e.parallelism, e.left), nil
+}
+
+func (e *enumerator) Close() error { return nil }
+
+// reader emits the indexes of its splits: bounded splits one after the
+// other, unbounded ones in turn, a batch per poll.
+type reader[T any] struct {
+	ctx       source.ReaderContext
+	name      string
+	fn        func(int64) T // the record of an index (nil: items)
+	items     []T
+	unbounded bool
+	splits    []Split // not finished; splits[0] is read next
+	noMore    bool
+	wake      chan struct{} // signalled when splits arrive or no more will
+	err       error         // a restored split that cannot be read here
+
+	// Rate limiting, by processing time.
+	rate    float64 // the whole source's, per second; 0: no limit
+	perMs   float64 // this reader's share per millisecond; 0: no limit
+	startMs int64
+	emitted int64 // since startMs
+}
+
+// maxWait bounds how long a rate-limited reader asks to wait at once; it
+// recomputes when polled again, so a very low rate only costs a poll a minute.
+const maxWait = time.Minute
+
+// unlimitedPerMs is the share per millisecond above which a rate is no
+// limit: more records than int64 can count in one millisecond.
+const unlimitedPerMs = 1 << 62
+
+func newReader[T any](ctx source.ReaderContext, name string, fn func(int64) T, rate float64, unbounded bool) (*reader[T], error) {
+	if math.IsNaN(rate) || rate < 0 {
+		return nil, fmt.Errorf("%s: the rate must be a number of records per second, 0 or more (0 or +Inf: no limit); got %v", name, rate)
+	}
+	r := &reader[T]{ctx: ctx, name: name, fn: fn, unbounded: unbounded, wake: make(chan struct{}, 1)}
+	if !math.IsInf(rate, 1) {
+		r.rate = rate
+	}
+	return r, nil
+}
+
+func (r *reader[T]) Start() error { return r.err }
+
+func (r *reader[T]) AddSplits(splits []Split) {
+	for _, s := range splits {
+		if r.unbounded && r.err == nil && (s.End >= 0 || s.Parallelism != r.ctx.Parallelism()) {
+			if s.End >= 0 {
+				r.err = fmt.Errorf("%s: a split without end was expected, got %v (was the source changed?)", r.name, s)
+			} else {
+				r.err = rescaleError(r.name, s.Parallelism, r.ctx.Parallelism())
+			}
+		}
+		if !r.unbounded && r.err == nil && s.End < 0 {
+			r.err = fmt.Errorf("%s: a split with an end was expected, got %v (was the source changed?)", r.name, s)
+		}
+		if r.fn == nil && r.err == nil && s.End > int64(len(r.items)) {
+			r.err = fmt.Errorf("%s: %v is beyond the %d items (were the items changed?)", r.name, s, len(r.items))
+		}
+	}
+	r.splits = append(r.splits, splits...)
+	r.rebase()
+	signal(r.wake)
+}
+
+func (r *reader[T]) NoMoreSplits() {
+	r.noMore = true
+	signal(r.wake)
+}
+
+// rebase recomputes the reader's share of the rate after its splits
+// changed, starting its count anew: the share of each split is rate/p for
+// the parallelism p it was made for.
+func (r *reader[T]) rebase() {
+	r.perMs = 0
+	if r.rate == 0 || len(r.splits) == 0 {
+		return
+	}
+	perMs := r.rate / float64(r.splits[0].Parallelism) / 1000 * float64(len(r.splits))
+	if perMs >= unlimitedPerMs {
+		return
+	}
+	// A positive rate whose share underflows to 0 is as slow as can be, not unlimited.
+	r.perMs = max(perMs, math.SmallestNonzeroFloat64)
+	r.startMs, r.emitted = r.ctx.Clock().NowMillis(), 0
+}
+
+func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct{}, time.Duration, error) {
+	if r.err != nil {
+		return 0, nil, 0, r.err
+	}
+	if len(r.splits) == 0 {
+		if r.noMore {
+			return source.EndOfInput, nil, 0, nil
+		}
+		return source.NothingAvailable, r.wake, 0, nil
+	}
 	n := int64(batch)
-	if r.rate > 0 {
+	if r.perMs > 0 {
 		// The first record comes at once, then one every 1/rate ms: by
 		// elapsed ms, floor(elapsed*rate)+1 records are due. In float64, so
 		// no product or quotient overflows int64.
-		elapsed := float64(r.ctx.Clock.NowMillis() - r.startMs)
-		allowed := math.Floor(elapsed*r.rate) + 1 - float64(r.emitted)
+		elapsed := float64(r.ctx.Clock().NowMillis() - r.startMs)
+		allowed := math.Floor(elapsed*r.perMs) + 1 - float64(r.emitted)
 		if allowed < 1 {
 			// Record number emitted+1 is due once elapsed*rate >= emitted.
-			wait := math.Ceil(float64(r.emitted)/r.rate - elapsed)
-			return operator.NothingAvailable, nil, int64(max(min(wait, maxWaitMs), 1)), nil
+			wait := math.Ceil(float64(r.emitted)/r.perMs - elapsed)
+			return source.NothingAvailable, nil, time.Duration(max(min(wait, float64(maxWait/time.Millisecond)), 1)) * time.Millisecond, nil
 		}
 		n = int64(min(float64(n), allowed))
 	}
-	fn := r.gen.Fn
-	if r.end < 0 {
-		stride := int64(r.ctx.Parallelism)
+	s := &r.splits[0]
+	if s.End < 0 {
+		stride := int64(s.Parallelism)
+		next := s.Next
 		for range n {
-			out.ProcessElement(fn(r.next), operator.NoTimestamp)
-			r.next += stride
+			out.Collect(r.fn(next))
+			next += stride
 		}
+		s.Next = next
 		r.emitted += n
-		return operator.MoreAvailable, nil, 0, nil
+		if len(r.splits) > 1 { // take turns
+			first := r.splits[0]
+			copy(r.splits, r.splits[1:])
+			r.splits[len(r.splits)-1] = first
+		}
+		return source.MoreAvailable, nil, 0, nil
 	}
-	stop := min(r.next+n, r.end)
-	for i := r.next; i < stop; i++ {
-		out.ProcessElement(fn(i), operator.NoTimestamp)
+	stop := s.End
+	if stop-s.Next > n {
+		stop = s.Next + n
 	}
-	r.emitted += stop - r.next
-	r.next = stop
-	if r.next >= r.end {
-		return operator.EndOfInput, nil, 0, nil
+	if r.fn == nil {
+		for _, v := range r.items[s.Next:stop] {
+			out.Collect(v)
+		}
+	} else {
+		fn := r.fn
+		for i := s.Next; i < stop; i++ {
+			out.Collect(fn(i))
+		}
 	}
-	return operator.MoreAvailable, nil, 0, nil
+	r.emitted += stop - s.Next
+	s.Next = stop
+	if s.Next < s.End {
+		return source.MoreAvailable, nil, 0, nil
+	}
+	r.splits = r.splits[1:]
+	r.rebase()
+	if len(r.splits) == 0 && r.noMore {
+		return source.EndOfInput, nil, 0, nil
+	}
+	return source.MoreAvailable, nil, 0, nil
 }
 
-func (r *genReader[T]) Close() error { return nil }
-
-// Sequence emits the numbers [from, to], split among subtasks.
-type Sequence struct{ From, To int64 }
-
-// NewReader implements the source contract.
-func (s Sequence) NewReader() operator.SourceReader[int64] { return &seqReader{seq: s} }
-
-type seqReader struct {
-	seq  Sequence
-	next int64
-	left uint64 // numbers still to emit, from next on
+// SnapshotState returns the unfinished splits with the next index of each.
+func (r *reader[T]) SnapshotState(int64) ([]Split, error) {
+	return append([]Split(nil), r.splits...), nil
 }
 
-func (r *seqReader) Open(ctx *operator.Context) error {
-	if r.seq.To < r.seq.From {
-		return nil // empty
+func (r *reader[T]) NotifyCheckpointComplete(int64) error { return nil }
+
+func (r *reader[T]) Close() error { return nil }
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
-	// The count in uint64: To-From+1 wraps around int64 for wide ranges.
-	n := uint64(r.seq.To) - uint64(r.seq.From) + 1
-	if n == 0 || n > math.MaxInt64 {
-		return fmt.Errorf("sequence: %d to %d holds more than %d numbers", r.seq.From, r.seq.To, int64(math.MaxInt64))
-	}
-	from, to := Share(int64(n), ctx.Subtask, ctx.Parallelism)
-	r.next, r.left = r.seq.From+from, uint64(to-from)
-	return nil
 }
 
-func (r *seqReader) Poll(out operator.Input[int64]) (operator.Status, <-chan struct{}, int64, error) {
-	n := min(r.left, batch)
-	for i := range n {
-		out.ProcessElement(r.next+int64(i), operator.NoTimestamp)
-	}
-	// next may pass To only after the last number: it is not read again.
-	r.next += int64(n)
-	r.left -= n
-	if r.left == 0 {
-		return operator.EndOfInput, nil, 0, nil
-	}
-	return operator.MoreAvailable, nil, 0, nil
-}
-
-func (r *seqReader) Close() error { return nil }
-
-// Slice emits the elements of a slice, split among subtasks in contiguous
-// ranges (at parallelism 1, in order).
-type Slice[T any] struct{ Items []T }
-
-// NewReader implements the source contract.
-func (s Slice[T]) NewReader() operator.SourceReader[T] { return &sliceReader[T]{items: s.Items} }
-
-type sliceReader[T any] struct {
-	items     []T
-	next, end int
-}
-
-func (r *sliceReader[T]) Open(ctx *operator.Context) error {
-	from, to := Share(int64(len(r.items)), ctx.Subtask, ctx.Parallelism)
-	r.next, r.end = int(from), int(to)
-	return nil
-}
-
-func (r *sliceReader[T]) Poll(out operator.Input[T]) (operator.Status, <-chan struct{}, int64, error) {
-	stop := min(r.next+batch, r.end)
-	for _, v := range r.items[r.next:stop] {
-		out.ProcessElement(v, operator.NoTimestamp)
-	}
-	r.next = stop
-	if r.next >= r.end {
-		return operator.EndOfInput, nil, 0, nil
-	}
-	return operator.MoreAvailable, nil, 0, nil
-}
-
-func (r *sliceReader[T]) Close() error { return nil }
+// The sources implement the contract.
+var (
+	_ source.Source[int, Split]   = Generator[int]{}
+	_ source.Source[int64, Split] = Sequence{}
+	_ source.Source[int, Split]   = Slice[int]{}
+)

@@ -2,6 +2,7 @@ package file_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,13 +10,20 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/connector/file"
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/source"
 )
 
-type countInput[T any] struct{ n int }
+type countOutput[T any] struct{ n int }
 
-func (c *countInput[T]) ProcessElement(T, int64) { c.n++ }
-func (c *countInput[T]) ProcessWatermark(int64)  {}
+func (c *countOutput[T]) Collect(T)                     { c.n++ }
+func (c *countOutput[T]) CollectWithTimestamp(T, int64) { c.n++ }
+
+type benchReaderCtx struct{}
+
+func (benchReaderCtx) Subtask() int       { return 0 }
+func (benchReaderCtx) Parallelism() int   { return 1 }
+func (benchReaderCtx) RequestSplit()      {}
+func (benchReaderCtx) Clock() clock.Clock { return clock.System{} }
 
 // BenchmarkTextSource reads a file of 200,000 short lines per iteration.
 func BenchmarkTextSource(b *testing.B) {
@@ -30,25 +38,91 @@ func BenchmarkTextSource(b *testing.B) {
 	b.SetBytes(int64(sb.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := file.TextSource{Path: path}.NewReader()
-		ctx := operator.NewContext(new(int), 0)
-		ctx.Subtask, ctx.Parallelism, ctx.Clock = 0, 1, clock.System{}
-		if err := r.Open(ctx); err != nil {
+		src := file.TextSource{Path: path}
+		splits, err := src.Splits(1)
+		if err != nil {
 			b.Fatal(err)
 		}
-		in := &countInput[string]{}
+		r, err := src.CreateReader(benchReaderCtx{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.AddSplits(splits)
+		r.NoMoreSplits()
+		if err := r.Start(); err != nil {
+			b.Fatal(err)
+		}
+		out := &countOutput[string]{}
 		for {
-			st, _, _, err := r.Poll(in)
+			st, _, _, err := r.PollNext(out)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if st == operator.EndOfInput {
+			if st == source.EndOfInput {
 				break
 			}
 		}
 		r.Close()
-		if in.n != 200_000 {
-			b.Fatalf("%d lines", in.n)
+		if out.n != 200_000 {
+			b.Fatalf("%d lines", out.n)
 		}
+	}
+}
+
+var benchLines = func() []string {
+	lines := make([]string, 200_000)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %d of the benchmark output", i)
+	}
+	return lines
+}()
+
+// BenchmarkTextSink writes a file of 200,000 short lines per iteration.
+func BenchmarkTextSink(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "out.txt")
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := textSink(path).CreateWriter(sinkCtx(0, 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range benchLines {
+			if err := w.Write(l, math.MinInt64); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Flush(true); err != nil {
+			b.Fatal(err)
+		}
+		w.Close()
+	}
+}
+
+// BenchmarkSink writes 200,000 short lines per iteration into a part,
+// pre-commits and commits it.
+func BenchmarkSink(b *testing.B) {
+	dir := b.TempDir()
+	s := file.Sink[string]{Dir: dir, Format: func(s string) string { return s }}
+	c, _ := s.CreateCommitter(sinkCtx(0, 1))
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := s.CreateWriter(sinkCtx(0, 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range benchLines {
+			if err := w.Write(l, math.MinInt64); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cs, err := w.PrepareCommit()
+		if err != nil || len(cs) != 1 {
+			b.Fatal(cs, err)
+		}
+		if err := c.Commit(cs); err != nil {
+			b.Fatal(err)
+		}
+		w.Close()
+		os.Remove(filepath.Join(dir, cs[0].Final))
 	}
 }

@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/connector/file"
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/connector/internal/sourcetest"
 	"github.com/weirhq/weir/internal/testseed"
+	"github.com/weirhq/weir/sink"
+	"github.com/weirhq/weir/source"
 	"go.uber.org/goleak"
 )
 
@@ -56,12 +57,15 @@ func TestFIFOIsReadAsOneStream(t *testing.T) {
 			}
 		}()
 		var all []string
-		for i := range p {
-			part := readSubtask[string](t, file.TextSource{Path: path}.NewReader(), i, p)
-			if i > 0 && len(part) > 0 {
-				t.Fatalf("parallelism %d: subtask %d read %d lines of the FIFO", p, i, len(part))
+		readers := 0
+		for _, part := range readSubtasks[string](t, file.TextSource{Path: path}, p) {
+			if len(part) > 0 {
+				readers++
 			}
 			all = append(all, part...)
+		}
+		if readers != 1 {
+			t.Fatalf("parallelism %d: %d subtasks read the FIFO", p, readers)
 		}
 		if !slices.Equal(all, want) {
 			t.Fatalf("parallelism %d: %d lines, want %d, in order", p, len(all), len(want))
@@ -80,7 +84,7 @@ func TestLineSourceReadsFIFO(t *testing.T) {
 			w.Close()
 		}
 	}()
-	got := readSubtask[file.Line](t, file.LineSource{Path: path}.NewReader(), 0, 1)
+	got := readSubtasks[file.Line](t, file.LineSource{Path: path}, 1)[0]
 	want := []file.Line{{path, 1, "a"}, {path, 2, "b"}, {path, 3, ""}, {path, 4, "c"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -105,19 +109,10 @@ func TestDirectorySkipsFIFOs(t *testing.T) {
 // an open writer: a canceled job does not hang or leak.
 func TestCloseStopsAWaitingFIFO(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	open := func(path string) (operator.SourceReader[string], *collector[string]) {
-		r := file.TextSource{Path: path}.NewReader()
-		ctx := operator.NewContext(new(int), 0)
-		ctx.Parallelism, ctx.Clock = 1, clock.System{}
-		if err := r.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return r, &collector[string]{}
-	}
-	closeQuickly := func(what string, r operator.SourceReader[string]) {
+	closeQuickly := func(what string, job interface{ Close() error }) {
 		t.Helper()
 		t0 := time.Now()
-		r.Close()
+		job.Close()
 		if d := time.Since(t0); d > 2*time.Second {
 			t.Errorf("%s: Close took %v", what, d)
 		}
@@ -126,11 +121,12 @@ func TestCloseStopsAWaitingFIFO(t *testing.T) {
 	// Nobody opens the FIFO for writing.
 	path := filepath.Join(t.TempDir(), "nobody")
 	mkfifo(t, path)
-	r, rec := open(path)
-	if st, wait, _, err := r.Poll(rec); st != operator.NothingAvailable || wait == nil || err != nil {
+	job := openOne[string](t, file.TextSource{Path: path})
+	pollUntil(t, job, "split", func(st source.Status) bool { return !job.Pending() && st == source.NothingAvailable })
+	if st, wait, _, err := job.Reader(0).Poll(); st != source.NothingAvailable || wait == nil || err != nil {
 		t.Fatalf("no writer: Poll = %v, %v, %v; want NothingAvailable with a channel", st, wait, err)
 	}
-	closeQuickly("no writer", r)
+	closeQuickly("no writer", job)
 
 	// A writer wrote a line and keeps the FIFO open.
 	path = filepath.Join(t.TempDir(), "idle")
@@ -145,31 +141,53 @@ func TestCloseStopsAWaitingFIFO(t *testing.T) {
 		fmt.Fprintln(w, "hello")
 		opened <- w
 	}()
-	r, rec = open(path)
-	deadline := time.After(10 * time.Second)
-	for {
-		st, wait, _, err := r.Poll(rec)
-		if err != nil || st == operator.EndOfInput {
-			t.Fatalf("Poll = %v, %v", st, err)
+	job = openOne[string](t, file.TextSource{Path: path})
+	pollUntil(t, job, "line", func(st source.Status) bool {
+		if st == source.EndOfInput {
+			t.Fatal("end of input with the writer still there")
 		}
-		if len(rec.items) > 0 {
-			break
-		}
-		if st == operator.NothingAvailable {
-			select {
-			case <-wait:
-			case <-deadline:
-				t.Fatal("no line after 10s")
-			}
-		}
-	}
+		return len(job.Reader(0).Out) > 0
+	})
 	w := <-opened
-	closeQuickly("idle writer", r)
+	closeQuickly("idle writer", job)
 	if w != nil {
 		w.Close()
 	}
-	if !slices.Equal(rec.items, []string{"hello"}) {
-		t.Fatalf("got %q", rec.items)
+	if got := job.Reader(0).Out; !slices.Equal(got, []string{"hello"}) {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// A FIFO that was being read when the checkpoint was taken cannot be
+// resumed: the restore fails and says that a pipe is not replayable.
+func TestFIFOIsNotReplayable(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "fifo")
+	mkfifo(t, path)
+	opened := make(chan *os.File, 1)
+	go func() {
+		w, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			close(opened)
+			return
+		}
+		fmt.Fprint(w, "a\nb\n")
+		opened <- w
+	}()
+	src := file.TextSource{Path: path}
+	job := openOne[string](t, src)
+	pollUntil(t, job, "a line", func(source.Status) bool { return len(job.Reader(0).Out) > 0 })
+	cp, err := job.Checkpoint(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := <-opened; w != nil {
+		w.Close()
+	}
+	job.Close()
+	_, err = sourcetest.Restore[string](src, cp, 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "cannot resume reading "+path+" (a pipe, FIFO or device") || !strings.Contains(err.Error(), "not replayable") {
+		t.Fatalf("restore: %v", err)
 	}
 }
 
@@ -213,46 +231,52 @@ func TestFIFOOutputWaitsForReaderCancelably(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out")
 	mkfifo(t, path)
 	cancel := make(chan struct{})
-	opened := make(chan error, 1)
-	w := textSink(path).NewWriter()
+	type result struct {
+		w   sink.Writer[string]
+		err error
+	}
+	opened := make(chan result, 1)
 	go func() {
 		ctx := sinkCtx(0, 1)
-		ctx.Cancel = cancel
-		opened <- w.Open(ctx)
+		ctx.done = cancel
+		w, err := textSink(path).CreateWriter(ctx)
+		opened <- result{w, err}
 	}()
 	select {
-	case err := <-opened:
-		t.Fatalf("Open returned %v without a reader", err)
+	case r := <-opened:
+		t.Fatalf("CreateWriter returned %v without a reader", r.err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(cancel)
 	select {
-	case err := <-opened:
-		if err == nil || !strings.Contains(err.Error(), "canceled while waiting for a reader") {
-			t.Fatalf("Open = %v after cancel", err)
+	case r := <-opened:
+		if r.err == nil || !strings.Contains(r.err.Error(), "canceled while waiting for a reader") {
+			t.Fatalf("CreateWriter = %v after cancel", r.err)
 		}
 	case <-time.After(5 * time.Second):
 		// On failure, be the reader the open waits for, so the test ends.
 		if f, err := os.Open(path); err == nil {
 			f.Close()
 		}
-		t.Fatal("Open still waits for a reader 5s after cancel")
+		t.Fatal("CreateWriter still waits for a reader 5s after cancel")
 	}
-	w.Close()
 
 	// A reader that comes late is written to.
-	w = textSink(path).NewWriter()
-	go func() { opened <- w.Open(sinkCtx(0, 1)) }()
+	go func() {
+		w, err := textSink(path).CreateWriter(sinkCtx(0, 1))
+		opened <- result{w, err}
+	}()
 	time.Sleep(50 * time.Millisecond)
 	got := readAllAsync(path)
-	if err := <-opened; err != nil {
+	r := <-opened
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.w.Write("late", 0)
+	if err := r.w.Flush(true); err != nil {
 		t.Fatal(err)
 	}
-	w.Write("late", 0)
-	if err := w.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	r.w.Close()
 	if s := <-got; s != "late\n" {
 		t.Fatalf("the reader got %q", s)
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/sink"
 )
 
 // TextSink writes one line per record.
@@ -29,8 +29,16 @@ import (
 //
 // At parallelism above 1, Path is a directory (created if missing) holding
 // one file part-<subtask> per subtask, each written as above.
+//
+// TextSink is not exactly-once, and with checkpoints not even
+// at-least-once: a job restored from a checkpoint writes its files anew
+// from the restored position, so what the failed attempt wrote before the
+// checkpoint is lost with its temporary file, and a direct output (standard
+// output, a FIFO, a device) gets again what came after the checkpoint. Use
+// Sink for output that is exact across failures.
 type TextSink[T any] struct {
-	Path   string
+	Path string
+	// Format turns a record into its line (nil: fmt.Sprint).
 	Format func(T) string
 	// Stdout is what Path "-" writes (nil: os.Stdout).
 	Stdout io.Writer
@@ -166,81 +174,89 @@ func resolve(path string) (string, error) {
 // partFile is the file subtask i writes in the output directory dir.
 func partFile(dir string, i int) string { return filepath.Join(dir, fmt.Sprintf("part-%d", i)) }
 
-// NewWriter implements the sink contract.
-func (s TextSink[T]) NewWriter() operator.SinkWriter[T] { return &textWriter[T]{sink: s} }
-
-type textWriter[T any] struct {
-	sink   TextSink[T]
-	w      *bufio.Writer
-	f      *os.File // open between Open and the end of Finish (nil for standard output)
-	direct bool     // written in place: no temporary file, no rename
-	dest   string   // the file written, for messages
-	tmp    string   // the temporary file, when not direct
-	done   bool     // Finish succeeded
-}
-
-func (w *textWriter[T]) Open(ctx *operator.Context) error {
-	if err := w.sink.validate(ctx.Parallelism, ctx.Subtask); err != nil {
-		return err
+// CreateWriter implements sink.Sink: it checks the output of its subtask
+// and opens it. Opening a FIFO waits for a reader, or until the subtask is
+// canceled.
+func (s TextSink[T]) CreateWriter(ctx sink.Context) (sink.Writer[T], error) {
+	w := &textWriter[T]{format: s.Format}
+	if w.format == nil {
+		w.format = func(v T) string { return fmt.Sprint(v) }
 	}
-	path := w.sink.Path
+	if err := s.validate(ctx.Parallelism(), ctx.Subtask()); err != nil {
+		return nil, err
+	}
+	path := s.Path
 	if path == "-" {
-		out := w.sink.Stdout
+		out := s.Stdout
 		if out == nil {
 			out = os.Stdout
 		}
 		w.dest, w.direct, w.w = "standard output", true, bufio.NewWriterSize(out, 64<<10)
-		return nil
+		return w, nil
 	}
-	if ctx.Parallelism > 1 {
+	if ctx.Parallelism() > 1 {
 		if err := os.MkdirAll(path, 0o755); err != nil {
-			return fmt.Errorf("output %s: %w", path, err)
+			return nil, fmt.Errorf("output %s: %w", path, err)
 		}
-		path = partFile(path, ctx.Subtask)
+		path = partFile(path, ctx.Subtask())
 	}
 	dest, err := resolve(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w.dest = dest
 	if st, err := os.Stat(dest); err == nil && !st.Mode().IsRegular() {
 		// A FIFO or a device. Opening a FIFO waits for a reader.
-		f, err := openDirect(dest, ctx.Cancel)
+		f, err := openDirect(dest, ctx.Canceled())
 		if err != nil {
-			return fmt.Errorf("output %s: %w", path, err)
+			return nil, fmt.Errorf("output %s: %w", path, err)
 		}
 		w.f, w.direct, w.w = f, true, bufio.NewWriterSize(f, 64<<10)
-		return nil
+		return w, nil
 	}
 	dir, base := filepath.Split(dest)
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("output %s: %w", path, err)
+			return nil, fmt.Errorf("output %s: %w", path, err)
 		}
 	}
 	w.tmp = dir + "." + base + ".inprogress"
 	f, err := os.Create(w.tmp)
 	if err != nil {
-		return fmt.Errorf("output %s: %w", path, err)
+		return nil, fmt.Errorf("output %s: %w", path, err)
 	}
 	w.f, w.w = f, bufio.NewWriterSize(f, 256<<10)
-	return nil
+	return w, nil
+}
+
+type textWriter[T any] struct {
+	format func(T) string
+	w      *bufio.Writer
+	f      *os.File // open until the end of input (nil for standard output)
+	direct bool     // written in place: no temporary file, no rename
+	dest   string   // the file written, for messages
+	tmp    string   // the temporary file, when not direct
+	done   bool     // the end of input was written
 }
 
 func (w *textWriter[T]) Write(v T, _ int64) error {
-	w.w.WriteString(w.sink.Format(v))
+	w.w.WriteString(w.format(v))
 	if err := w.w.WriteByte('\n'); err != nil {
 		return fmt.Errorf("file sink: writing %s: %w", w.dest, err)
 	}
 	return nil
 }
 
-// FlushOutput hands buffered lines on to a direct output (standard output,
-// a FIFO, a device) on the task's buffer timeout, so whoever reads it sees
-// them without waiting for the buffer to fill. A file is only flushed when
-// full or finished.
-func (w *textWriter[T]) FlushOutput() error {
-	if !w.direct || w.w == nil || w.w.Buffered() == 0 {
+// Flush hands buffered lines on to a direct output (standard output, a
+// FIFO, a device), on the task's buffer timeout and at checkpoints, so
+// whoever reads it sees them without waiting for the buffer to fill; a file
+// is only written when the buffer is full. At the end of input a file is
+// synced, closed and renamed into place.
+func (w *textWriter[T]) Flush(endOfInput bool) error {
+	if endOfInput {
+		return w.finish()
+	}
+	if !w.direct || w.w.Buffered() == 0 {
 		return nil
 	}
 	if err := w.w.Flush(); err != nil {
@@ -249,7 +265,10 @@ func (w *textWriter[T]) FlushOutput() error {
 	return nil
 }
 
-func (w *textWriter[T]) Finish() error {
+func (w *textWriter[T]) finish() error {
+	if w.done {
+		return nil
+	}
 	if err := w.w.Flush(); err != nil {
 		return w.fail(fmt.Errorf("file sink: writing %s: %w", w.dest, err))
 	}
@@ -275,6 +294,7 @@ func (w *textWriter[T]) Finish() error {
 	if err := os.Rename(w.tmp, w.dest); err != nil {
 		return w.fail(fmt.Errorf("file sink: cannot move the finished output into place: %w", err))
 	}
+	syncDir(dirOf(w.dest))
 	w.done = true
 	return nil
 }
@@ -298,7 +318,7 @@ func (w *textWriter[T]) discard() {
 }
 
 func (w *textWriter[T]) Close() error {
-	if !w.done { // the job failed or was canceled
+	if !w.done { // the job failed or was canceled before the end of input
 		w.discard()
 	}
 	return nil

@@ -3,6 +3,7 @@ package file_test
 import (
 	"bytes"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,30 +11,37 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/connector/file"
-	"github.com/weirhq/weir/internal/operator"
 )
 
-func sinkCtx(subtask, p int) *operator.Context {
-	ctx := operator.NewContext(new(int), 0)
-	ctx.Subtask, ctx.Parallelism, ctx.Clock = subtask, p, clock.System{}
-	return ctx
+// fakeSinkCtx is a sink.Context.
+type fakeSinkCtx struct {
+	subtask, p, attempt int
+	checkpointing       bool
+	done                chan struct{}
 }
+
+func (c *fakeSinkCtx) Subtask() int              { return c.subtask }
+func (c *fakeSinkCtx) Parallelism() int          { return c.p }
+func (c *fakeSinkCtx) Attempt() int              { return c.attempt }
+func (c *fakeSinkCtx) Checkpointing() bool       { return c.checkpointing }
+func (c *fakeSinkCtx) Canceled() <-chan struct{} { return c.done }
+
+func sinkCtx(subtask, p int) *fakeSinkCtx { return &fakeSinkCtx{subtask: subtask, p: p} }
 
 // writeLines runs one sink subtask over lines to the end of its input.
 func writeLines(sink file.TextSink[string], subtask, p int, lines ...string) error {
-	w := sink.NewWriter()
-	defer w.Close()
-	if err := w.Open(sinkCtx(subtask, p)); err != nil {
+	w, err := sink.CreateWriter(sinkCtx(subtask, p))
+	if err != nil {
 		return err
 	}
+	defer w.Close()
 	for _, l := range lines {
-		if err := w.Write(l, operator.NoTimestamp); err != nil {
+		if err := w.Write(l, math.MinInt64); err != nil {
 			return err
 		}
 	}
-	return w.Finish()
+	return w.Flush(true)
 }
 
 func textSink(path string) file.TextSink[string] {
@@ -123,16 +131,14 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// An output that is a directory fails the sink at Open, before any record,
-// and leaves nothing behind.
+// An output that is a directory fails the sink in CreateWriter, before any
+// record, and leaves nothing behind.
 func TestOpenFailsOnDirectory(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	os.Mkdir(out, 0o755)
 	before := listTree(t, dir)
-	w := textSink(out).NewWriter()
-	err := w.Open(sinkCtx(0, 1))
-	w.Close()
+	_, err := textSink(out).CreateWriter(sinkCtx(0, 1))
 	if err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Fatalf("Open = %v, want an error saying the output is a directory", err)
 	}
@@ -148,20 +154,23 @@ func TestStdoutOutput(t *testing.T) {
 	var buf bytes.Buffer
 	sink := textSink("-")
 	sink.Stdout = &buf
-	w := sink.NewWriter()
-	if err := w.Open(sinkCtx(0, 1)); err != nil {
+	w, err := sink.CreateWriter(sinkCtx(0, 1))
+	if err != nil {
 		t.Fatal(err)
 	}
 	w.Write("a", 0)
 	w.Write("b", 0)
-	if err := w.(operator.OutputFlusher).FlushOutput(); err != nil {
+	if buf.Len() != 0 {
+		t.Fatalf("before Flush: %q", buf.String())
+	}
+	if err := w.Flush(false); err != nil {
 		t.Fatal(err)
 	}
 	if buf.String() != "a\nb\n" {
-		t.Fatalf("after FlushOutput: %q", buf.String())
+		t.Fatalf("after Flush: %q", buf.String())
 	}
 	w.Write("c", 0)
-	if err := w.Finish(); err != nil {
+	if err := w.Flush(true); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -244,14 +253,20 @@ func TestDeviceOutputIsWrittenDirectly(t *testing.T) {
 func TestFailedOutputLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
-	w := textSink(out).NewWriter()
-	if err := w.Open(sinkCtx(0, 1)); err != nil {
+	w, err := textSink(out).CreateWriter(sinkCtx(0, 1))
+	if err != nil {
 		t.Fatal(err)
 	}
 	w.Write("x", 0)
+	if err := w.Flush(false); err != nil {
+		t.Fatal(err)
+	}
+	if got := listTree(t, dir); len(got) != 2 || !strings.HasPrefix(got[1], ".out.txt.inprogress ") {
+		t.Fatalf("while writing: %v, want only the hidden temporary file", got)
+	}
 	// Something makes the destination a non-empty directory meanwhile.
 	os.MkdirAll(filepath.Join(out, "in-the-way"), 0o755)
-	err := w.Finish()
+	err = w.Flush(true)
 	w.Close()
 	if err == nil {
 		t.Fatal("Finish renamed onto a directory")
@@ -263,8 +278,8 @@ func TestFailedOutputLeavesNothing(t *testing.T) {
 
 	// Canceled before the end of input: Close without Finish.
 	dir = t.TempDir()
-	w = textSink(filepath.Join(dir, "out.txt")).NewWriter()
-	if err := w.Open(sinkCtx(0, 1)); err != nil {
+	w, err = textSink(filepath.Join(dir, "out.txt")).CreateWriter(sinkCtx(0, 1))
+	if err != nil {
 		t.Fatal(err)
 	}
 	w.Write("x", 0)

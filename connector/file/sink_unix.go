@@ -39,3 +39,17 @@ func openDirect(path string, cancel <-chan struct{}) (*os.File, error) {
 		}
 	}
 }
+
+// syncDir makes the entries of directory dir (files created, renamed or
+// removed in it) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -11,23 +11,39 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/source"
 )
 
 // StdinName is the name standard input (Path "-") goes by in Line.Path.
 const StdinName = "stdin"
 
-// Split is a byte range of one file. A split owns every line that starts in
-// [Start, End); the line starting at End belongs to the next split.
+// Split is a byte range of one file, with the position reached in it. A
+// split owns every line that starts in [Start, End); the line starting at
+// End belongs to the next split.
 //
 // A split with Stream set is a whole input that cannot be sized or seeked
 // (standard input, a pipe, a FIFO or a character device): it is read once,
-// from its start to its end, without seeking; Start and End are 0.
+// from its start to its end, without seeking; Start and End are 0. It
+// cannot be resumed: a stream split that a reader had started is refused
+// after a restore.
 type Split struct {
 	Path       string
 	Start, End int64
 	Stream     bool
+	// Started is set once a reader began reading the split; Offset and
+	// Lines are then its position. A split not started is read from the
+	// first line that starts at or after Start.
+	Started bool
+	// Offset is the offset in the file of the next unread line (for a
+	// stream, 0).
+	Offset int64
+	// Lines counts the lines of the split read before Offset; for a split
+	// that starts at 0 (every split of a LineSource), the number of the last
+	// line read.
+	Lines int64
 }
 
 // TextSource reads the lines of an input without their line endings (\n or
@@ -39,8 +55,13 @@ type Split struct {
 //   - anything else that is not a directory (a FIFO, a character device such
 //     as /dev/stdin): read as one split, streaming to its end, never seeked.
 //
-// Splits j are read by subtask j mod parallelism, so an input read as one
-// split is read by one subtask only.
+// The enumerator lists the input when the source first starts and hands
+// the splits out in order, one to each reader that asks (a reader asks
+// when it has none left), so an input read as one split is read by one
+// subtask only. A checkpoint holds each reader's splits with the offset of
+// the next unread line, and the splits not handed out yet: a restored job,
+// at any parallelism, reads every line exactly once. Files must not change
+// while they are read or between a checkpoint and a restore from it.
 type TextSource struct {
 	Path string
 	// SplitSize is the largest split in bytes (0: chosen from the input size
@@ -60,9 +81,21 @@ func (s TextSource) Splits(parallelism int) ([]Split, error) {
 	return splitInput(s.Path, size, parallelism)
 }
 
-// NewReader implements the source contract.
-func (s TextSource) NewReader() operator.SourceReader[string] {
-	return &textReader{lines: lineReader{stdin: s.Stdin}, src: s}
+// Boundedness implements source.Source: the input ends (a stream when its
+// writer closes it).
+func (s TextSource) Boundedness() source.Boundedness { return source.Bounded }
+
+// SplitCodec implements source.Source.
+func (s TextSource) SplitCodec() codec.Codec[Split] { return splitCodec{} }
+
+// CreateEnumerator implements source.Source.
+func (s TextSource) CreateEnumerator(ctx source.EnumeratorContext[Split], restored []byte) (source.Enumerator[Split], error) {
+	return newEnumerator(ctx, restored, func() ([]Split, error) { return s.Splits(ctx.Parallelism()) })
+}
+
+// CreateReader implements source.Source.
+func (s TextSource) CreateReader(ctx source.ReaderContext) (source.Reader[string, Split], error) {
+	return &textReader{lines: newLineReader(ctx, s.Stdin)}, nil
 }
 
 // Line is one line of a LineSource's input.
@@ -87,7 +120,9 @@ var ErrLineTooLong = errors.New("line longer than 64 MiB (the file source's limi
 // LineSource reads the same inputs as TextSource, but emits every line with
 // the file it came from and its number in that file, for messages that point
 // at bad input. Its splits are whole files, so line numbers are exact: a file
-// is read by one subtask, at parallelism 1 all files in name order.
+// is read by one subtask, at parallelism 1 all files in name order. A
+// checkpoint holds, with the offset of the next unread line, how many lines
+// of the file were read, so the numbers go on right after a restore.
 type LineSource struct {
 	Path string
 	// Stdin is what Path "-" reads (nil: os.Stdin).
@@ -97,10 +132,71 @@ type LineSource struct {
 // Splits lists the splits of the input, one per file, in name order.
 func (s LineSource) Splits() ([]Split, error) { return splitInput(s.Path, 0, 1) }
 
-// NewReader implements the source contract.
-func (s LineSource) NewReader() operator.SourceReader[Line] {
-	return &lineSourceReader{lines: lineReader{stdin: s.Stdin}, src: s}
+// Boundedness implements source.Source.
+func (s LineSource) Boundedness() source.Boundedness { return source.Bounded }
+
+// SplitCodec implements source.Source.
+func (s LineSource) SplitCodec() codec.Codec[Split] { return splitCodec{} }
+
+// CreateEnumerator implements source.Source.
+func (s LineSource) CreateEnumerator(ctx source.EnumeratorContext[Split], restored []byte) (source.Enumerator[Split], error) {
+	return newEnumerator(ctx, restored, s.Splits)
 }
+
+// CreateReader implements source.Source.
+func (s LineSource) CreateReader(ctx source.ReaderContext) (source.Reader[Line, Split], error) {
+	return &lineSourceReader{lines: newLineReader(ctx, s.Stdin)}, nil
+}
+
+// enumerator lists the input when the source first starts and hands a split
+// to each reader that asks, in order; a reader that asks when none are
+// left is told there will be no more. Its state is the splits not handed
+// out.
+type enumerator struct {
+	ctx      source.EnumeratorContext[Split]
+	list     func() ([]Split, error)
+	restored bool
+	left     []Split
+}
+
+func newEnumerator(ctx source.EnumeratorContext[Split], restored []byte, list func() ([]Split, error)) (*enumerator, error) {
+	e := &enumerator{ctx: ctx, list: list}
+	if restored != nil {
+		left, err := decodeSplitList(restored)
+		if err != nil {
+			return nil, fmt.Errorf("file source: restoring the split enumerator: %w", err)
+		}
+		e.left, e.restored = left, true
+	}
+	return e, nil
+}
+
+// Start lists the input, unless the enumerator was restored.
+func (e *enumerator) Start() error {
+	if e.restored {
+		return nil
+	}
+	all, err := e.list()
+	e.left = all
+	return err
+}
+
+func (e *enumerator) AddReader(int) error { return nil }
+
+func (e *enumerator) HandleSplitRequest(i int) error {
+	if len(e.left) == 0 {
+		e.ctx.NoMoreSplits(i)
+		return nil
+	}
+	sp := e.left[0]
+	e.left = e.left[1:]
+	e.ctx.Assign(i, sp)
+	return nil
+}
+
+func (e *enumerator) Snapshot(int64) ([]byte, error) { return encodeSplitList(e.left), nil }
+
+func (e *enumerator) Close() error { return nil }
 
 // input is one file of a source's input.
 type input struct {
@@ -191,68 +287,68 @@ func inputError(path string, err error) error {
 	return fmt.Errorf("file source: input %s: %w", path, err)
 }
 
-// textReader reads the splits j with j mod parallelism == subtask.
-type textReader struct {
-	src   TextSource
-	lines lineReader
-}
+// textReader emits the lines of its splits.
+type textReader struct{ lines lineReader }
 
-func (r *textReader) Open(ctx *operator.Context) error {
-	all, err := r.src.Splits(ctx.Parallelism)
-	if err != nil {
-		return err
+func (r *textReader) Start() error                         { return r.lines.err }
+func (r *textReader) AddSplits(splits []Split)             { r.lines.addSplits(splits) }
+func (r *textReader) NoMoreSplits()                        { r.lines.noMoreSplits() }
+func (r *textReader) Close() error                         { return r.lines.close() }
+func (r *textReader) NotifyCheckpointComplete(int64) error { return nil }
+
+func (r *textReader) SnapshotState(int64) ([]Split, error) { return r.lines.snapshot(), nil }
+
+func (r *textReader) PollNext(out source.Output[string]) (source.Status, <-chan struct{}, time.Duration, error) {
+	if r.lines.err != nil {
+		return 0, nil, 0, r.lines.err
 	}
-	r.lines.assign(all, ctx)
-	return nil
-}
-
-func (r *textReader) Poll(out operator.Input[string]) (operator.Status, <-chan struct{}, int64, error) {
 	for range 256 {
 		line, ok := r.lines.next()
 		if !ok {
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
-		out.ProcessElement(line, operator.NoTimestamp)
+		out.Collect(line)
 	}
-	return operator.MoreAvailable, nil, 0, nil
+	return source.MoreAvailable, nil, 0, nil
 }
 
-func (r *textReader) Close() error { return r.lines.close() }
+// lineSourceReader emits the lines of its splits with their file and number.
+type lineSourceReader struct{ lines lineReader }
 
-// lineSourceReader reads the files j with j mod parallelism == subtask.
-type lineSourceReader struct {
-	src   LineSource
-	lines lineReader
-}
+func (r *lineSourceReader) Start() error                         { return r.lines.err }
+func (r *lineSourceReader) AddSplits(splits []Split)             { r.lines.addSplits(splits) }
+func (r *lineSourceReader) NoMoreSplits()                        { r.lines.noMoreSplits() }
+func (r *lineSourceReader) Close() error                         { return r.lines.close() }
+func (r *lineSourceReader) NotifyCheckpointComplete(int64) error { return nil }
 
-func (r *lineSourceReader) Open(ctx *operator.Context) error {
-	all, err := r.src.Splits()
-	if err != nil {
-		return err
+func (r *lineSourceReader) SnapshotState(int64) ([]Split, error) { return r.lines.snapshot(), nil }
+
+func (r *lineSourceReader) PollNext(out source.Output[Line]) (source.Status, <-chan struct{}, time.Duration, error) {
+	if r.lines.err != nil {
+		return 0, nil, 0, r.lines.err
 	}
-	r.lines.assign(all, ctx)
-	return nil
-}
-
-func (r *lineSourceReader) Poll(out operator.Input[Line]) (operator.Status, <-chan struct{}, int64, error) {
 	for range 256 {
 		text, ok := r.lines.next()
 		if !ok {
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
-		out.ProcessElement(Line{Path: r.lines.name, Number: r.lines.number, Text: text}, operator.NoTimestamp)
+		out.Collect(Line{Path: r.lines.name, Number: r.lines.number, Text: text})
 	}
-	return operator.MoreAvailable, nil, 0, nil
+	return source.MoreAvailable, nil, 0, nil
 }
 
-func (r *lineSourceReader) Close() error { return r.lines.close() }
-
-// lineReader reads the lines of one subtask's splits, one at a time; it is
+// lineReader reads the lines of one reader's splits, one at a time; it is
 // the part TextSource and LineSource share.
 type lineReader struct {
+	ctx    source.ReaderContext
 	stdin  io.Reader // what "-" reads (nil: os.Stdin)
-	splits []Split   // not yet opened
+	splits []Split   // assigned or restored, not yet opened
 
+	requested bool          // a split was asked for and has not come
+	noMore    bool          // no more splits will come
+	wake      chan struct{} // signalled when splits come or no more will
+
+	cur    Split  // the split being read, as assigned
 	name   string // the file being read, as Line.Path shows it
 	start  int64  // the current split's first byte
 	number int64  // lines read from the current split so far
@@ -267,10 +363,15 @@ type lineReader struct {
 	batch []string // lines taken from s; batch[taken:] are not emitted yet
 	taken int
 
-	// What Poll returns when next has no line.
-	status operator.Status
+	// What PollNext returns when next has no line. err stays set: a
+	// reader that failed fails again.
+	status source.Status
 	wait   <-chan struct{}
 	err    error
+}
+
+func newLineReader(ctx source.ReaderContext, stdin io.Reader) lineReader {
+	return lineReader{ctx: ctx, stdin: stdin, wake: make(chan struct{}, 1)}
 }
 
 func (c *lineReader) fail(err error) (string, bool) {
@@ -278,17 +379,51 @@ func (c *lineReader) fail(err error) (string, bool) {
 	return "", false
 }
 
-// assign keeps the splits j with j mod parallelism == subtask.
-func (c *lineReader) assign(all []Split, ctx *operator.Context) {
-	for j, sp := range all {
-		if j%ctx.Parallelism == ctx.Subtask {
-			c.splits = append(c.splits, sp)
+// addSplits queues splits. A stream that a reader had started cannot be
+// read again: the reader fails.
+func (c *lineReader) addSplits(splits []Split) {
+	for _, sp := range splits {
+		if sp.Stream && sp.Started && c.err == nil {
+			c.err = notReplayable(sp)
 		}
 	}
+	c.splits = append(c.splits, splits...)
+	c.requested = false
+	signal(c.wake)
+}
+
+func (c *lineReader) noMoreSplits() {
+	c.noMore = true
+	signal(c.wake)
+}
+
+// notReplayable is the error of a restored stream split that was partly read.
+func notReplayable(sp Split) error {
+	what := sp.Path + " (a pipe, FIFO or device: a stream, not a file)"
+	if sp.Path == "-" {
+		what = "standard input (a stream, not a file)"
+	}
+	return fmt.Errorf("file source: cannot resume reading %s after a restore: it was being read when the checkpoint was taken (%d lines read), and a stream is not replayable; run the job again from its start, or save the input to a file and read that", what, sp.Lines)
+}
+
+// snapshot returns the reader's unfinished splits with their positions.
+func (c *lineReader) snapshot() []Split {
+	out := make([]Split, 0, len(c.splits)+1)
+	switch {
+	case c.f != nil && c.pos < c.end:
+		sp := c.cur
+		sp.Started, sp.Offset, sp.Lines = true, c.pos, c.number
+		out = append(out, sp)
+	case c.s != nil && !(c.taken == len(c.batch) && c.s.drained()):
+		sp := c.cur
+		sp.Started, sp.Offset, sp.Lines = true, 0, c.number
+		out = append(out, sp)
+	}
+	return append(out, c.splits...)
 }
 
 // next returns the next line. When ok is false there is none now, and
-// c.status, c.wait and c.err are what Poll returns.
+// c.status, c.wait and c.err are what PollNext returns.
 func (c *lineReader) next() (line string, ok bool) {
 	for {
 		switch {
@@ -330,11 +465,20 @@ func (c *lineReader) next() (line string, ok bool) {
 				c.s = nil
 				continue
 			}
-			c.status, c.wait, c.err = operator.NothingAvailable, c.s.ready, nil
+			c.status, c.wait, c.err = source.NothingAvailable, c.s.ready, nil
 			return "", false
 		}
 		if len(c.splits) == 0 {
-			c.status, c.wait, c.err = operator.EndOfInput, nil, nil
+			switch {
+			case c.noMore:
+				c.status, c.wait = source.EndOfInput, nil
+			case !c.requested:
+				c.requested = true
+				c.ctx.RequestSplit()
+				fallthrough
+			default:
+				c.status, c.wait = source.NothingAvailable, c.wake
+			}
 			return "", false
 		}
 		sp := c.splits[0]
@@ -345,11 +489,14 @@ func (c *lineReader) next() (line string, ok bool) {
 	}
 }
 
-// open starts reading a split: a streamed one on its own goroutine, else
-// positioned at the first line that starts in the split.
+// open starts reading a split: a streamed one on its own goroutine; else
+// at its position if it was started, or at the first line that starts in it.
 func (c *lineReader) open(sp Split) error {
-	c.name, c.start, c.number = sp.Path, sp.Start, 0
+	c.cur, c.name, c.start, c.number = sp, sp.Path, sp.Start, 0
 	if sp.Stream {
+		if sp.Started {
+			return notReplayable(sp)
+		}
 		var in io.Reader
 		if sp.Path == "-" {
 			c.name, in = StdinName, c.stdin
@@ -365,10 +512,16 @@ func (c *lineReader) open(sp Split) error {
 		return inputError(sp.Path, err)
 	}
 	c.f, c.end = f, sp.End
-	c.pos = sp.Start
-	if sp.Start > 0 {
+	skip := sp.Start > 0 && !sp.Started
+	switch {
+	case sp.Started:
+		// Resumed at a line boundary.
+		c.pos, c.number = sp.Offset, sp.Lines
+	case skip:
 		// The line that contains byte Start-1 belongs to the previous split.
 		c.pos = sp.Start - 1
+	default:
+		c.pos = sp.Start
 	}
 	if _, err := f.Seek(c.pos, io.SeekStart); err != nil {
 		return fmt.Errorf("file source: %s: %w", sp.Path, err)
@@ -378,7 +531,7 @@ func (c *lineReader) open(sp Split) error {
 	} else {
 		c.r.Reset(f)
 	}
-	if sp.Start > 0 {
+	if skip {
 		skipped, err := c.r.ReadSlice('\n')
 		for errors.Is(err, bufio.ErrBufferFull) {
 			c.pos += int64(len(skipped))

@@ -14,60 +14,91 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/connector/file"
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/connector/internal/sourcetest"
 	"github.com/weirhq/weir/internal/testseed"
+	"github.com/weirhq/weir/source"
 )
 
 func seed(t *testing.T) uint64 { t.Helper(); return testseed.New(t) }
 
-// readAll runs every subtask's reader of the source and returns all lines.
+// readAll runs the source at parallelism p to the end of its input and
+// returns all lines.
 func readAll(t *testing.T, src file.TextSource, p int) []string {
+	t.Helper()
 	var all []string
-	for i := range p {
-		all = append(all, readSubtask[string](t, src.NewReader(), i, p)...)
+	for _, part := range readSubtasks[string](t, src, p) {
+		all = append(all, part...)
 	}
 	return all
 }
 
-// readSubtask runs the reader of subtask i of p to the end of its input,
-// waiting as a task would when the reader has nothing yet.
-func readSubtask[T any](t *testing.T, r operator.SourceReader[T], i, p int) []T {
+// readSubtasks runs the source at parallelism p to the end of its input,
+// waiting as a task would when a reader has nothing yet, and returns what
+// each subtask read.
+func readSubtasks[T any](t *testing.T, src source.Source[T, file.Split], p int) [][]T {
 	t.Helper()
-	ctx := operator.NewContext(new(int), 0)
-	ctx.Subtask, ctx.Parallelism, ctx.Clock = i, p, clock.System{}
-	if err := r.Open(ctx); err != nil {
+	job, err := sourcetest.Start(src, p, clock.System{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	rec := &collector[T]{}
-	deadline := time.After(20 * time.Second)
+	defer job.Close()
+	if err := job.Run(rand.New(rand.NewPCG(uint64(p), 1)), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]T, p)
+	for i := range p {
+		out[i] = job.Reader(i).Out
+	}
+	return out
+}
+
+// openOne starts the source at parallelism 1 and returns its reader once
+// it holds its first split (pollUntil polls it).
+func openOne[T any](t *testing.T, src source.Source[T, file.Split]) *sourcetest.Job[T, file.Split] {
+	t.Helper()
+	job, err := sourcetest.Start(src, 1, clock.System{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { job.Close() })
+	if err := job.Deliver(); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// pollUntil polls the job's reader 0 until done says so, delivering events
+// and waiting as a task would; it fails after 10s.
+func pollUntil[T any](t *testing.T, job *sourcetest.Job[T, file.Split], what string, done func(source.Status) bool) {
+	t.Helper()
+	r := job.Reader(0)
+	deadline := time.After(10 * time.Second)
 	for {
-		st, wait, retry, err := r.Poll(rec)
+		st, wait, _, err := r.Poll()
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch st {
-		case operator.EndOfInput:
-			return rec.items
-		case operator.NothingAvailable:
-			var retryC <-chan time.Time
+		if done(st) {
+			return
+		}
+		if job.Pending() {
+			if err := job.Deliver(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if st == source.NothingAvailable {
 			if wait == nil {
-				retryC = time.After(time.Duration(max(retry, 1)) * time.Millisecond)
+				t.Fatal("NothingAvailable without a channel to wait on")
 			}
 			select {
 			case <-wait:
-			case <-retryC:
 			case <-deadline:
-				t.Fatalf("subtask %d of %d: no end of input after 20s (%d records so far)", i, p, len(rec.items))
+				t.Fatalf("no %s after 10s; %d records", what, len(r.Out))
 			}
 		}
 	}
 }
-
-type collector[T any] struct{ items []T }
-
-func (c *collector[T]) ProcessElement(v T, _ int64) { c.items = append(c.items, v) }
-func (c *collector[T]) ProcessWatermark(int64)      {}
 
 // Every line is read exactly once whatever the split size and parallelism,
 // including lines that cross split boundaries and lines longer than a split.
@@ -136,8 +167,8 @@ func randomText(rng *rand.Rand, n int) ([]string, string) {
 	return lines, b.String()
 }
 
-// Path "-" reads standard input (here injected) as one split, by subtask 0
-// only, in order, to its end; more than the stream holds at once.
+// Path "-" reads standard input (here injected) as one split, by one
+// subtask only, in order, to its end; more than the stream holds at once.
 func TestStdinIsReadAsOneStream(t *testing.T) {
 	rng := testseed.Rand(t, 5)
 	want, text := randomText(rng, 20_000+rng.IntN(5000))
@@ -147,14 +178,18 @@ func TestStdinIsReadAsOneStream(t *testing.T) {
 		if err != nil || len(splits) != 1 || !splits[0].Stream {
 			t.Fatalf("parallelism %d: splits %v, %v; want one streamed split", p, splits, err)
 		}
-		for i := range p {
-			got := readSubtask[string](t, src.NewReader(), i, p)
-			if i == 0 && !slices.Equal(got, want) {
-				t.Fatalf("parallelism %d: %d lines, want %d, in order", p, len(got), len(want))
+		readers := 0
+		for i, got := range readSubtasks[string](t, src, p) {
+			if len(got) == 0 {
+				continue
 			}
-			if i > 0 && len(got) > 0 {
-				t.Fatalf("parallelism %d: subtask %d read %d lines of standard input", p, i, len(got))
+			readers++
+			if !slices.Equal(got, want) {
+				t.Fatalf("parallelism %d: subtask %d read %d lines, want %d, in order", p, i, len(got), len(want))
 			}
+		}
+		if readers != 1 {
+			t.Fatalf("parallelism %d: %d subtasks read standard input", p, readers)
 		}
 	}
 }
@@ -164,54 +199,26 @@ func TestStdinIsReadAsOneStream(t *testing.T) {
 // end of input only when the writer closes.
 func TestStdinStreamsAsLinesArrive(t *testing.T) {
 	pr, pw := io.Pipe()
-	r := file.LineSource{Path: "-", Stdin: pr}.NewReader()
-	ctx := operator.NewContext(new(int), 0)
-	ctx.Subtask, ctx.Parallelism, ctx.Clock = 0, 1, clock.System{}
-	if err := r.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	rec := &collector[file.Line]{}
-	// poll polls until done says so, waiting as a task would.
-	poll := func(what string, done func(operator.Status) bool) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			st, wait, _, err := r.Poll(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if done(st) {
-				return
-			}
-			if st == operator.NothingAvailable {
-				if wait == nil {
-					t.Fatal("NothingAvailable without a channel to wait on")
-				}
-				select {
-				case <-wait:
-				case <-deadline:
-					t.Fatalf("no %s after 10s; %d lines", what, len(rec.items))
-				}
-			}
-		}
-	}
-	if st, _, _, _ := r.Poll(rec); st != operator.NothingAvailable || len(rec.items) != 0 {
-		t.Fatalf("before any input: status %v with %d lines, want NothingAvailable", st, len(rec.items))
+	job := openOne[file.Line](t, file.LineSource{Path: "-", Stdin: pr})
+	rec := job.Reader(0)
+	// The reader asks for its split, gets it, and opens the stream.
+	pollUntil(t, job, "split", func(st source.Status) bool { return !job.Pending() && st == source.NothingAvailable })
+	if st, _, _, _ := rec.Poll(); st != source.NothingAvailable || len(rec.Out) != 0 {
+		t.Fatalf("before any input: status %v with %d lines, want NothingAvailable", st, len(rec.Out))
 	}
 	go fmt.Fprint(pw, "first\nsecond\n")
-	poll("first two lines", func(operator.Status) bool { return len(rec.items) == 2 })
-	if st, _, _, _ := r.Poll(rec); st != operator.NothingAvailable {
+	pollUntil(t, job, "first two lines", func(source.Status) bool { return len(rec.Out) == 2 })
+	if st, _, _, _ := rec.Poll(); st != source.NothingAvailable {
 		t.Fatalf("with the writer still open: status %v, want NothingAvailable", st)
 	}
 	go func() {
 		fmt.Fprint(pw, "third")
 		pw.Close()
 	}()
-	poll("end of input", func(st operator.Status) bool { return st == operator.EndOfInput })
+	pollUntil(t, job, "end of input", func(st source.Status) bool { return st == source.EndOfInput })
 	want := []file.Line{{"stdin", 1, "first"}, {"stdin", 2, "second"}, {"stdin", 3, "third"}}
-	if !slices.Equal(rec.items, want) {
-		t.Fatalf("got %v, want %v", rec.items, want)
+	if !slices.Equal(rec.Out, want) {
+		t.Fatalf("got %v, want %v", rec.Out, want)
 	}
 }
 
@@ -245,14 +252,13 @@ func TestLineSourceNumbersLinesPerFile(t *testing.T) {
 	}
 	slices.SortFunc(want, byPath)
 
-	got := readSubtask[file.Line](t, file.LineSource{Path: dir}.NewReader(), 0, 1)
+	got := readSubtasks[file.Line](t, file.LineSource{Path: dir}, 1)[0]
 	if !slices.EqualFunc(got, want, func(a, b file.Line) bool { return a == b }) {
 		t.Fatalf("parallelism 1: %d lines, want %d in file name order", len(got), len(want))
 	}
 	for _, p := range []int{2, 3} {
 		var all []file.Line
-		for i := range p {
-			part := readSubtask[file.Line](t, file.LineSource{Path: dir}.NewReader(), i, p)
+		for i, part := range readSubtasks[file.Line](t, file.LineSource{Path: dir}, p) {
 			// Each file this subtask read, it read whole and in order.
 			for j := 1; j < len(part); j++ {
 				if part[j].Path == part[j-1].Path && part[j].Number != part[j-1].Number+1 {
@@ -269,11 +275,11 @@ func TestLineSourceNumbersLinesPerFile(t *testing.T) {
 
 	// One file, and standard input.
 	path := filepath.Join(dir, "a.jsonl")
-	got = readSubtask[file.Line](t, file.LineSource{Path: path}.NewReader(), 0, 1)
+	got = readSubtasks[file.Line](t, file.LineSource{Path: path}, 1)[0]
 	if len(got) == 0 || got[0].Path != path || got[0].Number != 1 {
 		t.Fatalf("file %s: first line %v", path, got[:min(len(got), 1)])
 	}
-	got = readSubtask[file.Line](t, file.LineSource{Path: "-", Stdin: strings.NewReader("x\n\ny")}.NewReader(), 0, 1)
+	got = readSubtasks[file.Line](t, file.LineSource{Path: "-", Stdin: strings.NewReader("x\n\ny")}, 1)[0]
 	if want := []file.Line{{"stdin", 1, "x"}, {"stdin", 2, ""}, {"stdin", 3, "y"}}; !slices.Equal(got, want) {
 		t.Fatalf("stdin: got %v, want %v", got, want)
 	}
@@ -288,8 +294,8 @@ func TestDeviceIsOneStreamedSplit(t *testing.T) {
 	if err != nil || len(splits) != 1 || splits[0] != (file.Split{Path: os.DevNull, Stream: true}) {
 		t.Fatalf("splits of %s: %v, %v; want one streamed split", os.DevNull, splits, err)
 	}
-	for i := range 2 {
-		if got := readSubtask[string](t, file.TextSource{Path: os.DevNull}.NewReader(), i, 2); len(got) != 0 {
+	for i, got := range readSubtasks[string](t, file.TextSource{Path: os.DevNull}, 2) {
+		if len(got) != 0 {
 			t.Fatalf("subtask %d read %q", i, got)
 		}
 	}
@@ -297,10 +303,7 @@ func TestDeviceIsOneStreamedSplit(t *testing.T) {
 
 func TestMissingInputIsNamed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.txt")
-	r := file.TextSource{Path: path}.NewReader()
-	ctx := operator.NewContext(new(int), 0)
-	ctx.Parallelism = 1
-	err := r.Open(ctx)
+	_, err := sourcetest.Start[string](file.TextSource{Path: path}, 1, nil)
 	if err == nil || err.Error() != "file source: input "+path+" does not exist" {
 		t.Fatalf("got %v", err)
 	}
@@ -316,28 +319,28 @@ func TestLineTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []file.TextSource{{Path: path}, {Path: "-", Stdin: strings.NewReader("ok\n" + long + "\n")}} {
-		r := src.NewReader()
-		ctx := operator.NewContext(new(int), 0)
-		ctx.Parallelism, ctx.Clock = 1, clock.System{}
-		if err := r.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
-		rec := &collector[string]{}
+		job := openOne[string](t, src)
+		r := job.Reader(0)
 		var err error
 		deadline := time.Now().Add(20 * time.Second)
 		for err == nil && time.Now().Before(deadline) {
-			var st operator.Status
-			st, _, _, err = r.Poll(rec)
-			if st == operator.EndOfInput {
+			var st source.Status
+			st, _, _, err = r.Poll()
+			if st == source.EndOfInput {
 				break
 			}
+			job.Deliver()
 		}
-		r.Close()
+		_, _, _, again := r.Poll()
+		job.Close()
+		if again == nil {
+			t.Errorf("%s: the reader went on after its error", src.Path)
+		}
 		if !errors.Is(err, file.ErrLineTooLong) || !strings.Contains(err.Error(), src.Path) && src.Path != "-" {
-			t.Errorf("%s: got %v after %d lines, want ErrLineTooLong naming the file", src.Path, err, len(rec.items))
+			t.Errorf("%s: got %v after %d lines, want ErrLineTooLong naming the file", src.Path, err, len(r.Out))
 		}
-		if len(rec.items) != 1 {
-			t.Errorf("%s: %d lines before the error, want 1 (%.20q)", src.Path, len(rec.items), rec.items)
+		if len(r.Out) != 1 {
+			t.Errorf("%s: %d lines before the error, want 1 (%.20q)", src.Path, len(r.Out), r.Out)
 		}
 	}
 }

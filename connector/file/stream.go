@@ -157,6 +157,14 @@ func (s *stream) take(spare []string) (lines []string, done bool, err error) {
 	return lines, done, err
 }
 
+// drained reports whether the input ended without an error and the task
+// took every line.
+func (s *stream) drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished && s.err == nil && len(s.lines) == 0
+}
+
 // closeWait bounds how long close waits for a read or an open it tried to
 // interrupt; after that the goroutine is left to end by itself.
 const closeWait = 5 * time.Second

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/taskmanager"
 )
@@ -97,6 +98,24 @@ func Start(cfg Config) (*Local, error) {
 		cfg.Logger.Info("REST API listening", "address", "http://"+addr)
 	}
 	return c, nil
+}
+
+// RegisterJob makes a job known to every TaskManager before it is submitted.
+func (c *Local) RegisterJob(j *taskmanager.Job) {
+	for _, tm := range c.tms {
+		tm.RegisterJob(j)
+	}
+}
+
+// TaskError returns the Go error a failed execution returned, when it ran
+// in this process (nil otherwise).
+func (c *Local) TaskError(e protocol.ExecutionID) error {
+	for _, tm := range c.tms {
+		if err := tm.TaskError(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RESTAddr is the address the REST API listens on, or "".

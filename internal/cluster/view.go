@@ -6,7 +6,6 @@ import (
 
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/rest"
-	"github.com/weirhq/weir/internal/task"
 )
 
 // view presents the JobManager's state in the REST API's shapes.
@@ -108,15 +107,18 @@ func (v *view) Exceptions(id string) (rest.JobExceptions, bool) {
 	if f := info.Failure; f != nil {
 		ex.RootException = f.Err.Error()
 		ex.Timestamp = f.Time.UnixMilli()
+	}
+	// Newest first, as Flink lists them; restarts leave one entry each.
+	for k := len(info.Exceptions) - 1; k >= 0; k-- {
+		f := info.Exceptions[k]
 		ex.AllExceptions = append(ex.AllExceptions, rest.TaskException{Exception: f.Err.Error(), Task: f.TaskName, Timestamp: f.Time.UnixMilli()})
 		trace, name := f.Err.Error(), "error"
-		var te *task.Error
-		if errors.As(f.Err, &te) {
+		if f.TaskName != "" {
 			name = "operator failure"
-			if te.Stack != "" { // a panic: show where it came from, as Flink shows stack traces
-				trace += "\n\n" + te.Stack
-				name = "panic"
-			}
+		}
+		if f.Stack != "" { // a panic: show where it came from, as Flink shows stack traces
+			trace += "\n\n" + f.Stack
+			name = "panic"
 		}
 		ex.ExceptionHistory.Entries = append(ex.ExceptionHistory.Entries, rest.ExceptionEntry{
 			ExceptionName: name, Stacktrace: trace, Timestamp: f.Time.UnixMilli(), TaskName: f.TaskName,

@@ -69,8 +69,9 @@ type Node struct {
 	// TypeName is the Go type of the node's output ("" for sinks).
 	TypeName string
 	// Factory (an operator.Factory) and OutType (an operator.StreamType) are
-	// opaque here.
-	Factory, OutType any
+	// opaque here; so is Coordinator (an operator.CoordinatorFactory, for
+	// operators with a part on the JobManager, as a source's enumerator).
+	Factory, OutType, Coordinator any
 	// Validate, if set, checks the operator's configuration at its final
 	// parallelism before the job is deployed (a sink's output path, say), so
 	// a mistake fails the job before any work.

@@ -4,25 +4,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/weirhq/weir/internal/rest"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/checkpoint/coordinator"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/restart"
 )
 
 // ErrJobNotFound is returned for an unknown job ID.
 var ErrJobNotFound = errors.New("job not found")
 
-// JobManager schedules jobs onto the slots of its TaskManagers.
+// ExecutionID names one attempt of one subtask of one vertex of a job.
+type ExecutionID = protocol.ExecutionID
+
+// NetworkConfig sizes a job's network buffers, for the memory check.
+type NetworkConfig struct {
+	BufferSize, BuffersPerChannel, FloatingBuffers int
+}
+
+// PoolBounds returns the fewest and the most buffers of a result partition
+// with n subpartitions (see taskmanager.Job.PoolBounds).
+func (c NetworkConfig) PoolBounds(n int) (fewest, most int) {
+	return n, n*c.BuffersPerChannel + c.FloatingBuffers
+}
+
+// CheckpointSpec is a job's checkpointing.
+type CheckpointSpec struct {
+	Settings coordinator.Settings
+	// Store is where the job's checkpoints go (the job's directory is its ID).
+	Store *storage.Store
+}
+
+// JobSpec is a submitted job.
+type JobSpec struct {
+	ID, Name string
+	Graph    *graph.JobGraph
+	Network  NetworkConfig
+	// Checkpoints is nil when the job takes none.
+	Checkpoints *CheckpointSpec
+	// Restart is the restart strategy (with defaults applied).
+	Restart restart.Config
+	// Restore, if set, is the checkpoint the job starts from, read from
+	// RestoreStore.
+	Restore      *storage.Metadata
+	RestoreStore *storage.Store
+	Clock        clock.Clock
+}
+
+// JobManager schedules jobs onto the slots of its TaskManagers, restarts
+// them after failures and drives their checkpoints.
 type JobManager struct {
 	logger *slog.Logger
 
-	mu   sync.Mutex // guards everything below
-	tms  []TaskManagerGateway
+	mu   sync.Mutex // guards everything below and every job's fields
+	tms  []protocol.TaskManagerGateway
 	free []int // free slots per TaskManager, parallel to tms
 	jobs map[string]*job
 	ids  []string // submission order
@@ -30,26 +74,43 @@ type JobManager struct {
 
 // job is the JobManager's record of one job.
 type job struct {
-	spec  *JobSpec
-	state *jobState
-	execs []ExecutionID
-	index map[ExecutionID]int
-	tmOf  []TaskManagerGateway
+	spec    *JobSpec
+	state   *jobState
+	attempt int
+	execs   []ExecutionID  // of the current attempt
+	index   map[[2]int]int // (vertex, subtask) -> execution index
+	tmOf    []protocol.TaskManagerGateway
+	slots   map[int]int // TaskManager index -> slots held
+	slotTM  []int       // slot -> TaskManager index
+	times   map[rest.JobState]time.Time
+	started time.Time
+	ended   time.Time
+	failure *Failure
+	// exceptions are every failure, oldest first (bounded).
+	exceptions []Failure
+	done       chan struct{}
 	// deployed[i] is set before execution i is submitted; executions not
 	// deployed are never sent a cancel (the deploy loop reports them).
 	deployed []bool
-	slots    map[int]int // TaskManager index -> slots held
-	times    map[rest.JobState]time.Time
-	started  time.Time
-	ended    time.Time
-	failure  *Failure
-	done     chan struct{}
+	strategy restart.Strategy
+	// restartDelay is the strategy's delay for the pending restart.
+	restartDelay time.Duration
+	restarts     int
+	// coords are the operator coordinators (source enumerators), by operator ID.
+	coords map[string]*opCoordinator
+	cp     *checkpoints // nil without checkpointing
+	// restore is what the current attempt restored from (nil: fresh start).
+	restore *storage.Metadata
+	// restoreStore is the store restore's handles are in.
+	restoreStore *storage.Store
 }
 
-// Failure is the root cause of a failed job.
+// Failure is one failure of a job.
 type Failure struct {
 	Err      error
-	TaskName string // "" when not caused by a task
+	TaskName string       // "" when not caused by a task
+	Exec     *ExecutionID // the failed execution, if a task failed
+	Stack    string
 	Time     time.Time
 }
 
@@ -62,20 +123,24 @@ func New(logger *slog.Logger) *JobManager {
 }
 
 // RegisterTaskManager adds a TaskManager and its slots.
-func (jm *JobManager) RegisterTaskManager(tm TaskManagerGateway) {
+func (jm *JobManager) RegisterTaskManager(tm protocol.TaskManagerGateway) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	jm.tms = append(jm.tms, tm)
 	jm.free = append(jm.free, tm.NumSlots())
 }
 
-// Submit schedules a job and deploys its tasks. Slot sharing puts subtask i
-// of every vertex into the job's i-th slot, so a job needs as many slots as
-// its largest parallelism.
+// Submit schedules a job and starts deploying its tasks. Slot sharing puts
+// subtask i of every vertex into the job's i-th slot, so a job needs as
+// many slots as its largest parallelism. It returns once the job is
+// accepted; deployment goes on in the background.
 func (jm *JobManager) Submit(spec *JobSpec) error {
+	if spec.Clock == nil {
+		spec.Clock = clock.System{}
+	}
 	jm.mu.Lock()
+	defer jm.mu.Unlock()
 	if _, dup := jm.jobs[spec.ID]; dup {
-		jm.mu.Unlock()
 		return fmt.Errorf("jobmanager: job %s was already submitted", spec.ID)
 	}
 	g := spec.Graph
@@ -83,84 +148,99 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 	for _, v := range g.Vertices {
 		need = max(need, v.Parallelism)
 	}
-	j := &job{spec: spec, index: map[ExecutionID]int{}, slots: map[int]int{},
-		times: map[rest.JobState]time.Time{rest.JobCreated: time.Now()}, started: time.Now(), done: make(chan struct{})}
+	now := spec.Clock.Now()
+	j := &job{spec: spec, index: map[[2]int]int{}, slots: map[int]int{},
+		times: map[rest.JobState]time.Time{rest.JobCreated: now}, started: now, done: make(chan struct{}),
+		strategy: restart.New(spec.Restart, rand.Float64), restore: spec.Restore, restoreStore: spec.RestoreStore}
 	for vi, v := range g.Vertices {
 		for s := range v.Parallelism {
-			e := ExecutionID{Job: spec.ID, Vertex: vi, Subtask: s}
-			j.index[e] = len(j.execs)
-			j.execs = append(j.execs, e)
+			j.index[[2]int{vi, s}] = len(j.execs)
+			j.execs = append(j.execs, ExecutionID{Job: spec.ID, Vertex: vi, Subtask: s})
 		}
 	}
 	j.state = newJobState(len(j.execs))
-	j.tmOf = make([]TaskManagerGateway, len(j.execs))
+	j.tmOf = make([]protocol.TaskManagerGateway, len(j.execs))
 	jm.jobs[spec.ID] = j
 	jm.ids = append(jm.ids, spec.ID)
 
 	// Allocate shared slots: slot s lives on TaskManager slotTM[s].
-	slotTM := make([]int, 0, need)
 	total := 0
 	for ti := range jm.tms {
 		total += jm.free[ti]
 		for range jm.free[ti] {
-			if len(slotTM) < need {
-				slotTM = append(slotTM, ti)
+			if len(j.slotTM) < need {
+				j.slotTM = append(j.slotTM, ti)
 			}
 		}
 	}
-	if len(slotTM) < need {
+	if len(j.slotTM) < need {
 		err := fmt.Errorf("not enough task slots: the job needs %d (its largest parallelism), the cluster has %d free", need, total)
 		jm.failLocked(j, err)
-		jm.mu.Unlock()
 		return err
 	}
-	if err := jm.checkNetworkMemory(spec, slotTM); err != nil {
+	if err := jm.checkNetworkMemory(spec, j.slotTM); err != nil {
 		jm.failLocked(j, err)
-		jm.mu.Unlock()
 		return err
 	}
-	for _, ti := range slotTM {
+	plan, err := jm.planRestore(j)
+	if err == nil {
+		err = jm.startCoordinators(j)
+	}
+	if err == nil && spec.Checkpoints != nil {
+		err = jm.startCheckpoints(j)
+	}
+	if err != nil {
+		jm.failLocked(j, err)
+		return err
+	}
+	for _, ti := range j.slotTM {
 		jm.free[ti]--
 		j.slots[ti]++
 	}
-	var deps []Deployment
+	j.state.start()
+	j.times[rest.JobRunning] = spec.Clock.Now()
+	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(j.execs))
+	jm.deployLocked(j, plan)
+	return nil
+}
+
+// deployLocked submits the current attempt's executions, in the background.
+func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRestore) {
+	deps := make([]protocol.Deployment, len(j.execs))
 	for i, e := range j.execs {
-		tm := jm.tms[slotTM[e.Subtask]]
-		j.tmOf[i] = tm
+		j.tmOf[i] = jm.tms[j.slotTM[e.Subtask]]
 		j.state.tasks[i] = rest.TaskDeploying
-		deps = append(deps, Deployment{Exec: e, Job: spec, Slot: e.Subtask})
+		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, Restore: plan[e]}
 	}
 	j.deployed = make([]bool, len(deps))
-	j.state.start()
-	j.times[rest.JobRunning] = time.Now()
-	jm.mu.Unlock()
-
-	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(deps))
-	go jm.deploy(j, deps)
-	return nil
+	go jm.deploy(j, j.attempt, deps)
 }
 
 // deploy submits a job's executions one by one. It stops as soon as the job
 // is canceled or fails (a task failed, or a deployment did), and reports the
 // executions it did not deploy as canceled, so a cancel takes effect at once
 // even while thousands of tasks are being deployed.
-func (jm *JobManager) deploy(j *job, deps []Deployment) {
+func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
 	for i, d := range deps {
 		jm.mu.Lock()
+		if j.attempt != attempt {
+			jm.mu.Unlock()
+			return
+		}
 		if j.state.status != rest.JobRunning {
 			for k := i; k < len(deps); k++ {
-				j.state.update(k, rest.TaskCanceled, nil)
+				j.state.update(k, rest.TaskCanceled, nil, false)
 			}
-			if j.state.status.Terminal() {
-				jm.finishLocked(j)
-			}
+			jm.afterUpdateLocked(j)
 			jm.mu.Unlock()
 			return
 		}
 		j.deployed[i] = true
+		tm := j.tmOf[i]
 		jm.mu.Unlock()
-		if err := j.tmOf[i].SubmitTask(d); err != nil {
-			jm.UpdateTaskState(d.Exec, rest.TaskFailed, fmt.Errorf("deploying %s: %w", d.Exec, err))
+		if err := tm.SubmitTask(d); err != nil {
+			jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskFailed,
+				Failure: &protocol.Failure{Message: fmt.Sprintf("deploying %s: %v", d.Exec, err)}})
 		}
 	}
 }
@@ -169,7 +249,7 @@ func (jm *JobManager) deploy(j *job, deps []Deployment) {
 // not fit the network memory of the TaskManagers it is placed on, before
 // anything is deployed, with a message that says what to change.
 func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) error {
-	need, channels := networkNeeds(spec.Graph, spec.Config, slotTM, len(jm.tms))
+	need, channels := networkNeeds(spec.Graph, spec.Network, slotTM, len(jm.tms))
 	for ti, n := range need {
 		capacity, free := jm.tms[ti].NetworkMemory()
 		if n <= free {
@@ -181,7 +261,7 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) error {
 		}
 		return fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
 			"raise taskmanager.memory.network.max (weir.Config.NetworkMemory, weir run --network-memory), lower the parallelism, or use smaller network buffers (--buffer-size)",
-			network.FormatBytes(n), jm.tms[ti].ID(), network.FormatBytes(int64(spec.Config.BufferSize)), channels[ti], have)
+			network.FormatBytes(n), jm.tms[ti].ID(), network.FormatBytes(int64(spec.Network.BufferSize)), channels[ti], have)
 	}
 	return nil
 }
@@ -190,7 +270,7 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) error {
 // partitions of the subtasks placed on it need at least (slot s is on
 // TaskManager slotTM[s]; subtask s of every vertex runs in slot s), and their
 // number of output channels.
-func networkNeeds(g *graph.JobGraph, cfg RuntimeConfig, slotTM []int, tms int) (bytes []int64, channels []int64) {
+func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []int, tms int) (bytes []int64, channels []int64) {
 	bytes, channels = make([]int64, tms), make([]int64, tms)
 	for _, v := range g.Vertices {
 		for _, e := range v.Outputs {
@@ -205,43 +285,151 @@ func networkNeeds(g *graph.JobGraph, cfg RuntimeConfig, slotTM []int, tms int) (
 	return bytes, channels
 }
 
-// failLocked fails a job that could not be scheduled.
+// failLocked fails a job that could not be scheduled or restarted.
 func (jm *JobManager) failLocked(j *job, err error) {
-	j.failure = &Failure{Err: err, Time: time.Now()}
+	j.failure = &Failure{Err: err, Time: j.spec.Clock.Now()}
+	j.exceptions = append(j.exceptions, *j.failure)
 	for _, i := range j.state.fail(err) {
-		j.state.update(i, rest.TaskCanceled, nil) // nothing was deployed
+		if j.deployed == nil || !j.deployed[i] {
+			j.state.update(i, rest.TaskCanceled, nil, false) // nothing was deployed
+		}
 	}
-	jm.finishLocked(j)
+	jm.afterUpdateLocked(j)
 }
 
-// UpdateTaskState implements JobManagerGateway.
-func (jm *JobManager) UpdateTaskState(e ExecutionID, st rest.TaskState, err error) {
+// maxExceptions bounds a job's failure history.
+const maxExceptions = 64
+
+// UpdateTaskState implements protocol.JobManagerGateway.
+func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 	jm.mu.Lock()
-	j, ok := jm.jobs[e.Job]
+	defer jm.mu.Unlock()
+	j, i, ok := jm.execLocked(u.Exec)
 	if !ok {
-		jm.mu.Unlock()
 		return
 	}
-	i, ok := j.index[e]
-	if !ok {
-		jm.mu.Unlock()
-		return
+	now := j.spec.Clock.Now()
+	var err error
+	if u.Failure != nil {
+		err = u.Failure
 	}
-	wasFailing := j.state.status == rest.JobFailing
-	toCancel := j.state.update(i, st, err)
-	if st == rest.TaskFailed && !wasFailing && j.state.failedAt == i {
-		name := fmt.Sprintf("%s (%d/%d)", j.spec.Graph.Vertices[e.Vertex].Name, e.Subtask+1, j.spec.Graph.Vertices[e.Vertex].Parallelism)
-		j.failure = &Failure{Err: err, TaskName: name, Time: time.Now()}
-		jm.logger.Info("task failed; failing the job", "job", e.Job, "task", name, "err", err)
+	restartOK := false
+	if u.State == rest.TaskFailed && j.state.status == rest.JobRunning && !j.state.tasks[i].Terminal() {
+		name := j.taskName(u.Exec)
+		exec := u.Exec
+		f := Failure{Err: err, TaskName: name, Exec: &exec, Time: now}
+		if u.Failure != nil {
+			f.Stack = u.Failure.Stack
+		}
+		j.failure = &f
+		if len(j.exceptions) == maxExceptions {
+			j.exceptions = j.exceptions[1:]
+		}
+		j.exceptions = append(j.exceptions, f)
+		d := j.strategy.OnFailure(now.UnixMilli())
+		restartOK, j.restartDelay = d.Restart, d.Delay
+		if d.Restart {
+			jm.logger.Warn("task failed; restarting the job", "job", j.spec.ID, "task", name, "err", err, "delay", d.Delay, "strategy", d.Reason)
+		} else {
+			jm.logger.Info("task failed; failing the job", "job", j.spec.ID, "task", name, "err", err, "strategy", d.Reason)
+			if j.spec.Restart.Type != restart.None {
+				err = fmt.Errorf("%w (not restarted: %s)", err, d.Reason)
+				j.failure.Err = err
+			}
+		}
+	}
+	wasRunning := j.state.status == rest.JobRunning
+	toCancel := j.state.update(i, u.State, err, restartOK)
+	if wasRunning && j.state.status != rest.JobRunning && j.cp != nil {
+		jm.suspendCheckpointsLocked(j)
 	}
 	cancels := jm.cancelsLocked(j, toCancel)
-	if j.state.status.Terminal() {
-		jm.finishLocked(j)
-	}
-	jm.mu.Unlock()
+	jm.afterUpdateLocked(j)
 	for _, c := range cancels {
 		c()
 	}
+}
+
+// execLocked finds the job and execution index of an execution of the
+// current attempt; messages from earlier attempts are dropped.
+func (jm *JobManager) execLocked(e ExecutionID) (*job, int, bool) {
+	j, ok := jm.jobs[e.Job]
+	if !ok || e.Attempt != j.attempt {
+		return nil, 0, false
+	}
+	i, ok := j.index[[2]int{e.Vertex, e.Subtask}]
+	return j, i, ok
+}
+
+func (j *job) taskName(e ExecutionID) string {
+	v := j.spec.Graph.Vertices[e.Vertex]
+	return fmt.Sprintf("%s (%d/%d)", v.Name, e.Subtask+1, v.Parallelism)
+}
+
+// afterUpdateLocked reacts to the job state: a finished restart cycle
+// schedules the next attempt; a terminal job is recorded as ended.
+func (jm *JobManager) afterUpdateLocked(j *job) {
+	if j.state.readyToRestart() {
+		attempt, delay := j.attempt, j.restartDelay
+		j.restartDelay = -1 // scheduled
+		if delay >= 0 {
+			tm := j.spec.Clock.NewTimer(delay)
+			go func() {
+				select {
+				case <-tm.C():
+				case <-j.done:
+					tm.Stop()
+					return
+				}
+				jm.restart(j, attempt)
+			}()
+		}
+	}
+	if j.state.status.Terminal() {
+		jm.finishLocked(j)
+	}
+}
+
+// restart deploys the next attempt of a restarting job from its latest
+// completed checkpoint (or from the beginning without one).
+func (jm *JobManager) restart(j *job, attempt int) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	if j.attempt != attempt || !j.state.readyToRestart() {
+		return
+	}
+	if j.cp != nil {
+		if m := j.cp.latest; m != nil {
+			j.restore, j.restoreStore = m, j.spec.Checkpoints.Store
+		}
+	}
+	for _, tm := range jm.tms {
+		tm.ReleaseJob(j.spec.ID)
+	}
+	j.attempt++
+	j.restarts++
+	for i := range j.execs {
+		j.execs[i].Attempt = j.attempt
+	}
+	plan, err := jm.planRestore(j)
+	if err == nil {
+		err = jm.startCoordinators(j)
+	}
+	if err != nil {
+		jm.failLocked(j, fmt.Errorf("restarting the job: %w", err))
+		return
+	}
+	j.state.restart()
+	j.times[rest.JobRunning] = j.spec.Clock.Now()
+	if j.cp != nil {
+		jm.resumeCheckpointsLocked(j)
+	}
+	from := "the beginning"
+	if j.restore != nil {
+		from = fmt.Sprintf("checkpoint %d", j.restore.CheckpointID)
+	}
+	jm.logger.Warn("job restarted", "job", j.spec.ID, "attempt", j.attempt, "from", from)
+	jm.deployLocked(j, plan)
 }
 
 // cancelsLocked returns the calls that cancel the deployed executions among
@@ -249,7 +437,7 @@ func (jm *JobManager) UpdateTaskState(e ExecutionID, st rest.TaskState, err erro
 func (jm *JobManager) cancelsLocked(j *job, toCancel []int) []func() {
 	cancels := make([]func(), 0, len(toCancel))
 	for _, k := range toCancel {
-		if !j.deployed[k] {
+		if j.deployed == nil || !j.deployed[k] {
 			continue
 		}
 		tm, ex := j.tmOf[k], j.execs[k]
@@ -265,7 +453,7 @@ func (jm *JobManager) finishLocked(j *job) {
 		return
 	default:
 	}
-	j.ended = time.Now()
+	j.ended = j.spec.Clock.Now()
 	j.times[j.state.status] = j.ended
 	for ti, n := range j.slots {
 		jm.free[ti] += n
@@ -273,6 +461,12 @@ func (jm *JobManager) finishLocked(j *job) {
 	j.slots = nil
 	for _, tm := range jm.tms {
 		tm.ReleaseJob(j.spec.ID)
+	}
+	for _, c := range j.coords {
+		c.close()
+	}
+	if j.cp != nil {
+		jm.stopCheckpointsLocked(j)
 	}
 	close(j.done)
 	jm.logger.Info("job ended", "job", j.spec.ID, "status", j.state.status)
@@ -286,11 +480,16 @@ func (jm *JobManager) Cancel(id string) error {
 		jm.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
+	wasRunning := j.state.status == rest.JobRunning
 	toCancel := j.state.cancel()
-	if len(toCancel) > 0 {
-		j.times[rest.JobCancelling] = time.Now()
+	if len(toCancel) > 0 || j.state.status == rest.JobCancelling || j.state.status == rest.JobCanceled {
+		j.times[rest.JobCancelling] = j.spec.Clock.Now()
+	}
+	if wasRunning && j.cp != nil {
+		jm.suspendCheckpointsLocked(j)
 	}
 	cancels := jm.cancelsLocked(j, toCancel)
+	jm.afterUpdateLocked(j)
 	jm.mu.Unlock()
 	for _, c := range cancels {
 		c()
@@ -301,23 +500,33 @@ func (jm *JobManager) Cancel(id string) error {
 // Wait blocks until the job ends or ctx is done, and returns its final state
 // and, for a failed job, its root cause.
 func (jm *JobManager) Wait(ctx context.Context, id string) (rest.JobState, error) {
+	st, f, err := jm.WaitFailure(ctx, id)
+	if f != nil {
+		return st, f.Err
+	}
+	return st, err
+}
+
+// WaitFailure is Wait returning the failure itself (nil unless FAILED).
+func (jm *JobManager) WaitFailure(ctx context.Context, id string) (rest.JobState, *Failure, error) {
 	jm.mu.Lock()
 	j, ok := jm.jobs[id]
 	jm.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("%w: %s", ErrJobNotFound, id)
+		return "", nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
 	select {
 	case <-j.done:
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return "", nil, ctx.Err()
 	}
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	if j.state.status == rest.JobFailed && j.failure != nil {
-		return j.state.status, j.failure.Err
+		f := *j.failure
+		return j.state.status, &f, nil
 	}
-	return j.state.status, nil
+	return j.state.status, nil, nil
 }
 
 // Done is closed when the job has ended.
@@ -357,6 +566,8 @@ type JobInfo struct {
 	MaxParallelism int
 	Vertices       []VertexInfo
 	Failure        *Failure
+	Exceptions     []Failure
+	Restarts       int
 }
 
 // VertexInfo is a vertex with its subtasks' states and summed counters.
@@ -365,7 +576,7 @@ type VertexInfo struct {
 	Parallelism    int
 	MaxParallelism int
 	Tasks          []rest.TaskState
-	Stats          operator.StatsSnapshot
+	Stats          protocol.TaskStats
 	Operators      []string // node names of the chain
 	Inputs         []InputInfo
 }
@@ -394,13 +605,14 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 	}
 	g := j.spec.Graph
 	info := JobInfo{ID: id, Name: g.Name, Status: j.state.status, Start: j.started, End: j.ended,
-		Times: map[rest.JobState]time.Time{}, MaxParallelism: g.MaxParallelism, Failure: j.failure}
+		Times: map[rest.JobState]time.Time{}, MaxParallelism: g.MaxParallelism, Failure: j.failure,
+		Exceptions: append([]Failure(nil), j.exceptions...), Restarts: j.restarts}
 	for k, v := range j.times {
 		info.Times[k] = v
 	}
 	tasks := append([]rest.TaskState(nil), j.state.tasks...)
-	tmOf := append([]TaskManagerGateway(nil), j.tmOf...)
-	execs := j.execs
+	tmOf := append([]protocol.TaskManagerGateway(nil), j.tmOf...)
+	execs := append([]ExecutionID(nil), j.execs...)
 	jm.mu.Unlock()
 
 	k := 0
@@ -430,4 +642,115 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 		info.Vertices = append(info.Vertices, vi)
 	}
 	return info, true
+}
+
+// coordinator lifecycles -------------------------------------------------
+
+// opCoordinator hosts one operator's coordinator for the current attempt.
+type opCoordinator struct {
+	jm          *JobManager
+	j           *job
+	vertex      int
+	operatorID  string
+	parallelism int
+	c           operator.Coordinator
+	// closed is set when the coordinator of a later attempt replaced it.
+	closed bool
+}
+
+// SendEvent implements operator.CoordinatorContext. It is called with the
+// JobManager's lock held (coordinators run under it).
+func (o *opCoordinator) SendEvent(subtask int, payload []byte) {
+	if o.closed {
+		return
+	}
+	i, ok := o.j.index[[2]int{o.vertex, subtask}]
+	if !ok || o.j.tmOf[i] == nil {
+		return
+	}
+	o.j.tmOf[i].SendEvent(protocol.OperatorEvent{Exec: o.j.execs[i], OperatorID: o.operatorID, Payload: payload})
+}
+
+// Parallelism implements operator.CoordinatorContext.
+func (o *opCoordinator) Parallelism() int { return o.parallelism }
+
+func (o *opCoordinator) close() {
+	if !o.closed {
+		o.closed = true
+		o.c.Close()
+	}
+}
+
+// startCoordinators (re)creates the operator coordinators of the current
+// attempt, restored from the checkpoint it restores, if any.
+func (jm *JobManager) startCoordinators(j *job) error {
+	for _, c := range j.coords {
+		c.close()
+	}
+	j.coords = map[string]*opCoordinator{}
+	g := j.spec.Graph
+	for vi, v := range g.Vertices {
+		for _, n := range v.Nodes {
+			f, ok := n.Coordinator.(operator.CoordinatorFactory)
+			if !ok {
+				continue
+			}
+			opID := g.OperatorIDs[n.ID]
+			var restored []byte
+			if j.restore != nil {
+				for _, os := range j.restore.Operators {
+					if os.OperatorID == opID {
+						restored = os.Coordinator
+					}
+				}
+			}
+			oc := &opCoordinator{jm: jm, j: j, vertex: vi, operatorID: opID, parallelism: v.Parallelism}
+			c, err := f.CreateCoordinator(oc, restored)
+			if err != nil {
+				return fmt.Errorf("creating the coordinator of %q: %w", n.Name, err)
+			}
+			oc.c = c
+			if err := c.Start(); err != nil {
+				return fmt.Errorf("starting the coordinator of %q: %w", n.Name, err)
+			}
+			j.coords[opID] = oc
+		}
+	}
+	return nil
+}
+
+// SendEvent implements protocol.JobManagerGateway: an event from a subtask
+// to its operator's coordinator.
+func (jm *JobManager) SendEvent(e protocol.OperatorEvent) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	j, _, ok := jm.execLocked(e.Exec)
+	if !ok || j.state.status != rest.JobRunning {
+		return
+	}
+	oc, ok := j.coords[e.OperatorID]
+	if !ok {
+		return
+	}
+	if err := oc.c.HandleEvent(e.Exec.Subtask, e.Payload); err != nil {
+		jm.failFromCoordinatorLocked(j, fmt.Errorf("the coordinator of operator %s: %w", e.OperatorID, err))
+	}
+}
+
+// failFromCoordinatorLocked fails the job (through a restart, if allowed)
+// for an error outside any task.
+func (jm *JobManager) failFromCoordinatorLocked(j *job, err error) {
+	toCancel := j.state.fail(err)
+	j.failure = &Failure{Err: err, Time: j.spec.Clock.Now()}
+	j.exceptions = append(j.exceptions, *j.failure)
+	if j.cp != nil {
+		jm.suspendCheckpointsLocked(j)
+	}
+	cancels := jm.cancelsLocked(j, toCancel)
+	jm.afterUpdateLocked(j)
+	go func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
 }

@@ -12,7 +12,8 @@ import (
 // jobTransitions lists the allowed job state changes.
 var jobTransitions = map[rest.JobState][]rest.JobState{
 	rest.JobCreated:    {rest.JobRunning, rest.JobFailing, rest.JobCancelling, rest.JobFailed},
-	rest.JobRunning:    {rest.JobFinished, rest.JobFailing, rest.JobCancelling},
+	rest.JobRunning:    {rest.JobFinished, rest.JobFailing, rest.JobCancelling, rest.JobRestarting},
+	rest.JobRestarting: {rest.JobRunning, rest.JobFailing, rest.JobCancelling},
 	rest.JobFailing:    {rest.JobFailed},
 	rest.JobCancelling: {rest.JobCanceled},
 }
@@ -60,6 +61,24 @@ func (s *jobState) start() {
 	}
 }
 
+// readyToRestart reports whether a restarting job's executions have all
+// ended, so the next attempt may be deployed.
+func (s *jobState) readyToRestart() bool { return s.status == rest.JobRestarting && s.live == 0 }
+
+// restart begins the next attempt of a restarting job: every execution is
+// CREATED again.
+func (s *jobState) restart() {
+	if !s.readyToRestart() {
+		panic(fmt.Sprintf("jobmanager: restart of a job that is %s with %d live executions", s.status, s.live))
+	}
+	s.setStatus(rest.JobRunning)
+	for i := range s.tasks {
+		s.tasks[i] = rest.TaskCreated
+	}
+	s.live = len(s.tasks)
+	s.failedAt = -1
+}
+
 // cancel handles a user's cancel request; it returns the executions to cancel.
 func (s *jobState) cancel() []int {
 	if s.status.Terminal() || s.status == rest.JobCancelling || s.status == rest.JobFailing {
@@ -76,7 +95,7 @@ func (s *jobState) fail(err error) []int {
 	if s.status.Terminal() || s.status == rest.JobFailing {
 		return nil
 	}
-	if s.cause == nil {
+	if s.cause == nil || s.status == rest.JobRestarting {
 		s.cause = err
 	}
 	if s.status == rest.JobCancelling {
@@ -89,8 +108,10 @@ func (s *jobState) fail(err error) []int {
 }
 
 // update records execution i reaching state st (with err for failures) and
-// returns the executions to cancel as a consequence.
-func (s *jobState) update(i int, st rest.TaskState, err error) []int {
+// returns the executions to cancel as a consequence. A failure of a running
+// job makes it RESTARTING when restart is true (the restart strategy
+// allows it), FAILING otherwise.
+func (s *jobState) update(i int, st rest.TaskState, err error, restart bool) []int {
 	prev := s.tasks[i]
 	if prev.Terminal() {
 		return nil // late report from an execution that already ended
@@ -101,9 +122,13 @@ func (s *jobState) update(i int, st rest.TaskState, err error) []int {
 	}
 	s.live--
 	var out []int
-	if st == rest.TaskFailed && s.status != rest.JobFailing && s.status != rest.JobCancelling && !s.status.Terminal() {
+	if st == rest.TaskFailed && (s.status == rest.JobRunning || s.status == rest.JobCreated) {
 		s.cause, s.failedAt = err, i
-		s.setStatus(rest.JobFailing)
+		if restart && s.status == rest.JobRunning {
+			s.setStatus(rest.JobRestarting)
+		} else {
+			s.setStatus(rest.JobFailing)
+		}
 		out = s.cancelLive(i)
 	}
 	s.settle()

@@ -24,7 +24,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	one line per event: the event, the job status, the executions to cancel
 //	and every execution's state; then the failure cause
 //
-// Events: start; update I STATE [err=MSG]; cancel; fail MSG.
+// Events: start; update I STATE [restart] [err=MSG] (restart: the restart
+// strategy allows a restart); restart; cancel; fail MSG.
 func TestJobStateTraces(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "jobstate", "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -105,13 +106,20 @@ func runTrace(t *testing.T, pos string, n int, events []string) string {
 				toCancel = s.cancel()
 			case "fail":
 				toCancel = s.fail(errors.New(strings.Join(f[1:], " ")))
+			case "restart":
+				s.restart()
 			case "update":
 				i, _ := strconv.Atoi(f[1])
-				var cause error
-				if len(f) > 3 {
-					cause = errors.New(strings.TrimPrefix(strings.Join(f[3:], " "), "err="))
+				rest3 := f[3:]
+				restart := len(rest3) > 0 && rest3[0] == "restart"
+				if restart {
+					rest3 = rest3[1:]
 				}
-				toCancel = s.update(i, rest.TaskState(f[2]), cause)
+				var cause error
+				if len(rest3) > 0 {
+					cause = errors.New(strings.TrimPrefix(strings.Join(rest3, " "), "err="))
+				}
+				toCancel = s.update(i, rest.TaskState(f[2]), cause, restart)
 			default:
 				t.Fatalf("%s: unknown event %q", pos, ev)
 			}
@@ -146,7 +154,7 @@ func checkJobState(t *testing.T, pos, ev string, s *jobState) {
 	if live != s.live {
 		t.Errorf("%s: after %q: live=%d, but %d executions are not terminal", pos, ev, s.live, live)
 	}
-	if (live == 0) != s.status.Terminal() && s.status != rest.JobCreated {
+	if (live == 0) != s.status.Terminal() && s.status != rest.JobCreated && s.status != rest.JobRestarting {
 		t.Errorf("%s: after %q: %d live executions, job %s", pos, ev, live, s.status)
 	}
 	if s.status == rest.JobFailed && s.cause == nil {
@@ -155,7 +163,7 @@ func checkJobState(t *testing.T, pos, ev string, s *jobState) {
 }
 
 func TestSetStatusPanicsOnDisallowedTransition(t *testing.T) {
-	all := []rest.JobState{rest.JobCreated, rest.JobRunning, rest.JobFailing, rest.JobFailed, rest.JobCancelling, rest.JobCanceled, rest.JobFinished}
+	all := []rest.JobState{rest.JobCreated, rest.JobRunning, rest.JobRestarting, rest.JobFailing, rest.JobFailed, rest.JobCancelling, rest.JobCanceled, rest.JobFinished}
 	for _, from := range all {
 		for _, to := range all {
 			s := &jobState{status: from}

@@ -18,6 +18,13 @@ const (
 	KindWatermark
 	// KindEndOfPartition says the producer will send nothing more on this channel.
 	KindEndOfPartition
+	// KindBarrier is a checkpoint barrier (see Barrier).
+	KindBarrier
+	// KindCancelCheckpoint says a checkpoint was given up (8-byte id).
+	KindCancelCheckpoint
+	// KindEndOfData says the producer will send no more records (it may
+	// still send barriers until its final checkpoint; FLIP-147).
+	KindEndOfData
 )
 
 func (k Kind) String() string {
@@ -28,6 +35,12 @@ func (k Kind) String() string {
 		return "watermark"
 	case KindEndOfPartition:
 		return "end-of-partition"
+	case KindBarrier:
+		return "barrier"
+	case KindCancelCheckpoint:
+		return "cancel-checkpoint"
+	case KindEndOfData:
+		return "end-of-data"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -50,6 +63,11 @@ type Buffer struct {
 	// pooled is true while the buffer sits in its pool's free list; it makes
 	// a second Recycle panic even when the free list has room for it.
 	pooled atomic.Bool
+	// priority events overtake queued data (unaligned barriers).
+	priority bool
+	// Overtaken is set on a priority event by the receiving channel: the
+	// number of data buffers queued there that it overtook.
+	Overtaken int
 }
 
 // IsEvent reports whether b is an event rather than data.
@@ -79,6 +97,63 @@ func NewWatermark(wm int64) *Buffer {
 
 // NewEndOfPartition returns an end-of-partition event.
 func NewEndOfPartition() *Buffer { return &Buffer{Kind: KindEndOfPartition} }
+
+// NewEndOfData returns an end-of-data event.
+func NewEndOfData() *Buffer { return &Buffer{Kind: KindEndOfData} }
+
+// Barrier is a checkpoint barrier as it travels in a channel.
+type Barrier struct {
+	ID        int64
+	Timestamp int64 // trigger time, epoch ms
+	// Unaligned: the barrier overtakes data (a priority event).
+	Unaligned bool
+	// AtLeastOnce: receivers do not block channels while aligning.
+	AtLeastOnce bool
+	// Kind is the checkpoint's protocol.CheckpointKind.
+	Kind uint8
+	// AlignedTimeout (ms) > 0: turn unaligned when alignment takes longer.
+	AlignedTimeout int64
+}
+
+const (
+	barrierUnaligned   = 1
+	barrierAtLeastOnce = 2
+)
+
+// NewBarrier returns a barrier event.
+func NewBarrier(br Barrier) *Buffer {
+	d := make([]byte, 0, 26)
+	d = binary.LittleEndian.AppendUint64(d, uint64(br.ID))
+	d = binary.LittleEndian.AppendUint64(d, uint64(br.Timestamp))
+	d = binary.LittleEndian.AppendUint64(d, uint64(br.AlignedTimeout))
+	var flags byte
+	if br.Unaligned {
+		flags |= barrierUnaligned
+	}
+	if br.AtLeastOnce {
+		flags |= barrierAtLeastOnce
+	}
+	d = append(d, flags, br.Kind)
+	return &Buffer{Kind: KindBarrier, Data: d}
+}
+
+// Barrier decodes a KindBarrier event.
+func (b *Buffer) Barrier() Barrier {
+	d := b.Data
+	return Barrier{
+		ID: int64(binary.LittleEndian.Uint64(d)), Timestamp: int64(binary.LittleEndian.Uint64(d[8:])),
+		AlignedTimeout: int64(binary.LittleEndian.Uint64(d[16:])),
+		Unaligned:      d[24]&barrierUnaligned != 0, AtLeastOnce: d[24]&barrierAtLeastOnce != 0, Kind: d[25],
+	}
+}
+
+// NewCancelCheckpoint returns a cancel marker for checkpoint id.
+func NewCancelCheckpoint(id int64) *Buffer {
+	return &Buffer{Kind: KindCancelCheckpoint, Data: binary.LittleEndian.AppendUint64(make([]byte, 0, 8), uint64(id))}
+}
+
+// CheckpointID decodes the id of a KindCancelCheckpoint event.
+func (b *Buffer) CheckpointID() int64 { return int64(binary.LittleEndian.Uint64(b.Data)) }
 
 // ErrCanceled is returned by blocking calls when the task is canceled.
 var ErrCanceled = errors.New("network: canceled")
@@ -134,6 +209,12 @@ func (b *Budget) take(n int64, mustFit bool) error {
 
 var errNoRoom = errors.New("no room")
 
+func (b *Budget) room(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used+n <= b.capacity
+}
+
 func (b *Budget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
@@ -166,9 +247,14 @@ type BufferPool struct {
 	min, max int
 	budget   *Budget // nil: unbudgeted (tests, benchmarks)
 	free     chan *Buffer
+	// notify, if set, is signalled (coalesced) whenever a buffer comes back,
+	// so a producer that found its output unavailable can wait for it.
+	notify chan struct{}
 
-	mu        sync.Mutex // guards allocated, closed
-	allocated int
+	mu        sync.Mutex // guards allocated, charged, overdraft, closed
+	allocated int        // buffers in existence (up to max + MaxOverdraft)
+	charged   int        // buffers above min taken from the budget
+	overdraft int        // buffers beyond max, taken by RequestOverdraft
 	closed    bool
 	// inUse counts buffers out of the pool; maxInUse is its high-water mark.
 	inUse, maxInUse atomic.Int64
@@ -182,14 +268,57 @@ func newPool(min, max, size int) *BufferPool {
 	if min < 1 || max < min || size < 64 {
 		panic(fmt.Sprintf("network: pool of %d..%d buffers of %d bytes is invalid", min, max, size))
 	}
-	return &BufferPool{size: size, min: min, max: max, free: make(chan *Buffer, max)}
+	return &BufferPool{size: size, min: min, max: max, free: make(chan *Buffer, max+MaxOverdraft)}
+}
+
+// MaxOverdraft is how many buffers beyond its maximum a pool lends to a
+// producer that is in the middle of processing one input and cannot stop
+// (Flink's taskmanager.network.memory.max-overdraft-buffers-per-gate).
+const MaxOverdraft = 5
+
+// NotifyOn makes the pool signal ch (without blocking) whenever a buffer is
+// recycled. Set it before the pool is used.
+func (p *BufferPool) NotifyOn(ch chan struct{}) { p.notify = ch }
+
+// Available reports whether a Request would not block now.
+func (p *BufferPool) Available() bool {
+	if len(p.free) > 0 {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	return p.allocated < p.min || p.allocated < p.max && (p.budget == nil || p.budget.room(int64(p.size)))
+}
+
+// RequestOverdraft returns a buffer even when the pool is exhausted, up to
+// MaxOverdraft beyond its maximum; nil when those are out too.
+func (p *BufferPool) RequestOverdraft() *Buffer {
+	if b := p.TryRequest(); b != nil {
+		return b
+	}
+	p.mu.Lock()
+	ok := !p.closed && p.overdraft < MaxOverdraft
+	if ok {
+		p.overdraft++
+		p.allocated++
+	}
+	p.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	b := &Buffer{Data: make([]byte, 0, p.size), pool: p}
+	p.took(b)
+	return b
 }
 
 // BufferSize is the capacity of each buffer.
 func (p *BufferPool) BufferSize() int { return p.size }
 
-// Capacity is the most buffers the pool may ever hold.
-func (p *BufferPool) Capacity() int { return p.max }
+// Capacity is the most buffers the pool may ever hold, overdraft included.
+func (p *BufferPool) Capacity() int { return p.max + MaxOverdraft }
 
 // Allocated is the number of buffers the pool has allocated so far.
 func (p *BufferPool) Allocated() int {
@@ -224,8 +353,11 @@ func (p *BufferPool) TryRequest() *Buffer {
 // maximum with room in the budget.
 func (p *BufferPool) grow() *Buffer {
 	p.mu.Lock()
-	ok := !p.closed && (p.allocated < p.min ||
-		p.allocated < p.max && (p.budget == nil || p.budget.take(int64(p.size), false) == nil))
+	ok := !p.closed && p.allocated < p.min
+	if !ok && !p.closed && p.allocated < p.max && (p.budget == nil || p.budget.take(int64(p.size), false) == nil) {
+		ok = true
+		p.charged++
+	}
 	if ok {
 		p.allocated++
 	}
@@ -262,7 +394,7 @@ func (p *BufferPool) Close() {
 	}
 	p.closed = true
 	if p.budget != nil {
-		p.budget.release(int64(p.min+max(p.allocated-p.min, 0)) * int64(p.size))
+		p.budget.release(int64(p.min+p.charged) * int64(p.size))
 	}
 }
 
@@ -283,6 +415,12 @@ func (p *BufferPool) put(b *Buffer) {
 	case p.free <- b:
 	default:
 		panic("network: buffer recycled twice or into a foreign pool")
+	}
+	if p.notify != nil {
+		select {
+		case p.notify <- struct{}{}:
+		default:
+		}
 	}
 }
 

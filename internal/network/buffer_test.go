@@ -254,3 +254,40 @@ func TestEventsNeedNoPool(t *testing.T) {
 	w.Recycle() // no pool: nothing happens, twice too
 	w.Recycle()
 }
+
+func TestPoolAvailabilityAndOverdraft(t *testing.T) {
+	p := NewBufferPool(2, 64)
+	notify := make(chan struct{}, 1)
+	p.NotifyOn(notify)
+	a, b := p.TryRequest(), p.TryRequest()
+	if p.Available() || p.TryRequest() != nil {
+		t.Fatal("an exhausted pool reports available")
+	}
+	var over []*Buffer
+	for range MaxOverdraft {
+		x := p.RequestOverdraft()
+		if x == nil {
+			t.Fatal("no overdraft buffer")
+		}
+		over = append(over, x)
+	}
+	if p.RequestOverdraft() != nil || p.Allocated() != 2+MaxOverdraft {
+		t.Fatalf("overdraft beyond its bound: allocated %d", p.Allocated())
+	}
+	a.Recycle()
+	select {
+	case <-notify:
+	default:
+		t.Fatal("recycling did not signal")
+	}
+	if !p.Available() {
+		t.Fatal("a recycled buffer is not available")
+	}
+	b.Recycle()
+	for _, x := range over {
+		x.Recycle()
+	}
+	if p.InUse() != 0 || p.MaxInUse() > p.Capacity() {
+		t.Fatalf("in use %d, max %d of capacity %d", p.InUse(), p.MaxInUse(), p.Capacity())
+	}
+}

@@ -68,5 +68,30 @@ func (l *ledger) grant(n int, into []*Buffer) []*Buffer {
 	return into
 }
 
+// addPriority queues the priority event b ahead of the backlog's data (behind
+// earlier priority events) and reports whether it may go now (once the
+// receiver has connected, always). It returns the data buffers it
+// overtook, still to be delivered after it.
+func (l *ledger) addPriority(b *Buffer) (overtaken []*Buffer, deliverNow bool) {
+	b.priority = true
+	for _, q := range l.backlog {
+		if !q.IsEvent() {
+			overtaken = append(overtaken, q)
+		}
+	}
+	if l.open {
+		l.sent++
+		return overtaken, true
+	}
+	i := 0
+	for i < len(l.backlog) && l.backlog[i].priority {
+		i++
+	}
+	l.backlog = append(l.backlog, nil)
+	copy(l.backlog[i+1:], l.backlog[i:])
+	l.backlog[i] = b
+	return overtaken, false
+}
+
 // backlogLen is the number of finished buffers (and events) waiting for credit.
 func (l *ledger) backlogLen() int { return len(l.backlog) }

@@ -25,6 +25,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	           with "eop" an end-of-partition event
 
 //	grant N    the receiver grants N credits
+//	priority eN  a priority event (an unaligned barrier): it goes at once
+//	           (once connected) and prints the data buffers it overtook
 //	add b1 b2  several adds, one output line each
 //
 // Every command prints what was delivered ("deliver b1 b2" or "deliver -",
@@ -143,6 +145,21 @@ func runLedgerTrace(t *testing.T, path string) {
 				}
 				got = append(got, line)
 			}
+		case "priority":
+			if len(fields) != 2 {
+				t.Fatalf("%s:%d: priority takes one event name", path, blk.line)
+			}
+			b := &Buffer{Data: []byte(fields[1]), Kind: KindBarrier}
+			over, now := l.addPriority(b)
+			names := make([]string, len(over))
+			for i, o := range over {
+				names[i] = name(o)
+			}
+			line := "deliver -"
+			if now {
+				line = "deliver " + fields[1]
+			}
+			got = append(got, line+" overtakes ["+strings.Join(names, " ")+"]")
 		case "grant":
 			if len(fields) != 2 {
 				t.Fatalf("%s:%d: grant takes one count", path, blk.line)

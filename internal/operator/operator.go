@@ -73,6 +73,10 @@ type Context struct {
 	operatorState *state.OperatorStore
 	// keyed is a keyed operator's state, created and restored by the task.
 	keyed *KeyedState
+	// Checkpointing is true when the job takes checkpoints.
+	Checkpointing bool
+	// SendEvent sends an event to the operator's coordinator (set by the task).
+	SendEvent func(payload []byte)
 	// wakeAt is the processing time (ms) at which the task should call the
 	// operator's OnProcessingTime; NoWakeUp when none.
 	wakeAt int64

@@ -12,8 +12,21 @@ import (
 type PartitionWriter interface {
 	// Flush hands every partly filled buffer to its channel.
 	Flush()
+	// EndOfData flushes and tells every consumer that no records follow
+	// (barriers still may, until the final checkpoint).
+	EndOfData()
 	// EndOfPartition flushes and tells every consumer that nothing more comes.
 	EndOfPartition()
+	// Barrier sends a checkpoint barrier on every channel. An aligned one
+	// goes after everything written so far. An unaligned one is a priority
+	// event that overtakes the data still waiting to be delivered; it
+	// returns, per channel, copies of the overtaken buffers' bytes (the
+	// sender's channel state).
+	Barrier(b network.Barrier) (overtaken [][][]byte)
+	// CancelCheckpoint sends a cancel marker for checkpoint id on every channel.
+	CancelCheckpoint(id int64)
+	// Partition is the result partition written to.
+	Partition() *network.ResultPartition
 }
 
 // Writer serializes the records of one output edge into the buffers of a
@@ -149,10 +162,12 @@ func (w *Writer[T]) finish(ch int) {
 	w.cur[ch] = nil
 }
 
-// request takes a buffer from the pool, blocking (and counting the time as
-// backpressure) when the pool is empty. Cancellation unwinds the task.
+// request takes a buffer from the pool. The task polls its input only when
+// its outputs are available, but one input may need more buffers than are
+// free: then it takes an overdraft buffer, and only when those are out too
+// it blocks (counting the time as backpressure). Cancellation unwinds the task.
 func (w *Writer[T]) request() *network.Buffer {
-	if b := w.rp.Pool.TryRequest(); b != nil {
+	if b := w.rp.Pool.RequestOverdraft(); b != nil {
 		return b
 	}
 	t0 := time.Now()
@@ -183,6 +198,41 @@ func (w *Writer[T]) Flush() {
 		}
 	}
 }
+
+// EndOfData implements PartitionWriter.
+func (w *Writer[T]) EndOfData() { w.event(network.NewEndOfData) }
+
+// CancelCheckpoint implements PartitionWriter.
+func (w *Writer[T]) CancelCheckpoint(id int64) {
+	w.event(func() *network.Buffer { return network.NewCancelCheckpoint(id) })
+}
+
+// event flushes and sends an event on every channel, in order.
+func (w *Writer[T]) event(mk func() *network.Buffer) {
+	w.Flush()
+	for ch := range w.cur {
+		w.rp.Subs[ch].Add(mk())
+	}
+}
+
+// Barrier implements PartitionWriter.
+func (w *Writer[T]) Barrier(br network.Barrier) (overtaken [][][]byte) {
+	if !br.Unaligned {
+		w.event(func() *network.Buffer { return network.NewBarrier(br) })
+		return nil
+	}
+	// Data written before the barrier is part of what it overtakes: hand
+	// the partial buffers to their channels first.
+	w.Flush()
+	overtaken = make([][][]byte, len(w.cur))
+	for ch := range w.cur {
+		overtaken[ch] = w.rp.Subs[ch].AddPriority(network.NewBarrier(br))
+	}
+	return overtaken
+}
+
+// Partition implements PartitionWriter.
+func (w *Writer[T]) Partition() *network.ResultPartition { return w.rp }
 
 // EndOfPartition implements PartitionWriter.
 func (w *Writer[T]) EndOfPartition() {

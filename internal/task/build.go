@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/weirhq/weir/internal/barrier"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/statebackend"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
@@ -15,6 +17,17 @@ import (
 type opState struct {
 	store *state.OperatorStore
 	keyed *operator.KeyedState // nil unless the operator is keyed
+}
+
+// initInputs sets up the bookkeeping of a network task's input channels.
+func (t *Task) initInputs() {
+	chans := t.spec.Gate.Channels()
+	t.in.live = len(chans)
+	t.in.dataEnded = make([]bool, len(chans))
+	t.in.dataLive = append([]int(nil), t.spec.ChannelsPerInput...)
+	if t.cp != nil {
+		t.in.handler = barrier.New(len(chans), t.cp.cfg.Mode)
+	}
 }
 
 // newKeyedState creates a keyed operator's backend and timer service for
@@ -60,9 +73,10 @@ func (t *Task) build() error {
 			if o.Edge.Selector != nil {
 				sel = o.Edge.Selector.(operator.SelectorFactory)
 			}
-			w, pw := st.NewWriter(o.Partition, sel, t.spec.Subtask, o.Edge.Target.MaxParallelism, t.cancel, &t.Stats)
+			w, pw := st.NewWriter(o.Partition, sel, t.spec.Exec.Subtask, o.Edge.Target.MaxParallelism, t.cancel, &t.Stats)
 			outs = append(outs, w)
 			t.writers = append(t.writers, pw)
+			o.Partition.Pool.NotifyOn(t.outputReady)
 		}
 		var out any
 		if n.OutType != nil {
@@ -72,16 +86,21 @@ func (t *Task) build() error {
 		ctx.OperatorName = n.Name
 		ctx.OperatorID = t.spec.OperatorIDs[n.ID]
 		ctx.TaskName = t.name
-		ctx.Subtask = t.spec.Subtask
+		ctx.Subtask = t.spec.Exec.Subtask
 		ctx.Parallelism = v.Parallelism
 		ctx.MaxParallelism = v.MaxParallelism
-		ctx.Attempt = t.spec.Attempt
+		ctx.Attempt = t.spec.Exec.Attempt
+		ctx.Checkpointing = t.spec.Checkpoints != nil
+		opID := t.spec.OperatorIDs[n.ID]
+		ctx.SendEvent = func(p []byte) {
+			t.spec.Reporter.SendEvent(protocol.OperatorEvent{Exec: t.spec.Exec, OperatorID: opID, Payload: append([]byte(nil), p...)})
+		}
 		ctx.Mode = t.spec.Mode
 		ctx.Clock = t.spec.Clock
 		ctx.Cancel = t.cancel
 		ctx.State = operator.StateConfig{Backend: t.spec.StateBackend}
 		if t.spec.StateDir != "" {
-			ctx.State.Dir = filepath.Join(t.spec.StateDir, ctx.OperatorID, fmt.Sprintf("subtask-%d-attempt-%d", t.spec.Subtask, t.spec.Attempt))
+			ctx.State.Dir = filepath.Join(t.spec.StateDir, ctx.OperatorID, fmt.Sprintf("subtask-%d-attempt-%d", t.spec.Exec.Subtask, t.spec.Exec.Attempt))
 		}
 		t.current = i
 		inst, err := n.Factory.(operator.Factory).Create(ctx, out)
@@ -109,7 +128,11 @@ func (t *Task) build() error {
 			t.source = inst.Source
 		}
 	}
+	if t.spec.Checkpoints != nil {
+		t.cp = newCheckpoint(t.spec.Checkpoints, len(nodes))
+	}
 	if t.source == nil {
+		t.initInputs()
 		head := insts[0]
 		t.readers = make([]operator.RecordReader, len(t.spec.ChannelsPerInput))
 		t.valves = make([]*valve, len(t.spec.ChannelsPerInput))

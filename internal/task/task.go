@@ -1,16 +1,21 @@
 package task
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/barrier"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/protocol"
 )
 
 // ErrCanceled is returned by Run when the task was canceled.
@@ -35,12 +40,31 @@ type Output struct {
 	Partition *network.ResultPartition
 }
 
+// Reporter receives what a task tells the JobManager. Its methods must not
+// block for long: the task goroutine and its upload goroutines call them.
+type Reporter interface {
+	Acknowledge(protocol.AcknowledgeCheckpoint)
+	Decline(protocol.DeclineCheckpoint)
+	SendEvent(protocol.OperatorEvent)
+	SourceEnded(protocol.SourceEnded)
+}
+
+// Checkpoints configures a task's part in checkpointing.
+type Checkpoints struct {
+	// Store is where this job's checkpoints are written.
+	Store *storage.Store
+	// Mode is exactly-once (aligned) or at-least-once.
+	Mode barrier.Mode
+	// Incremental makes Pebble keyed state upload native checkpoints, of
+	// which only new files are written.
+	Incremental bool
+}
+
 // Spec is everything needed to run one subtask.
 type Spec struct {
+	Exec           protocol.ExecutionID
 	Vertex         *graph.Vertex
 	OperatorIDs    []string
-	Subtask        int
-	Attempt        int
 	MaxParallelism int
 	Mode           operator.Mode
 	Clock          clock.Clock
@@ -57,6 +81,14 @@ type Spec struct {
 	// StateBackend and StateDir configure keyed state ("" and "": heap,
 	// nothing on disk); each operator subtask gets its own directory below StateDir.
 	StateBackend, StateDir string
+	// Checkpoints is nil when the job takes no checkpoints.
+	Checkpoints *Checkpoints
+	// Restore is the state to restore before the operators open (nil:
+	// fresh start), read from RestoreStore.
+	Restore      *protocol.TaskRestore
+	RestoreStore *storage.Store
+	// Reporter receives acknowledgements, declines and operator events.
+	Reporter Reporter
 }
 
 // Task is one running subtask.
@@ -66,21 +98,40 @@ type Task struct {
 	Mailbox *Mailbox
 	Stats   operator.IOStats
 
-	current   int // index of the operator running now (see operator.Context.Enter)
-	ops       []operator.Lifecycle
-	contexts  []*operator.Context
-	states    []opState // per operator, owned by the task
-	opened    int       // ops[len-opened:] are open
-	source    operator.Source
-	readers   []operator.RecordReader
-	valves    []*valve
-	writers   []operator.PartitionWriter
-	flushers  []int // indexes of ops that are operator.OutputFlushers
-	timed     []int // indexes of ops that are operator.ProcessingTimers
-	lastFlush time.Time
-	lastPub   time.Time
-	started   time.Time
-	cancel    <-chan struct{}
+	current  int // index of the operator running now (see operator.Context.Enter)
+	ops      []operator.Lifecycle
+	contexts []*operator.Context
+	states   []opState // per operator, owned by the task
+	opened   int       // ops[len-opened:] are open
+	source   operator.Source
+	readers  []operator.RecordReader
+	valves   []*valve
+	writers  []operator.PartitionWriter
+	flushers []int // indexes of ops that are operator.OutputFlushers
+	timed    []int // indexes of ops that are operator.ProcessingTimers
+	cancel   <-chan struct{}
+	// outputReady is signalled when a buffer comes back to an output pool.
+	outputReady chan struct{}
+
+	lastFlush, lastPub, started time.Time
+
+	in inputs      // network tasks: the state of the input channels
+	cp *checkpoint // nil when checkpointing is off
+	// restoredChannels holds the head operator's restored channel state.
+	restoredChannels protocol.OperatorRestore
+
+	// finished: the operators finished (end of data); the task then waits,
+	// with checkpointing on, for the first checkpoint taken after that
+	// (finalCP) to complete (FLIP-147).
+	finished      bool
+	finalCP       int64
+	finalComplete bool
+	// failed is set by mailbox actions that fail the task.
+	failed error
+	// asyncWG waits for the upload goroutines; asyncCancel stops them.
+	asyncWG     sync.WaitGroup
+	asyncCtx    context.Context
+	asyncCancel context.CancelFunc
 }
 
 // New prepares a task; Run builds and runs its chain.
@@ -91,15 +142,18 @@ func New(spec Spec) *Task {
 	if spec.Logger == nil {
 		spec.Logger = slog.New(slog.DiscardHandler)
 	}
-	name := fmt.Sprintf("%s (%d/%d)", spec.Vertex.Name, spec.Subtask+1, spec.Vertex.Parallelism)
-	return &Task{spec: spec, name: name, Mailbox: NewMailbox()}
+	name := fmt.Sprintf("%s (%d/%d)", spec.Vertex.Name, spec.Exec.Subtask+1, spec.Vertex.Parallelism)
+	t := &Task{spec: spec, name: name, Mailbox: NewMailbox(), outputReady: make(chan struct{}, 1)}
+	t.asyncCtx, t.asyncCancel = context.WithCancel(context.Background())
+	return t
 }
 
 // Name is the task's display name, "chain (i/n)".
 func (t *Task) Name() string { return t.name }
 
-// Run builds the chain and runs it until its input ends, it fails, or cancel
-// is closed. It returns nil when the task finished, ErrCanceled when it was
+// Run builds the chain and runs it until its input ends (and, with
+// checkpointing, its final checkpoint completed), it fails, or cancel is
+// closed. It returns nil when the task finished, ErrCanceled when it was
 // canceled, and an *Error when an operator failed.
 func (t *Task) Run(cancel <-chan struct{}) (err error) {
 	t.cancel = cancel
@@ -107,13 +161,26 @@ func (t *Task) Run(cancel <-chan struct{}) (err error) {
 		if r := recover(); r != nil {
 			err = t.failure(r)
 		}
+		t.asyncCancel()
+		t.asyncWG.Wait()
 		if cerr := t.closeAll(); err == nil {
 			err = cerr
 		}
-		t.publish(time.Now())
+		t.publish(t.spec.Clock.Now())
 	}()
 	if err := t.build(); err != nil {
 		return err
+	}
+	if err := t.restore(); err != nil {
+		return err
+	}
+	for i, op := range t.ops {
+		if si, ok := op.(operator.StateInitializer); ok {
+			t.current = i
+			if err := si.InitializeState(t.spec.Restore != nil); err != nil {
+				return t.opError(i, fmt.Errorf("initializing state: %w", err))
+			}
+		}
 	}
 	for i := len(t.ops) - 1; i >= 0; i-- {
 		t.current = i
@@ -122,21 +189,13 @@ func (t *Task) Run(cancel <-chan struct{}) (err error) {
 		}
 		t.opened++
 	}
-	now := time.Now()
-	t.lastFlush, t.lastPub, t.started = now, now, now
-	if t.source != nil {
-		err = t.runSource()
-	} else {
-		err = t.runInputs()
-	}
-	if err != nil {
+	if err := t.replayChannelState(); err != nil {
 		return err
 	}
-	for i, op := range t.ops {
-		t.current = i
-		if err := op.Finish(); err != nil {
-			return t.opError(i, fmt.Errorf("finish: %w", err))
-		}
+	now := t.spec.Clock.Now()
+	t.lastFlush, t.lastPub, t.started = now, now, now
+	if err := t.loop(); err != nil {
+		return err
 	}
 	for _, w := range t.writers {
 		w.EndOfPartition()
@@ -209,19 +268,21 @@ func (t *Task) canceled() bool {
 	}
 }
 
-// tick flushes and publishes counters when their intervals have passed.
-func (t *Task) tick() {
-	now := time.Now()
-	if len(t.timed) > 0 {
-		t.fireProcessingTimers()
+// finishOperators is the end of data: operators finish head first, so a
+// finishing operator can still emit into open successors, then every
+// consumer is told that no records follow.
+func (t *Task) finishOperators() error {
+	for i, op := range t.ops {
+		t.current = i
+		if err := op.Finish(); err != nil {
+			return t.opError(i, fmt.Errorf("finish: %w", err))
+		}
 	}
-	if bt := t.spec.BufferTimeout; bt >= 0 && now.Sub(t.lastFlush) >= bt {
-		t.flush(now)
+	for _, w := range t.writers {
+		w.EndOfData()
 	}
-	if now.Sub(t.lastPub) >= 50*time.Millisecond {
-		t.lastPub = now
-		t.publish(now)
-	}
+	t.finished = true
+	return nil
 }
 
 // publish derives busy time (neither idle nor backpressured) and makes the
@@ -244,160 +305,6 @@ func (t *Task) flush(now time.Time) {
 		}
 	}
 	t.lastFlush = now
-}
-
-// fireProcessingTimers calls OnProcessingTime on operators whose requested
-// wake-up time has come.
-func (t *Task) fireProcessingTimers() {
-	now := t.spec.Clock.NowMillis()
-	for _, i := range t.timed {
-		ctx := t.contexts[i]
-		if w := ctx.WakeUp(); w != operator.NoWakeUp && w <= now {
-			ctx.WakeAt(operator.NoWakeUp)
-			t.current = i
-			t.ops[i].(operator.ProcessingTimer).OnProcessingTime(now)
-		}
-	}
-}
-
-// waitTimer returns a channel that fires when the next flush or processing
-// time wake-up is due, or nil when nothing is due.
-func (t *Task) waitTimer() (<-chan time.Time, *time.Timer) {
-	d := time.Duration(-1)
-	if bt := t.spec.BufferTimeout; bt >= 0 && len(t.writers)+len(t.flushers) > 0 {
-		d = max(bt-time.Since(t.lastFlush), time.Millisecond)
-	}
-	if len(t.timed) > 0 {
-		now := t.spec.Clock.NowMillis()
-		for _, i := range t.timed {
-			if w := t.contexts[i].WakeUp(); w != operator.NoWakeUp {
-				wd := max(time.Duration(w-now)*time.Millisecond, time.Millisecond)
-				if d < 0 || wd < d {
-					d = wd
-				}
-			}
-		}
-	}
-	if d < 0 {
-		return nil, nil
-	}
-	tm := time.NewTimer(d)
-	return tm.C, tm
-}
-
-func (t *Task) runSource() error {
-	for {
-		t.Mailbox.run()
-		if t.canceled() {
-			return ErrCanceled
-		}
-		t.current = 0
-		status, wait, retry, err := t.source.PollNext()
-		if err != nil {
-			return t.opError(0, err)
-		}
-		t.tick()
-		switch status {
-		case operator.MoreAvailable:
-			continue
-		case operator.EndOfInput:
-			return nil
-		}
-		t.flush(time.Now())
-		var retryC <-chan time.Time
-		var tm *time.Timer
-		if wait == nil {
-			tm = time.NewTimer(time.Duration(max(retry, 1)) * time.Millisecond)
-			retryC = tm.C
-		}
-		timerC, tm2 := t.waitTimer()
-		t0 := time.Now()
-		select {
-		case <-wait:
-		case <-retryC:
-		case <-timerC:
-		case <-t.Mailbox.notify:
-		case <-t.cancel:
-		}
-		if tm != nil {
-			tm.Stop()
-		}
-		if tm2 != nil {
-			tm2.Stop()
-		}
-		t.Stats.IdleNanos += int64(time.Since(t0))
-	}
-}
-
-func (t *Task) runInputs() error {
-	gate := t.spec.Gate
-	live := 0
-	remaining := make([]int, len(t.spec.ChannelsPerInput))
-	for i, n := range t.spec.ChannelsPerInput {
-		remaining[i] = n
-		live += n
-	}
-	for live > 0 {
-		t.Mailbox.run()
-		c, b, ok := gate.Poll()
-		if !ok {
-			if t.canceled() {
-				return ErrCanceled
-			}
-			t.tick()
-			timerC, tm := t.waitTimer()
-			t0 := time.Now()
-			select {
-			case <-gate.Notify():
-			case <-t.Mailbox.notify:
-			case <-timerC:
-			case <-t.cancel:
-				if tm != nil {
-					tm.Stop()
-				}
-				return ErrCanceled
-			}
-			if tm != nil {
-				tm.Stop()
-			}
-			t.Stats.IdleNanos += int64(time.Since(t0))
-			continue
-		}
-		t.current = 0
-		in := c.Input
-		switch b.Kind {
-		case network.KindData:
-			if err := t.readers[in].ProcessBuffer(c.Channel, b.Data); err != nil {
-				b.Recycle()
-				return t.opError(0, err)
-			}
-		case network.KindWatermark:
-			if wm, adv := t.valves[in].watermark(c.Channel, b.Watermark()); adv {
-				t.readers[in].ProcessWatermark(wm)
-			}
-		case network.KindEndOfPartition:
-			if err := t.readers[in].ChannelEnded(c.Channel); err != nil {
-				b.Recycle()
-				return t.opError(0, err)
-			}
-			live--
-			remaining[in]--
-			if wm, adv := t.valves[in].end(c.Channel); adv {
-				t.readers[in].ProcessWatermark(wm)
-			}
-			if remaining[in] == 0 {
-				if ie, ok := t.ops[0].(InputEnder); ok {
-					ie.EndInput(in)
-				}
-			}
-		}
-		if !b.IsEvent() {
-			b.Recycle()
-			c.ReturnCredit()
-		}
-		t.tick()
-	}
-	return nil
 }
 
 // InputEnder is implemented by multi-input operators that want to know when

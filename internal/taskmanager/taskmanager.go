@@ -1,43 +1,22 @@
 package taskmanager
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"github.com/weirhq/weir/internal/rest"
 	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
-	jm "github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/task"
 )
-
-// TaskManager runs executions in a fixed number of slots.
-type TaskManager struct {
-	id      string
-	slots   int
-	jm      jm.JobManagerGateway
-	shuffle *network.LocalShuffle
-	budget  *network.Budget // network memory of all its result partitions
-	logger  *slog.Logger
-
-	mu     sync.Mutex // guards tasks, early and closed
-	closed bool       // Shutdown was called: no more submissions
-	tasks  map[jm.ExecutionID]*running
-	// early holds executions canceled before they were submitted (the
-	// JobManager may cancel while it is still deploying), so that a late
-	// submission stops at once instead of running unseen.
-	early map[jm.ExecutionID]bool
-	wg    sync.WaitGroup
-}
-
-type running struct {
-	task   *task.Task
-	cancel chan struct{}
-	once   sync.Once
-}
 
 // Config configures a TaskManager.
 type Config struct {
@@ -49,29 +28,102 @@ type Config struct {
 	Logger        *slog.Logger
 }
 
+// Job is what a TaskManager knows of a job before it runs any of its tasks:
+// its graph (every process of a job builds the same one) and the settings
+// every task needs. It is registered locally, not sent.
+type Job struct {
+	ID    string
+	Graph *graph.JobGraph
+	Mode  operator.Mode
+	// BufferTimeout, BufferSize, BuffersPerChannel and FloatingBuffers size
+	// the network (see weir.Config).
+	BufferTimeout                                  time.Duration
+	BufferSize, BuffersPerChannel, FloatingBuffers int
+	Clock                                          clock.Clock
+	// StateBackend is the keyed state backend ("hashmap" or "pebble");
+	// StateDir the job's working directory for on-disk state.
+	StateBackend, StateDir string
+	// Checkpoints is nil when the job takes no checkpoints.
+	Checkpoints *task.Checkpoints
+}
+
+// PoolBounds returns the fewest and the most buffers of a result partition
+// with n subpartitions. The fewest is one per subpartition: the writer keeps
+// a buffer open per channel, and with one more in flight it always makes
+// progress. The most is what its receivers may hold (their credit) plus the
+// floating buffers that absorb bursts.
+func (j *Job) PoolBounds(n int) (fewest, most int) {
+	return n, n*j.BuffersPerChannel + j.FloatingBuffers
+}
+
+// TaskManager runs executions in a fixed number of slots.
+type TaskManager struct {
+	id      string
+	slots   int
+	jm      protocol.JobManagerGateway
+	shuffle *network.LocalShuffle
+	budget  *network.Budget // network memory of all its result partitions
+	logger  *slog.Logger
+
+	mu     sync.Mutex // guards jobs, tasks, early, stores and closed
+	closed bool       // Shutdown was called: no more submissions
+	jobs   map[string]*Job
+	tasks  map[protocol.ExecutionID]*running
+	// early holds executions canceled before they were submitted (the
+	// JobManager may cancel while it is still deploying), so that a late
+	// submission stops at once instead of running unseen.
+	early map[protocol.ExecutionID]bool
+	// stores caches the checkpoint stores restores read from, by URL.
+	stores map[string]*storage.Store
+	// errs keeps the Go error of each failed task, for a local caller that
+	// wants the user's own error back (the JobManager only gets its text).
+	errs map[protocol.ExecutionID]error
+	wg   sync.WaitGroup
+}
+
+type running struct {
+	task   *task.Task
+	cancel chan struct{}
+	once   sync.Once
+}
+
 // New returns a TaskManager that reports to gw and exchanges data through shuffle.
-func New(cfg Config, gw jm.JobManagerGateway, shuffle *network.LocalShuffle) *TaskManager {
+func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffle) *TaskManager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: gw, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
-		logger: cfg.Logger, tasks: map[jm.ExecutionID]*running{}, early: map[jm.ExecutionID]bool{}}
+		logger: cfg.Logger, jobs: map[string]*Job{}, tasks: map[protocol.ExecutionID]*running{},
+		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{}}
 }
 
-// NetworkMemory implements jobmanager.TaskManagerGateway.
+// RegisterJob makes a job's graph and settings known, before its tasks come.
+func (tm *TaskManager) RegisterJob(j *Job) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.jobs[j.ID] = j
+}
+
+// ID implements protocol.TaskManagerGateway.
+func (tm *TaskManager) ID() string { return tm.id }
+
+// NumSlots implements protocol.TaskManagerGateway.
+func (tm *TaskManager) NumSlots() int { return tm.slots }
+
+// NetworkMemory implements protocol.TaskManagerGateway.
 func (tm *TaskManager) NetworkMemory() (capacity, free int64) {
 	return tm.budget.Capacity(), tm.budget.Capacity() - tm.budget.Used()
 }
 
-// ID implements jobmanager.TaskManagerGateway.
-func (tm *TaskManager) ID() string { return tm.id }
-
-// NumSlots implements jobmanager.TaskManagerGateway.
-func (tm *TaskManager) NumSlots() int { return tm.slots }
-
-// SubmitTask implements jobmanager.TaskManagerGateway.
-func (tm *TaskManager) SubmitTask(d jm.Deployment) error {
-	spec, err := tm.taskSpec(d)
+// SubmitTask implements protocol.TaskManagerGateway.
+func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
+	tm.mu.Lock()
+	job := tm.jobs[d.Exec.Job]
+	tm.mu.Unlock()
+	if job == nil {
+		return fmt.Errorf("taskmanager %s: job %s is not registered", tm.id, d.Exec.Job)
+	}
+	spec, err := tm.taskSpec(job, d)
 	if err != nil {
 		return err
 	}
@@ -95,39 +147,74 @@ func (tm *TaskManager) SubmitTask(d jm.Deployment) error {
 	tm.mu.Unlock()
 	go func() {
 		defer tm.wg.Done()
-		tm.jm.UpdateTaskState(d.Exec, rest.TaskRunning, nil)
+		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskRunning})
 		err := r.task.Run(r.cancel)
 		switch {
 		case err == nil:
-			tm.jm.UpdateTaskState(d.Exec, rest.TaskFinished, nil)
+			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskFinished})
 		case errors.Is(err, task.ErrCanceled):
-			tm.jm.UpdateTaskState(d.Exec, rest.TaskCanceled, nil)
+			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskCanceled})
 		default:
 			tm.logger.Info("task failed", "task", r.task.Name(), "err", err)
-			tm.jm.UpdateTaskState(d.Exec, rest.TaskFailed, err)
+			tm.mu.Lock()
+			if len(tm.errs) < maxKeptErrors {
+				tm.errs[d.Exec] = err
+			}
+			tm.mu.Unlock()
+			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskFailed, Failure: failureOf(err)})
 		}
 	}()
 	return nil
 }
 
+// maxKeptErrors bounds the task errors kept for local callers.
+const maxKeptErrors = 1024
+
+// TaskError returns the error a failed task returned, for callers in the
+// same process (nil if unknown).
+func (tm *TaskManager) TaskError(e protocol.ExecutionID) error {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.errs[e]
+}
+
+// failureOf turns a task's error into the plain failure message.
+func failureOf(err error) *protocol.Failure {
+	f := &protocol.Failure{Message: err.Error()}
+	var te *task.Error
+	if errors.As(err, &te) {
+		f.Operator, f.Task, f.Stack = te.Operator, te.Task, te.Stack
+	}
+	return f
+}
+
 // taskSpec wires one execution's outputs and inputs.
-func (tm *TaskManager) taskSpec(d jm.Deployment) (task.Spec, error) {
-	g := d.Job.Graph
+func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (task.Spec, error) {
+	g := job.Graph
+	if d.Exec.Vertex < 0 || d.Exec.Vertex >= len(g.Vertices) {
+		return task.Spec{}, fmt.Errorf("taskmanager %s: job %s has no vertex %d", tm.id, d.Exec.Job, d.Exec.Vertex)
+	}
 	v := g.Vertices[d.Exec.Vertex]
-	cfg := d.Job.Config
 	spec := task.Spec{
-		Vertex: v, OperatorIDs: g.OperatorIDs, Subtask: d.Exec.Subtask, Attempt: d.Exec.Attempt,
-		MaxParallelism: v.MaxParallelism, Mode: cfg.Mode, Clock: cfg.Clock, BufferTimeout: cfg.BufferTimeout,
-		Logger: tm.logger, StateBackend: cfg.StateBackend, StateDir: cfg.StateDir,
+		Exec: d.Exec, Vertex: v, OperatorIDs: g.OperatorIDs, MaxParallelism: v.MaxParallelism, Mode: job.Mode, Clock: job.Clock,
+		BufferTimeout: job.BufferTimeout, Logger: tm.logger, StateBackend: job.StateBackend, StateDir: job.StateDir,
+		Checkpoints: job.Checkpoints, Restore: d.Restore, Reporter: reporter{tm.jm},
+	}
+	if d.Restore != nil {
+		st, err := tm.store(d.Restore.StorageURL)
+		if err != nil {
+			return task.Spec{}, err
+		}
+		spec.RestoreStore = st
 	}
 	key := func(e *graph.JobEdge, producer int) network.PartitionKey {
-		return network.PartitionKey{Job: d.Job.ID, Edge: e.Index, Producer: producer, Attempt: d.Exec.Attempt}
+		return network.PartitionKey{Job: d.Exec.Job, Edge: e.Index, Producer: producer, Attempt: d.Exec.Attempt}
 	}
 	for _, e := range v.Outputs {
 		lo, hi := graph.Targets(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, d.Exec.Subtask)
 		n := hi - lo
-		fewest, most := cfg.PoolBounds(n)
-		pool, err := tm.budget.NewPool(fewest, most, cfg.BufferSize)
+		fewest, most := job.PoolBounds(n)
+		pool, err := tm.budget.NewPool(fewest, most, job.BufferSize)
 		if err != nil {
 			return task.Spec{}, fmt.Errorf("taskmanager %s: the output of %q to %q: %w (taskmanager.memory.network.max)", tm.id, v.Name, e.Target.Name, err)
 		}
@@ -151,7 +238,7 @@ func (tm *TaskManager) taskSpec(d jm.Deployment) (task.Spec, error) {
 				}
 				sub := d.Exec.Subtask - lo
 				ch := spec.ChannelsPerInput[e.Input]
-				network.Connect(rp.Subs[sub], spec.Gate, e.Input, ch, cfg.BuffersPerChannel)
+				network.Connect(rp.Subs[sub], spec.Gate, e.Input, ch, job.BuffersPerChannel)
 				spec.ChannelsPerInput[e.Input]++
 			}
 		}
@@ -159,8 +246,37 @@ func (tm *TaskManager) taskSpec(d jm.Deployment) (task.Spec, error) {
 	return spec, nil
 }
 
-// CancelTask implements jobmanager.TaskManagerGateway.
-func (tm *TaskManager) CancelTask(e jm.ExecutionID) {
+// store returns the checkpoint store at url, opening it once.
+func (tm *TaskManager) store(url string) (*storage.Store, error) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if s, ok := tm.stores[url]; ok {
+		return s, nil
+	}
+	s, err := storage.Open(context.Background(), url)
+	if err != nil {
+		return nil, fmt.Errorf("taskmanager %s: opening the checkpoint storage to restore from: %w", tm.id, err)
+	}
+	tm.stores[url] = s
+	return s, nil
+}
+
+// reporter forwards a task's messages to the JobManager.
+type reporter struct{ jm protocol.JobManagerGateway }
+
+func (r reporter) Acknowledge(a protocol.AcknowledgeCheckpoint) { r.jm.AcknowledgeCheckpoint(a) }
+func (r reporter) Decline(d protocol.DeclineCheckpoint)         { r.jm.DeclineCheckpoint(d) }
+func (r reporter) SendEvent(e protocol.OperatorEvent)           { r.jm.SendEvent(e) }
+func (r reporter) SourceEnded(s protocol.SourceEnded)           { r.jm.SourceEnded(s) }
+
+func (tm *TaskManager) running(e protocol.ExecutionID) *running {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.tasks[e]
+}
+
+// CancelTask implements protocol.TaskManagerGateway.
+func (tm *TaskManager) CancelTask(e protocol.ExecutionID) {
 	tm.mu.Lock()
 	r, ok := tm.tasks[e]
 	if !ok {
@@ -172,18 +288,41 @@ func (tm *TaskManager) CancelTask(e jm.ExecutionID) {
 	}
 }
 
-// TaskStats implements jobmanager.TaskManagerGateway.
-func (tm *TaskManager) TaskStats(e jm.ExecutionID) (operator.StatsSnapshot, bool) {
-	tm.mu.Lock()
-	r, ok := tm.tasks[e]
-	tm.mu.Unlock()
-	if !ok {
-		return operator.StatsSnapshot{}, false
+// TriggerCheckpoint implements protocol.TaskManagerGateway.
+func (tm *TaskManager) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
+	if r := tm.running(tc.Exec); r != nil {
+		r.task.TriggerCheckpoint(tc)
+		return
 	}
-	return r.task.Stats.Snapshot(), true
+	go tm.jm.DeclineCheckpoint(protocol.DeclineCheckpoint{Exec: tc.Exec, ID: tc.ID, Reason: "the task is not running"})
 }
 
-// ReleaseJob implements jobmanager.TaskManagerGateway. Counters of the job's
+// NotifyCheckpoint implements protocol.TaskManagerGateway.
+func (tm *TaskManager) NotifyCheckpoint(n protocol.NotifyCheckpoint) {
+	if r := tm.running(n.Exec); r != nil {
+		r.task.NotifyCheckpoint(n)
+	}
+}
+
+// SendEvent implements protocol.TaskManagerGateway.
+func (tm *TaskManager) SendEvent(e protocol.OperatorEvent) {
+	if r := tm.running(e.Exec); r != nil {
+		r.task.DeliverEvent(e.OperatorID, e.Payload)
+	}
+}
+
+// TaskStats implements protocol.TaskManagerGateway.
+func (tm *TaskManager) TaskStats(e protocol.ExecutionID) (protocol.TaskStats, bool) {
+	r := tm.running(e)
+	if r == nil {
+		return protocol.TaskStats{}, false
+	}
+	s := r.task.Stats.Snapshot()
+	return protocol.TaskStats{RecordsIn: s.RecordsIn, RecordsOut: s.RecordsOut, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
+		BackPressuredNanos: s.BackPressuredNanos, IdleNanos: s.IdleNanos, BusyNanos: s.BusyNanos}, true
+}
+
+// ReleaseJob implements protocol.TaskManagerGateway. Counters of the job's
 // tasks stay readable until the TaskManager shuts down.
 func (tm *TaskManager) ReleaseJob(jobID string) { tm.shuffle.Release(jobID) }
 
@@ -194,6 +333,11 @@ func (tm *TaskManager) Shutdown() {
 	for _, r := range tm.tasks {
 		r.once.Do(func() { close(r.cancel) })
 	}
+	stores := tm.stores
+	tm.stores = map[string]*storage.Store{}
 	tm.mu.Unlock()
 	tm.wg.Wait()
+	for _, s := range stores {
+		s.Close()
+	}
 }

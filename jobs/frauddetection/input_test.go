@@ -17,7 +17,6 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/file"
-	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/jobs/frauddetection"
 	"go.uber.org/goleak"
 )
@@ -168,42 +167,6 @@ func TestFarApartTransactionsDoNotAlert(t *testing.T) {
 	}
 }
 
-// script is a source of numbered lines that pauses (by processing time)
-// before the lines marked so, giving periodic watermarks time to pass.
-type script struct {
-	lines []string
-	pause map[int]time.Duration // before lines[i]
-}
-
-func (s script) NewReader() weir.SourceReader[file.Line] { return &scriptReader{s: s} }
-
-type scriptReader struct {
-	s     script
-	next  int
-	until time.Time
-}
-
-func (r *scriptReader) Open(*operator.Context) error { return nil }
-func (r *scriptReader) Close() error                 { return nil }
-
-func (r *scriptReader) Poll(out operator.Input[file.Line]) (operator.Status, <-chan struct{}, int64, error) {
-	for r.next < len(r.s.lines) {
-		if d, ok := r.s.pause[r.next]; ok {
-			if r.until.IsZero() {
-				r.until = time.Now().Add(d)
-			}
-			if left := time.Until(r.until); left > 0 {
-				return operator.NothingAvailable, nil, max(left.Milliseconds(), 1), nil
-			}
-			delete(r.s.pause, r.next)
-			r.until = time.Time{}
-		}
-		out.ProcessElement(file.Line{Path: "script", Number: int64(r.next + 1), Text: r.s.lines[r.next]}, operator.NoTimestamp)
-		r.next++
-	}
-	return operator.EndOfInput, nil, 0, nil
-}
-
 // A small transaction so late in int64 time that its cleanup time ts+Window
 // does not fit must keep its state until the end of time: the timer
 // saturates at math.MaxInt64 instead of wrapping to the distant past and
@@ -212,14 +175,15 @@ func TestCleanupTimerSaturates(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
 	small := int64(math.MaxInt64 - 100)
-	lines := weir.FromSource[file.Line](env, script{
-		lines: []string{
-			`{"account": "a", "amount": 0.5, "ts": 9223372036854775707}`,
-			`{"account": "a", "amount": 600, "ts": 9223372036854775757}`,
-		},
-		// Watermarks every ms pass the detector between the two.
-		pause: map[int]time.Duration{1: 300 * time.Millisecond},
-	}, "script").SetParallelism(1)
+	script := []string{
+		`{"account": "a", "amount": 0.5, "ts": 9223372036854775707}`,
+		`{"account": "a", "amount": 600, "ts": 9223372036854775757}`,
+	}
+	// At 3 lines a second the second comes 333 ms after the first: watermarks
+	// (every ms) pass the detector between the two.
+	lines := weir.Generate(env, int64(len(script)), 3, func(i int64) file.Line {
+		return file.Line{Path: "script", Number: i + 1, Text: script[i]}
+	}).SetParallelism(1)
 	alerts, err := weir.ExecuteAndCollect(context.Background(), env, frauddetection.Build(env, lines, 0, time.Millisecond), "saturate")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,114 @@
+package weir
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/weirhq/weir/internal/barrier"
+	"github.com/weirhq/weir/internal/checkpoint/coordinator"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/restart"
+)
+
+// CheckpointingMode is the guarantee checkpoints give (Flink's
+// execution.checkpointing.mode).
+type CheckpointingMode int
+
+const (
+	// ExactlyOnce aligns barriers: state reflects every record exactly once.
+	ExactlyOnce CheckpointingMode = iota
+	// AtLeastOnce does not align: after a restore some records may be
+	// counted twice, but barriers never hold data back.
+	AtLeastOnce
+)
+
+// CheckpointConfig turns on checkpoints, with Flink's settings.
+type CheckpointConfig struct {
+	// Interval between checkpoints (execution.checkpointing.interval); 0
+	// takes checkpoints only at the end of bounded input.
+	Interval time.Duration
+	// Timeout after which a checkpoint is given up
+	// (execution.checkpointing.timeout, default 10 min).
+	Timeout time.Duration
+	// MinPause between the end of one checkpoint and the start of the next
+	// (execution.checkpointing.min-pause).
+	MinPause time.Duration
+	// MaxConcurrent checkpoints in flight (default 1).
+	MaxConcurrent int
+	// TolerableFailures is how many consecutive failed checkpoints fail the
+	// job (execution.checkpointing.tolerable-failed-checkpoints, default 0).
+	TolerableFailures int
+	Mode              CheckpointingMode
+	// Unaligned makes barriers overtake in-flight data, which is stored in
+	// the checkpoint (execution.checkpointing.unaligned).
+	Unaligned bool
+	// AlignedTimeout starts checkpoints aligned and turns them unaligned
+	// when alignment takes longer (execution.checkpointing.aligned-checkpoint-timeout).
+	AlignedTimeout time.Duration
+	// Retained completed checkpoints (state.checkpoints.num-retained, default 1).
+	// They are kept when the job ends, is canceled or its process dies.
+	Retained int
+	// Dir is where checkpoints go (execution.checkpointing.dir): a path,
+	// file:///path, mem://name or s3://bucket/prefix?endpoint=...; default a
+	// directory weir-checkpoints under the system's temporary directory.
+	Dir string
+	// Incremental makes the Pebble backend upload only new files
+	// (execution.checkpointing.incremental).
+	Incremental bool
+}
+
+// defaultCheckpointDir is used when CheckpointConfig.Dir is empty.
+func defaultCheckpointDir() string { return filepath.Join(os.TempDir(), "weir-checkpoints") }
+
+func (c *CheckpointConfig) settings() coordinator.Settings {
+	s := coordinator.Settings{
+		Interval: c.Interval.Milliseconds(), Timeout: c.Timeout.Milliseconds(), MinPause: c.MinPause.Milliseconds(),
+		MaxConcurrent: c.MaxConcurrent, TolerableFailures: c.TolerableFailures, Retained: c.Retained,
+		Unaligned: c.Unaligned, AlignedTimeout: c.AlignedTimeout.Milliseconds(),
+	}
+	if c.Mode == AtLeastOnce {
+		s.Mode = coordinator.AtLeastOnce
+	}
+	return s.WithDefaults()
+}
+
+func (c *CheckpointConfig) barrierMode() barrier.Mode {
+	if c.Mode == AtLeastOnce {
+		return barrier.AtLeastOnce
+	}
+	return barrier.ExactlyOnce
+}
+
+// restartConfig parses Config.Restart (Flink's restart-strategy.* keys).
+func restartConfig(kv map[string]string, checkpointing bool) (restart.Config, error) {
+	c, err := restart.Parse(kv)
+	if err != nil {
+		return c, err
+	}
+	c = c.WithDefaults(checkpointing)
+	return c, c.Validate()
+}
+
+// resumePoint finds the checkpoint a job resumes from: "latest" is the
+// newest complete checkpoint of a job of this name in the checkpoint
+// storage (none: a fresh start), anything else a checkpoint's path or URL.
+func resumePoint(ctx context.Context, from string, store *storage.Store, name string, cfg Config) (*storage.Metadata, *storage.Store, error) {
+	if from == "latest" {
+		if store == nil {
+			return nil, nil, fmt.Errorf("resuming from the latest checkpoint needs checkpointing (Config.Checkpointing)")
+		}
+		m, err := storage.Latest(ctx, store, name, cfg.Logger)
+		if err != nil {
+			return nil, nil, fmt.Errorf("looking for the latest checkpoint in %s: %w", store.URL(), err)
+		}
+		return m, store, nil
+	}
+	s, m, err := storage.Resolve(ctx, from)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, s, nil
+}

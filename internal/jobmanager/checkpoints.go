@@ -1,0 +1,365 @@
+package jobmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/weirhq/weir/internal/checkpoint/coordinator"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/rest"
+)
+
+// checkpoints drives a job's checkpoint coordinator: it carries out the
+// coordinator's decisions (triggers, metadata writes, notifications,
+// deletions) and feeds it acknowledgements, declines and its timer.
+type checkpoints struct {
+	coord *coordinator.Coordinator
+	store *storage.Store
+	// pending holds what the tasks acknowledged for each checkpoint in
+	// flight, and the coordinators' state snapshotted at its trigger.
+	pending map[int64]*pendingCheckpoint
+	// completed are the retained checkpoints; latest is the newest.
+	completed map[int64]*storage.Metadata
+	latest    *storage.Metadata
+	registry  *storage.Registry
+	// sources are the executions that triggers go to; sourcesEnded those
+	// that read all their input (the final checkpoint waits for all).
+	sources      []coordinator.TaskID
+	sourcesEnded map[int]bool
+	// writing holds checkpoints whose metadata write is running; discard
+	// marks those that were aborted meanwhile (delete after the write).
+	writing map[int64]bool
+	discard map[int64]bool
+	// wake is the coordinator's next deadline; gen invalidates old timers.
+	wake    int64
+	gen     int
+	stopped bool
+	// restoredFrom is the checkpoint the current attempt restored (0: none).
+	restoredFrom int64
+	// finalRequested: a final checkpoint was requested and neither
+	// completed nor failed yet.
+	finalRequested bool
+}
+
+type pendingCheckpoint struct {
+	trigger    coordinator.Trigger
+	coordState map[string][]byte
+	acks       map[int]protocol.AcknowledgeCheckpoint
+	metadata   *storage.Metadata // built at Finalize
+}
+
+// sourceTasks lists the executions whose chain starts with a source.
+func (j *job) sourceTasks() []coordinator.TaskID {
+	var out []coordinator.TaskID
+	for i, e := range j.execs {
+		if n := j.spec.Graph.Vertices[e.Vertex].Nodes[0]; n.IsSource {
+			out = append(out, coordinator.TaskID(i))
+		}
+	}
+	return out
+}
+
+// startCheckpoints creates the job's coordinator. Ids continue after the
+// checkpoint the job restores from.
+func (jm *JobManager) startCheckpoints(j *job) error {
+	s := j.spec.Checkpoints
+	settings := s.Settings.WithDefaults()
+	if err := settings.Validate(); err != nil {
+		return err
+	}
+	next := int64(1)
+	cp := &checkpoints{store: s.Store, pending: map[int64]*pendingCheckpoint{}, completed: map[int64]*storage.Metadata{},
+		registry: &storage.Registry{}, sourcesEnded: map[int]bool{}, writing: map[int64]bool{}, discard: map[int64]bool{}}
+	if m := j.restore; m != nil {
+		next = m.CheckpointID + 1
+		cp.restoredFrom = m.CheckpointID
+	}
+	cp.sources = j.sourceTasks()
+	now := j.spec.Clock.NowMillis()
+	cp.coord = coordinator.New(settings, len(j.execs), cp.sources, next, now)
+	j.cp = cp
+	jm.applyLocked(j, cp.coord.Tick(now))
+	return nil
+}
+
+func (jm *JobManager) suspendCheckpointsLocked(j *job) {
+	if j.cp.stopped {
+		return
+	}
+	jm.applyLocked(j, j.cp.coord.Suspend(j.spec.Clock.NowMillis()))
+}
+
+func (jm *JobManager) resumeCheckpointsLocked(j *job) {
+	cp := j.cp
+	cp.sourcesEnded = map[int]bool{}
+	cp.finalRequested = false
+	if j.restore != nil {
+		cp.restoredFrom = j.restore.CheckpointID
+	}
+	now := j.spec.Clock.NowMillis()
+	jm.applyLocked(j, cp.coord.Resume(now, len(j.execs), cp.sources))
+	jm.applyLocked(j, cp.coord.Tick(now))
+}
+
+func (jm *JobManager) stopCheckpointsLocked(j *job) {
+	jm.suspendCheckpointsLocked(j)
+	j.cp.stopped = true
+	j.cp.gen++
+}
+
+// applyLocked carries out a coordinator output in the order it documents.
+func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
+	cp := j.cp
+	now := j.spec.Clock.NowMillis()
+	for _, id := range out.Completed {
+		p := cp.pending[id]
+		delete(cp.pending, id)
+		if p == nil || p.metadata == nil {
+			continue
+		}
+		m := p.metadata
+		cp.completed[id], cp.latest = m, m
+		cp.registry.Register(id, sharedKeys(p))
+		jm.logger.Info("checkpoint completed", "job", j.spec.ID, "checkpoint", id)
+		jm.notifyLocked(j, id, true)
+	}
+	for _, r := range out.Rejected {
+		if r.Kind == coordinator.Final {
+			cp.finalRequested = false
+		}
+	}
+	for _, a := range out.Aborted {
+		if a.Kind == coordinator.Final {
+			cp.finalRequested = false
+		}
+		delete(cp.pending, a.ID)
+		if a.NotifyTasks {
+			jm.notifyLocked(j, a.ID, false)
+		}
+		jm.logger.Info("checkpoint aborted", "job", j.spec.ID, "checkpoint", a.ID, "reason", a.Reason)
+		if cp.writing[a.ID] {
+			cp.discard[a.ID] = true
+		} else {
+			jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: a.ID}, nil)
+		}
+	}
+	for _, id := range out.Discard {
+		m := cp.completed[id]
+		delete(cp.completed, id)
+		if m == nil {
+			continue
+		}
+		jm.deleteLocked(j, *m, cp.registry.Discard(id))
+	}
+	for _, id := range out.Finalize {
+		p := cp.pending[id]
+		if p == nil {
+			continue
+		}
+		p.metadata = jm.metadataLocked(j, id, p, now)
+		cp.writing[id] = true
+		m, store := *p.metadata, cp.store
+		go func() {
+			err := storage.WriteMetadata(context.Background(), store, m)
+			jm.finalized(j, id, err)
+		}()
+	}
+	for _, t := range out.Trigger {
+		jm.triggerLocked(j, t)
+	}
+	if out.FailJob != "" {
+		jm.failFromCoordinatorLocked(j, errors.New(out.FailJob))
+	}
+	if len(out.Aborted)+len(out.Rejected) > 0 {
+		jm.maybeFinalCheckpointLocked(j) // a failed final checkpoint is retried
+	}
+	if out.WakeAt > 0 && out.WakeAt != cp.wake && !cp.stopped {
+		cp.wake = out.WakeAt
+		cp.gen++
+		gen := cp.gen
+		tm := j.spec.Clock.NewTimer(msDuration(out.WakeAt - now))
+		go func() {
+			select {
+			case <-tm.C():
+			case <-j.done:
+				tm.Stop()
+				return
+			}
+			jm.tick(j, gen)
+		}()
+	}
+}
+
+func (jm *JobManager) tick(j *job, gen int) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	if j.cp.gen != gen || j.cp.stopped {
+		return
+	}
+	j.cp.wake = 0
+	jm.applyLocked(j, j.cp.coord.Tick(j.spec.Clock.NowMillis()))
+}
+
+// finalized reports the end of a metadata write to the coordinator.
+func (jm *JobManager) finalized(j *job, id int64, err error) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	cp := j.cp
+	delete(cp.writing, id)
+	if cp.discard[id] {
+		delete(cp.discard, id)
+		jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: id}, nil)
+		return
+	}
+	if err != nil {
+		jm.logger.Warn("writing checkpoint metadata failed", "job", j.spec.ID, "checkpoint", id, "err", err)
+	}
+	jm.applyLocked(j, cp.coord.Finalized(j.spec.Clock.NowMillis(), id, err))
+}
+
+// triggerLocked snapshots the operator coordinators and asks the sources to
+// take the checkpoint.
+func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
+	p := &pendingCheckpoint{trigger: t, coordState: map[string][]byte{}, acks: map[int]protocol.AcknowledgeCheckpoint{}}
+	j.cp.pending[t.ID] = p
+	for id, oc := range j.coords {
+		st, err := oc.c.Snapshot(t.ID)
+		if err != nil {
+			out := j.cp.coord.Decline(j.spec.Clock.NowMillis(), t.ID, t.Sources[0],
+				fmt.Sprintf("snapshotting the coordinator of operator %s: %v", id, err), true)
+			jm.applyLocked(j, out)
+			return
+		}
+		p.coordState[id] = st
+	}
+	opts := protocol.CheckpointOptions{Kind: protocol.CheckpointKind(t.Kind), Unaligned: t.Unaligned,
+		AlignedTimeout: t.AlignedTimeout, AtLeastOnce: t.AtLeastOnce}
+	for _, s := range t.Sources {
+		i := int(s)
+		if j.tmOf[i] == nil || !j.deployed[i] {
+			continue
+		}
+		j.tmOf[i].TriggerCheckpoint(protocol.TriggerCheckpoint{Exec: j.execs[i], ID: t.ID, Timestamp: t.Timestamp, Options: opts})
+	}
+}
+
+// notifyLocked tells every deployed execution that a checkpoint completed
+// or was aborted.
+func (jm *JobManager) notifyLocked(j *job, id int64, complete bool) {
+	for i, e := range j.execs {
+		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
+			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: complete})
+		}
+	}
+}
+
+// deleteLocked deletes a checkpoint's files (and the shared ones no
+// retained checkpoint needs) in the background.
+func (jm *JobManager) deleteLocked(j *job, m storage.Metadata, shared []string) {
+	store, log := j.cp.store, jm.logger
+	go func() {
+		if err := storage.Discard(context.Background(), store, m, shared); err != nil {
+			log.Warn("deleting a checkpoint failed", "job", m.JobID, "checkpoint", m.CheckpointID, "err", err)
+		}
+	}()
+}
+
+func sharedKeys(p *pendingCheckpoint) []string {
+	var keys []string
+	for _, a := range p.acks {
+		for _, o := range a.Operators {
+			keys = append(keys, o.Shared...)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// metadataLocked builds a complete checkpoint's metadata from the tasks'
+// acknowledgements and the coordinators' state.
+func (jm *JobManager) metadataLocked(j *job, id int64, p *pendingCheckpoint, now int64) *storage.Metadata {
+	g := j.spec.Graph
+	m := &storage.Metadata{JobID: j.spec.ID, JobName: j.spec.Name, CheckpointID: id, TriggerMillis: p.trigger.Timestamp,
+		CompleteMillis: now, Fingerprint: g.Fingerprint}
+	byOp := map[string]*storage.OperatorState{}
+	for _, v := range g.Vertices {
+		for _, n := range v.Nodes {
+			opID := g.OperatorIDs[n.ID]
+			os := &storage.OperatorState{OperatorID: opID, UID: n.UID, Name: n.Name, Parallelism: v.Parallelism,
+				MaxParallelism: v.MaxParallelism, Coordinator: p.coordState[opID]}
+			byOp[opID] = os
+		}
+	}
+	for i, a := range p.acks {
+		for _, o := range a.Operators {
+			if os := byOp[o.OperatorID]; os != nil {
+				st := o.State
+				st.Subtask = j.execs[i].Subtask
+				os.Subtasks = append(os.Subtasks, st)
+			}
+		}
+	}
+	for _, os := range byOp {
+		sort.Slice(os.Subtasks, func(a, b int) bool { return os.Subtasks[a].Subtask < os.Subtasks[b].Subtask })
+		m.Operators = append(m.Operators, *os)
+	}
+	sort.Slice(m.Operators, func(a, b int) bool { return m.Operators[a].OperatorID < m.Operators[b].OperatorID })
+	return m
+}
+
+// AcknowledgeCheckpoint implements protocol.JobManagerGateway.
+func (jm *JobManager) AcknowledgeCheckpoint(a protocol.AcknowledgeCheckpoint) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	j, i, ok := jm.execLocked(a.Exec)
+	if !ok || j.cp == nil || j.cp.stopped {
+		return
+	}
+	if p := j.cp.pending[a.ID]; p != nil {
+		p.acks[i] = a
+	}
+	jm.applyLocked(j, j.cp.coord.Ack(j.spec.Clock.NowMillis(), a.ID, coordinator.TaskID(i)))
+}
+
+// DeclineCheckpoint implements protocol.JobManagerGateway.
+func (jm *JobManager) DeclineCheckpoint(d protocol.DeclineCheckpoint) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	j, i, ok := jm.execLocked(d.Exec)
+	if !ok || j.cp == nil || j.cp.stopped {
+		return
+	}
+	jm.applyLocked(j, j.cp.coord.Decline(j.spec.Clock.NowMillis(), d.ID, coordinator.TaskID(i), d.Reason, d.Counts))
+	jm.maybeFinalCheckpointLocked(j)
+}
+
+// SourceEnded implements protocol.JobManagerGateway: once every source has
+// read its input, the final checkpoint is triggered at once.
+func (jm *JobManager) SourceEnded(s protocol.SourceEnded) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	j, i, ok := jm.execLocked(s.Exec)
+	if !ok || j.cp == nil || j.cp.stopped {
+		return
+	}
+	j.cp.sourcesEnded[i] = true
+	jm.maybeFinalCheckpointLocked(j)
+}
+
+// maybeFinalCheckpointLocked triggers a final checkpoint when every source
+// ended and none is in flight (the first one may have been aborted).
+func (jm *JobManager) maybeFinalCheckpointLocked(j *job) {
+	cp := j.cp
+	if j.state.status != rest.JobRunning || cp.finalRequested || len(cp.sourcesEnded) < len(cp.sources) {
+		return
+	}
+	cp.finalRequested = true
+	jm.applyLocked(j, cp.coord.TriggerNow(j.spec.Clock.NowMillis(), coordinator.Final))
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(max(ms, 0)) * time.Millisecond }

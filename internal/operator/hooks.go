@@ -1,0 +1,61 @@
+package operator
+
+// The hooks below let operators take part in checkpoints. The task calls
+// them on its goroutine: InitializeState after it created and restored the
+// operator's state and before Open; SnapshotState at a checkpoint barrier,
+// before it snapshots the operator's state stores; the notifications when
+// the JobManager says a checkpoint completed or was aborted.
+
+// StateInitializer is implemented by operators that read state of their own
+// from their operator state (or keyed state) before they open. restored is
+// true when the task restored state from a checkpoint.
+type StateInitializer interface {
+	InitializeState(restored bool) error
+}
+
+// Snapshotter is implemented by operators with state of their own that is
+// not in their state stores yet (a source reader's positions, a sink's
+// pre-committed output): SnapshotState writes it into them.
+type Snapshotter interface {
+	SnapshotState(checkpointID int64) error
+}
+
+// CheckpointListener is implemented by operators that act when a checkpoint
+// completes (commit what was pre-committed) or is aborted.
+type CheckpointListener interface {
+	NotifyCheckpointComplete(checkpointID int64) error
+	NotifyCheckpointAborted(checkpointID int64)
+}
+
+// EventHandler is implemented by operators that receive events from their
+// coordinator on the JobManager (a source reader's split assignments).
+type EventHandler interface {
+	HandleOperatorEvent(payload []byte) error
+}
+
+// Coordinator is the JobManager-side part of an operator (a source's split
+// enumerator), type-erased. Its methods run on one goroutine at a time.
+type Coordinator interface {
+	// Start is called once, before any event.
+	Start() error
+	// HandleEvent handles an event from subtask i.
+	HandleEvent(subtask int, payload []byte) error
+	// SubtaskReset says that subtask i restarts (its reader registers again).
+	SubtaskReset(subtask int)
+	// Snapshot returns the coordinator's state for checkpoint id.
+	Snapshot(checkpointID int64) ([]byte, error)
+	Close() error
+}
+
+// CoordinatorContext is what a coordinator can do.
+type CoordinatorContext interface {
+	// SendEvent sends an event to subtask i of the operator.
+	SendEvent(subtask int, payload []byte)
+	Parallelism() int
+}
+
+// CoordinatorFactory creates an operator's coordinator on the JobManager;
+// restored is its state from a checkpoint, nil on a fresh start.
+type CoordinatorFactory interface {
+	CreateCoordinator(ctx CoordinatorContext, restored []byte) (Coordinator, error)
+}

@@ -1,0 +1,629 @@
+package task
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/weirhq/weir/internal/barrier"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend"
+)
+
+// checkpoint is a task's checkpointing machinery.
+type checkpoint struct {
+	cfg *Checkpoints
+	// seen holds the first barrier of each checkpoint being aligned (its
+	// kind and options travel on to the forwarded barrier).
+	seen map[int64]network.Barrier
+	// alignStart is when the first barrier of the pending checkpoint came.
+	alignStart map[int64]int64
+	// recs are the unaligned checkpoints whose input channel state is being
+	// recorded: the handler's current one, and earlier ones still waiting
+	// for buffers their priority barriers overtook.
+	recs []*recording
+	// instance names this task instance's shared files.
+	instance string
+
+	mu sync.Mutex // guards uploaded (upload goroutines)
+	// uploaded maps, per operator index, a native file name to the shared
+	// object holding it, so unchanged files are not uploaded again.
+	uploaded []map[string]storage.ObjectHandle
+}
+
+func newCheckpoint(cfg *Checkpoints, ops int) *checkpoint {
+	var b [8]byte
+	rand.Read(b[:])
+	c := &checkpoint{cfg: cfg, seen: map[int64]network.Barrier{}, alignStart: map[int64]int64{},
+		instance: hex.EncodeToString(b[:]), uploaded: make([]map[string]storage.ObjectHandle, ops)}
+	for i := range c.uploaded {
+		c.uploaded[i] = map[string]storage.ObjectHandle{}
+	}
+	return c
+}
+
+// recording is the input channel state of an unaligned checkpoint: the data
+// buffers that came before each channel's barrier but were taken after the
+// snapshot.
+type recording struct {
+	id       int64
+	channels map[int]bool // recorded until their barrier comes
+	// extra counts, per channel, buffers still to record although the
+	// channel's barrier came: the ones its priority barrier overtook.
+	extra       map[int]int
+	data        []byte // frames: channel index u32, length u32, bytes
+	handlerDone bool
+	done        chan struct{} // closed once complete or canceled
+	closed      bool
+	canceled    bool
+}
+
+// complete reports whether the recording is over, closing done then.
+func (r *recording) complete() bool {
+	if r.closed {
+		return true
+	}
+	if !r.canceled {
+		if !r.handlerDone {
+			return false
+		}
+		for _, n := range r.extra {
+			if n > 0 {
+				return false
+			}
+		}
+	}
+	r.closed = true
+	close(r.done)
+	return true
+}
+
+// current is the recording the barrier handler is driving, if any.
+func (c *checkpoint) current() *recording {
+	if n := len(c.recs); n > 0 && !c.recs[n-1].handlerDone {
+		return c.recs[n-1]
+	}
+	return nil
+}
+
+// prune drops the recordings that are over.
+func (c *checkpoint) prune() {
+	keep := c.recs[:0]
+	for _, r := range c.recs {
+		if !r.complete() {
+			keep = append(keep, r)
+		}
+	}
+	clear(c.recs[len(keep):])
+	c.recs = keep
+}
+
+// pendingSnapshot is a checkpoint's synchronous part, handed to its upload.
+type pendingSnapshot struct {
+	id        int64
+	unaligned bool
+	ops       []opSnapshot
+	// output is the channel state of the outputs: per writer, per channel,
+	// the overtaken buffers (unaligned only).
+	output [][][][]byte
+	// input is closed when the input channel state is complete (at once
+	// without recording).
+	input     <-chan struct{}
+	rec       *recording
+	syncMs    int64
+	alignMs   int64
+	startedAt int64 // epoch ms, when the sync part began
+}
+
+type opSnapshot struct {
+	operator []byte // encoded operator state; nil if none
+	keyed    statebackend.Pending
+	timers   []snapshot.Source
+	native   bool
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// TriggerCheckpoint asks a source task to take a checkpoint and inject its
+// barrier; it runs in the task's mailbox.
+func (t *Task) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
+	t.Mailbox.Put(func() {
+		if t.cp == nil || t.source == nil {
+			t.decline(tc.ID, "the task is not a checkpointing source", false)
+			return
+		}
+		br := network.Barrier{ID: tc.ID, Timestamp: tc.Timestamp, Unaligned: tc.Options.Unaligned,
+			AtLeastOnce: tc.Options.AtLeastOnce, Kind: uint8(tc.Options.Kind), AlignedTimeout: tc.Options.AlignedTimeout}
+		t.takeCheckpoint(br, 0)
+	})
+}
+
+// NotifyCheckpoint tells the task that a checkpoint completed or was
+// aborted; it runs in the task's mailbox.
+func (t *Task) NotifyCheckpoint(n protocol.NotifyCheckpoint) {
+	t.Mailbox.Put(func() {
+		for i, op := range t.ops {
+			l, ok := op.(operator.CheckpointListener)
+			if !ok {
+				continue
+			}
+			t.current = i
+			if !n.Complete {
+				l.NotifyCheckpointAborted(n.ID)
+				continue
+			}
+			if err := l.NotifyCheckpointComplete(n.ID); err != nil && t.failed == nil {
+				t.failed = t.opError(i, fmt.Errorf("completing checkpoint %d: %w", n.ID, err))
+			}
+		}
+		switch {
+		case n.Complete && t.finalCP > 0 && n.ID >= t.finalCP:
+			t.finalComplete = true
+		case !n.Complete && n.ID == t.finalCP:
+			t.finalCP = 0 // the next checkpoint is the final one
+		}
+	})
+}
+
+// DeliverEvent hands an event from an operator's coordinator to the operator.
+func (t *Task) DeliverEvent(operatorID string, payload []byte) {
+	t.Mailbox.Put(func() {
+		for i, ctx := range t.contexts {
+			if ctx.OperatorID != operatorID {
+				continue
+			}
+			h, ok := t.ops[i].(operator.EventHandler)
+			if !ok {
+				break
+			}
+			t.current = i
+			if err := h.HandleOperatorEvent(payload); err != nil && t.failed == nil {
+				t.failed = t.opError(i, err)
+			}
+			return
+		}
+	})
+}
+
+func (t *Task) decline(id int64, reason string, counts bool) {
+	t.spec.Reporter.Decline(protocol.DeclineCheckpoint{Exec: t.spec.Exec, ID: id, Reason: reason, Counts: counts})
+}
+
+// onBarrier handles a barrier from channel c.
+func (t *Task) onBarrier(c *network.InputChannel, b *network.Buffer) {
+	br := b.Barrier()
+	if t.cp == nil || t.in.handler == nil {
+		return
+	}
+	if _, ok := t.cp.seen[br.ID]; !ok {
+		t.cp.seen[br.ID] = br
+	}
+	now := t.spec.Clock.NowMillis()
+	t.applyBarrierActions(t.in.handler.Barrier(now, c.Index, barrier.Barrier{ID: br.ID, Timestamp: br.Timestamp,
+		Unaligned: br.Unaligned, AlignedTimeout: br.AlignedTimeout}))
+	// A priority barrier overtook b.Overtaken buffers queued in the channel:
+	// they come before it, so they belong to the channel state.
+	if b.Overtaken > 0 {
+		for _, r := range t.cp.recs {
+			if r.id == br.ID && !r.canceled {
+				r.extra[c.Index] += b.Overtaken
+			}
+		}
+		t.cp.prune()
+	}
+}
+
+// applyBarrierActions carries out the barrier handler's decisions in the
+// order its package documents.
+func (t *Task) applyBarrierActions(a barrier.Actions) {
+	if a.AlignmentStart != 0 && t.cp != nil {
+		for id := range t.cp.seen {
+			if _, ok := t.cp.alignStart[id]; !ok {
+				t.cp.alignStart[id] = a.AlignmentStart
+			}
+		}
+	}
+	for _, c := range a.Cancel {
+		for _, r := range t.cp.recs {
+			if r.id == c.ID {
+				r.canceled = true
+			}
+		}
+		t.cp.prune()
+		delete(t.cp.seen, c.ID)
+		delete(t.cp.alignStart, c.ID)
+		t.decline(c.ID, c.Reason, false)
+		for _, w := range t.writers {
+			w.CancelCheckpoint(c.ID)
+		}
+	}
+	if s := a.Snapshot; s != nil {
+		br, ok := t.cp.seen[s.ID]
+		if !ok {
+			br = network.Barrier{ID: s.ID, Timestamp: s.Timestamp}
+		}
+		br.Unaligned = s.Unaligned
+		alignMs := int64(0)
+		if st, ok := t.cp.alignStart[s.ID]; ok {
+			alignMs = t.spec.Clock.NowMillis() - st
+		}
+		delete(t.cp.seen, s.ID)
+		delete(t.cp.alignStart, s.ID)
+		t.takeCheckpoint(br, alignMs)
+	}
+	if r := t.cp.current(); r != nil {
+		for _, ch := range a.Record {
+			r.channels[ch] = true
+		}
+		for _, ch := range a.StopRecording {
+			delete(r.channels, ch)
+		}
+		if a.Done != nil && *a.Done == r.id {
+			r.handlerDone = true
+			t.cp.prune()
+		}
+	}
+	chans := t.spec.Gate.Channels()
+	for _, ch := range a.Block {
+		t.spec.Gate.Block(chans[ch])
+	}
+	for _, ch := range a.Unblock {
+		t.spec.Gate.Unblock(chans[ch])
+	}
+	t.in.barrierWake = a.WakeAt
+}
+
+// recordInput keeps a copy of a data buffer taken from channel ch if it is
+// channel state of the unaligned checkpoint being recorded.
+func (t *Task) recordInput(ch int, data []byte) {
+	if t.cp == nil || len(t.cp.recs) == 0 {
+		return
+	}
+	for _, r := range t.cp.recs {
+		switch {
+		case r.channels[ch]:
+		case r.extra[ch] > 0:
+			r.extra[ch]--
+			defer t.cp.prune()
+		default:
+			continue
+		}
+		r.data = binary.BigEndian.AppendUint32(r.data, uint32(ch))
+		r.data = binary.BigEndian.AppendUint32(r.data, uint32(len(data)))
+		r.data = append(r.data, data...)
+	}
+}
+
+// takeCheckpoint is a checkpoint's synchronous part: operators write their
+// own state into their stores, the stores and keyed backends freeze, the
+// barrier goes out on every output, and the upload starts on its own
+// goroutine.
+func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
+	start := t.spec.Clock.Now()
+	snap := &pendingSnapshot{id: br.ID, unaligned: br.Unaligned, ops: make([]opSnapshot, len(t.ops)),
+		input: closedChan, alignMs: alignMs, startedAt: start.UnixMilli()}
+	if err := t.snapshotOperators(br.ID, snap); err != nil {
+		snap.release()
+		t.decline(br.ID, err.Error(), true)
+		for _, w := range t.writers {
+			w.CancelCheckpoint(br.ID)
+		}
+		return
+	}
+	for _, w := range t.writers {
+		over := w.Barrier(br)
+		if br.Unaligned {
+			snap.output = append(snap.output, over)
+		}
+	}
+	if br.Unaligned && t.source == nil {
+		r := &recording{id: br.ID, channels: map[int]bool{}, extra: map[int]int{}, done: make(chan struct{})}
+		t.cp.recs = append(t.cp.recs, r)
+		snap.rec, snap.input = r, r.done
+	}
+	if t.finished && t.finalCP == 0 {
+		t.finalCP = br.ID
+	}
+	snap.syncMs = t.spec.Clock.Now().Sub(start).Milliseconds()
+	t.asyncWG.Add(1)
+	go t.upload(snap)
+}
+
+// snapshotOperators runs the operators' Snapshotter hooks and freezes their
+// state stores.
+func (t *Task) snapshotOperators(id int64, snap *pendingSnapshot) error {
+	for i, op := range t.ops {
+		if s, ok := op.(operator.Snapshotter); ok {
+			t.current = i
+			if err := s.SnapshotState(id); err != nil {
+				return fmt.Errorf("operator %q: %w", t.contexts[i].OperatorName, err)
+			}
+		}
+	}
+	for i, st := range t.states {
+		os, err := st.store.Snapshot()
+		if err != nil {
+			return fmt.Errorf("operator %q: operator state: %w", t.contexts[i].OperatorName, err)
+		}
+		if len(os.States) > 0 {
+			snap.ops[i].operator = snapshot.EncodeOperator(os)
+		}
+		if st.keyed == nil {
+			continue
+		}
+		kind := statebackend.Canonical
+		if t.cp.cfg.Incremental && t.spec.StateBackend == statebackend.KindPebble {
+			kind = statebackend.Native
+		}
+		p, err := st.keyed.Backend.Snapshot(id, kind)
+		if err != nil {
+			return fmt.Errorf("operator %q: keyed state: %w", t.contexts[i].OperatorName, err)
+		}
+		snap.ops[i].keyed, snap.ops[i].native = p, kind == statebackend.Native
+		snap.ops[i].timers = st.keyed.Timers.Snapshot()
+	}
+	return nil
+}
+
+func (p *pendingSnapshot) release() {
+	for _, o := range p.ops {
+		if o.keyed != nil {
+			o.keyed.Release()
+		}
+	}
+}
+
+// upload is a checkpoint's asynchronous part: it waits for the input
+// channel state (unaligned), writes everything to the checkpoint storage,
+// and acknowledges, or declines on failure.
+func (t *Task) upload(snap *pendingSnapshot) {
+	defer t.asyncWG.Done()
+	select {
+	case <-snap.input:
+	case <-t.asyncCtx.Done():
+		snap.release()
+		return
+	}
+	if snap.rec != nil && snap.rec.canceled {
+		snap.release()
+		return
+	}
+	start := t.spec.Clock.Now()
+	ack, err := t.write(snap)
+	snap.release()
+	if err != nil {
+		if t.asyncCtx.Err() == nil {
+			t.decline(snap.id, fmt.Sprintf("task %s: writing checkpoint %d: %v", t.name, snap.id, err), true)
+		}
+		return
+	}
+	ack.Metrics.SyncMillis = snap.syncMs
+	ack.Metrics.AlignmentMillis = snap.alignMs
+	ack.Metrics.AsyncMillis = t.spec.Clock.Now().Sub(start).Milliseconds()
+	ack.Metrics.Unaligned = snap.unaligned
+	ack.Metrics.AckMillis = t.spec.Clock.NowMillis()
+	t.spec.Reporter.Acknowledge(ack)
+}
+
+// objectKey names one of this subtask's objects in checkpoint id.
+func (t *Task) objectKey(id int64, opID, what string) string {
+	return storage.CheckpointPrefix(t.spec.Exec.Job, id) + fmt.Sprintf("%s-%d-%s", opID, t.spec.Exec.Subtask, what)
+}
+
+// write uploads a snapshot and returns the acknowledgement describing it.
+func (t *Task) write(snap *pendingSnapshot) (protocol.AcknowledgeCheckpoint, error) {
+	ctx, store := t.asyncCtx, t.cp.cfg.Store
+	ack := protocol.AcknowledgeCheckpoint{Exec: t.spec.Exec, ID: snap.id}
+	for i, o := range snap.ops {
+		opID := t.contexts[i].OperatorID
+		ss := storage.SubtaskState{Subtask: t.spec.Exec.Subtask}
+		var shared []string
+		if o.operator != nil {
+			ack.Metrics.Bytes += int64(len(o.operator))
+			ack.Metrics.PersistedBytes += int64(len(o.operator))
+			if len(o.operator) <= storage.InlineLimit {
+				ss.Inline = o.operator
+			} else {
+				h, err := storage.PutObject(ctx, store, t.objectKey(snap.id, opID, "operator"), o.operator)
+				if err != nil {
+					return ack, err
+				}
+				ss.Operator = &h
+			}
+		}
+		if o.keyed != nil {
+			kh, sh, size, persisted, err := t.writeKeyed(snap.id, i, o)
+			if err != nil {
+				return ack, err
+			}
+			ss.Keyed = []storage.KeyedHandle{kh}
+			shared = sh
+			ack.Metrics.Bytes += size
+			ack.Metrics.PersistedBytes += persisted
+		}
+		if i == 0 && snap.unaligned {
+			in, out, n, err := t.writeChannelState(snap)
+			if err != nil {
+				return ack, err
+			}
+			ss.InputChannels, ss.OutputChannels = in, out
+			ack.Metrics.Bytes += n
+			ack.Metrics.PersistedBytes += n
+		}
+		if ss.Inline == nil && ss.Operator == nil && len(ss.Keyed) == 0 && len(ss.InputChannels)+len(ss.OutputChannels) == 0 {
+			continue
+		}
+		ack.Operators = append(ack.Operators, protocol.OperatorSnapshot{OperatorID: opID, State: ss, Shared: shared})
+	}
+	return ack, nil
+}
+
+// writeKeyed uploads one operator's keyed state: a canonical snapshot (with
+// the timers in it), or a native Pebble checkpoint whose files are uploaded
+// only when this task has not uploaded them before.
+func (t *Task) writeKeyed(id int64, i int, o opSnapshot) (kh storage.KeyedHandle, shared []string, size, persisted int64, err error) {
+	ctx, store := t.asyncCtx, t.cp.cfg.Store
+	opID := t.contexts[i].OperatorID
+	rng := t.states[i].keyed.Range
+	kh.KeyGroupStart, kh.KeyGroupEnd = rng.Start, rng.End
+	if !o.native {
+		w, err := storage.NewObjectWriter(ctx, store, t.objectKey(id, opID, "keyed"))
+		if err != nil {
+			return kh, nil, 0, 0, err
+		}
+		if _, err := o.keyed.Materialize(w, o.timers...); err != nil {
+			w.Close()
+			return kh, nil, 0, 0, err
+		}
+		if err := w.Close(); err != nil {
+			return kh, nil, 0, 0, err
+		}
+		kh.Kind, kh.Object = storage.KindCanonical, w.Handle()
+		return kh, nil, kh.Object.Size, kh.Object.Size, nil
+	}
+	h, err := o.keyed.Materialize(nil)
+	if err != nil {
+		return kh, nil, 0, 0, err
+	}
+	defer os.RemoveAll(h.Dir)
+	kh.Kind = storage.KindNative
+	for _, f := range h.Files {
+		size += f.Size
+		isSST := filepath.Ext(f.Name) == ".sst"
+		if isSST {
+			t.cp.mu.Lock()
+			prev, ok := t.cp.uploaded[i][f.Name]
+			t.cp.mu.Unlock()
+			if ok {
+				kh.Files = append(kh.Files, storage.NativeFile{Name: f.Name, Object: prev, Shared: true})
+				shared = append(shared, prev.Key)
+				continue
+			}
+		}
+		key := t.objectKey(id, opID, "native-"+f.Name)
+		if isSST {
+			key = storage.SharedKey(t.spec.Exec.Job, fmt.Sprintf("%s-%d-%s-%s", opID, t.spec.Exec.Subtask, t.cp.instance, f.Name))
+		}
+		oh, err := uploadFile(t, key, filepath.Join(h.Dir, f.Name))
+		if err != nil {
+			return kh, nil, 0, 0, err
+		}
+		persisted += oh.Size
+		kh.Files = append(kh.Files, storage.NativeFile{Name: f.Name, Object: oh, Shared: isSST})
+		if isSST {
+			shared = append(shared, oh.Key)
+			t.cp.mu.Lock()
+			t.cp.uploaded[i][f.Name] = oh
+			t.cp.mu.Unlock()
+		}
+	}
+	// Timers are not in Pebble: they go beside it as a canonical snapshot.
+	w, err := storage.NewObjectWriter(ctx, store, t.objectKey(id, opID, "timers"))
+	if err != nil {
+		return kh, nil, 0, 0, err
+	}
+	hdr := snapshot.Header{MaxParallelism: t.spec.MaxParallelism, Range: rng, CheckpointID: id}
+	if _, err := snapshot.Write(w, hdr, o.timers); err != nil {
+		w.Close()
+		return kh, nil, 0, 0, err
+	}
+	if err := w.Close(); err != nil {
+		return kh, nil, 0, 0, err
+	}
+	th := w.Handle()
+	kh.Timers = &th
+	return kh, shared, size + th.Size, persisted + th.Size, nil
+}
+
+func uploadFile(t *Task, key, path string) (storage.ObjectHandle, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return storage.ObjectHandle{}, err
+	}
+	defer f.Close()
+	w, err := storage.NewObjectWriter(t.asyncCtx, t.cp.cfg.Store, key)
+	if err != nil {
+		return storage.ObjectHandle{}, err
+	}
+	if _, err := f.WriteTo(w); err != nil {
+		w.Close()
+		return storage.ObjectHandle{}, err
+	}
+	if err := w.Close(); err != nil {
+		return storage.ObjectHandle{}, err
+	}
+	return w.Handle(), nil
+}
+
+// Channel state objects are frames: index u32, channel u32, length u32,
+// bytes. For input state the index is the gate channel's Index (channel
+// 0); for output state the writer's index and the subpartition.
+func (t *Task) writeChannelState(snap *pendingSnapshot) (in, out []storage.ObjectHandle, n int64, err error) {
+	ctx, store := t.asyncCtx, t.cp.cfg.Store
+	opID := t.contexts[0].OperatorID
+	if snap.rec != nil && len(snap.rec.data) > 0 {
+		var frames []byte
+		for d := snap.rec.data; len(d) >= 8; {
+			ch, l := binary.BigEndian.Uint32(d), binary.BigEndian.Uint32(d[4:])
+			frames = appendFrame(frames, ch, 0, d[8:8+l])
+			d = d[8+l:]
+		}
+		h, err := storage.PutObject(ctx, store, t.objectKey(snap.id, opID, "input-channels"), frames)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		in, n = append(in, h), n+h.Size
+	}
+	var frames []byte
+	for wi, chans := range snap.output {
+		for ch, bufs := range chans {
+			for _, b := range bufs {
+				frames = appendFrame(frames, uint32(wi), uint32(ch), b)
+			}
+		}
+	}
+	if len(frames) > 0 {
+		h, err := storage.PutObject(ctx, store, t.objectKey(snap.id, opID, "output-channels"), frames)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		out, n = append(out, h), n+h.Size
+	}
+	return in, out, n, nil
+}
+
+func appendFrame(dst []byte, index, channel uint32, b []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, index)
+	dst = binary.BigEndian.AppendUint32(dst, channel)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b)))
+	return append(dst, b...)
+}
+
+// frames decodes channel state frames.
+func frames(d []byte, fn func(index, channel int, b []byte) error) error {
+	for len(d) > 0 {
+		if len(d) < 12 {
+			return errors.New("channel state: truncated frame header")
+		}
+		idx, ch, l := binary.BigEndian.Uint32(d), binary.BigEndian.Uint32(d[4:]), binary.BigEndian.Uint32(d[8:])
+		if uint64(l) > uint64(len(d)-12) {
+			return errors.New("channel state: truncated frame")
+		}
+		if err := fn(int(idx), int(ch), d[12:12+l]); err != nil {
+			return err
+		}
+		d = d[12+l:]
+	}
+	return nil
+}
+
+func sourceEnded(e protocol.ExecutionID) protocol.SourceEnded { return protocol.SourceEnded{Exec: e} }

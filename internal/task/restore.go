@@ -1,0 +1,204 @@
+package task
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend"
+)
+
+// restore loads the state of a checkpoint into the operators' stores, keyed
+// backends and timer services, before the operators are initialized and
+// opened. Channel state is replayed later, once the chain is open.
+func (t *Task) restore() error {
+	r := t.spec.Restore
+	if r == nil {
+		return nil
+	}
+	byID := make(map[string]protocol.OperatorRestore, len(r.Operators))
+	for _, o := range r.Operators {
+		byID[o.OperatorID] = o
+	}
+	for i, ctx := range t.contexts {
+		o, ok := byID[ctx.OperatorID]
+		if !ok {
+			continue
+		}
+		t.current = i
+		if o.Operator != nil {
+			snap, err := snapshot.DecodeOperator(o.Operator)
+			if err != nil {
+				return t.opError(i, fmt.Errorf("restoring operator state of checkpoint %d: %w", r.CheckpointID, err))
+			}
+			t.states[i].store.Restore(snap)
+		}
+		if len(o.Keyed) > 0 {
+			if t.states[i].keyed == nil {
+				return t.opError(i, fmt.Errorf("checkpoint %d has keyed state for this operator, which is not keyed any more", r.CheckpointID))
+			}
+			if err := t.restoreKeyed(i, o.Keyed); err != nil {
+				return t.opError(i, fmt.Errorf("restoring keyed state of checkpoint %d: %w", r.CheckpointID, err))
+			}
+		}
+		if i == 0 {
+			t.restoredChannels = o
+		}
+	}
+	return nil
+}
+
+// restoreKeyed restores one operator's keyed backend and timers from the
+// snapshots that cover its key groups.
+func (t *Task) restoreKeyed(i int, handles []storage.KeyedHandle) error {
+	ctx, store := t.asyncCtx, t.spec.RestoreStore
+	ks := t.states[i].keyed
+	var sources []statebackend.Source
+	var closers []io.Closer
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	openCanonical := func(h storage.ObjectHandle) (*snapshot.Reader, error) {
+		ra, err := store.Open(ctx, h.Key)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, ra)
+		if ra.Size() != h.Size {
+			return nil, fmt.Errorf("%s has %d bytes, the checkpoint says %d", h.Key, ra.Size(), h.Size)
+		}
+		return snapshot.Open(ra, ra.Size())
+	}
+	for k, h := range handles {
+		switch h.Kind {
+		case storage.KindCanonical:
+			sr, err := openCanonical(h.Object)
+			if err != nil {
+				return err
+			}
+			sources = append(sources, statebackend.Source{Canonical: sr})
+			if err := ks.Timers.Restore(sr); err != nil {
+				return err
+			}
+		case storage.KindNative:
+			dir := filepath.Join(t.contexts[i].State.Dir+"-restore", fmt.Sprint(k))
+			if t.contexts[i].State.Dir == "" {
+				return fmt.Errorf("a native (Pebble) snapshot needs the pebble backend, not %q", t.spec.StateBackend)
+			}
+			if err := t.download(h, dir); err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			sources = append(sources, statebackend.Source{NativeDir: dir})
+			if h.Timers != nil {
+				sr, err := openCanonical(*h.Timers)
+				if err != nil {
+					return err
+				}
+				if err := ks.Timers.Restore(sr); err != nil {
+					return err
+				}
+			}
+			// Unchanged files need no upload in this task's checkpoints, as
+			// long as they are this job's (a resumed job copies them once).
+			if t.spec.Restore.JobID == t.spec.Exec.Job && len(handles) == 1 && t.cp != nil {
+				for _, f := range h.Files {
+					if f.Shared {
+						t.cp.uploaded[i][f.Name] = f.Object
+					}
+				}
+			}
+		default:
+			return fmt.Errorf("unknown keyed snapshot kind %q", h.Kind)
+		}
+	}
+	return ks.Backend.Restore(sources)
+}
+
+// download copies a native snapshot's files into dir, checking each.
+func (t *Task) download(h storage.KeyedHandle, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range h.Files {
+		if f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." {
+			return fmt.Errorf("bad file name %q in a native snapshot", f.Name)
+		}
+		out, err := os.Create(filepath.Join(dir, f.Name))
+		if err != nil {
+			return err
+		}
+		err = storage.CopyVerified(t.asyncCtx, t.spec.RestoreStore, f.Object, out)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayChannelState sends the restored output channel state downstream
+// and feeds the restored input channel state to the chain, before any new
+// record: those records were in flight when the checkpoint was taken.
+func (t *Task) replayChannelState() error {
+	o := t.restoredChannels
+	if len(o.InputChannels)+len(o.OutputChannels) == 0 {
+		return nil
+	}
+	for _, h := range o.OutputChannels {
+		data, err := storage.ReadVerified(t.asyncCtx, t.spec.RestoreStore, h)
+		if err != nil {
+			return t.opError(0, fmt.Errorf("restoring output channel state: %w", err))
+		}
+		err = frames(data, func(wi, ch int, b []byte) error {
+			if wi >= len(t.writers) || ch >= len(t.writers[wi].Partition().Subs) {
+				return fmt.Errorf("output channel state for output %d channel %d, which this task does not have (the parallelism changed?)", wi, ch)
+			}
+			rp := t.writers[wi].Partition()
+			buf, err := rp.Pool.Request(t.cancel)
+			if err != nil {
+				return err
+			}
+			buf.Data = append(buf.Data, b...)
+			rp.Subs[ch].Add(buf)
+			return nil
+		})
+		if err != nil {
+			return t.opError(0, err)
+		}
+	}
+	chans := t.gateChannels()
+	for _, h := range o.InputChannels {
+		data, err := storage.ReadVerified(t.asyncCtx, t.spec.RestoreStore, h)
+		if err != nil {
+			return t.opError(0, fmt.Errorf("restoring input channel state: %w", err))
+		}
+		err = frames(data, func(idx, _ int, b []byte) error {
+			if idx >= len(chans) {
+				return fmt.Errorf("input channel state for channel %d, which this task does not have (the parallelism changed?)", idx)
+			}
+			c := chans[idx]
+			return t.readers[c.Input].ProcessBuffer(c.Channel, b)
+		})
+		if err != nil {
+			return t.opError(0, err)
+		}
+	}
+	return nil
+}
+
+func (t *Task) gateChannels() []*network.InputChannel {
+	if t.spec.Gate == nil {
+		return nil
+	}
+	return t.spec.Gate.Channels()
+}

@@ -1,0 +1,72 @@
+// Package sink is the contract of Weir's sinks, after Flink's Sink V2: a
+// writer per subtask, and for exactly-once output a two-phase commit: at
+// every checkpoint barrier the writer prepares committables for what it
+// wrote (pre-commit), they are stored in the checkpoint, and a committer
+// commits them once the checkpoint is complete. After a failure, the
+// committables of the last completed checkpoint are committed again, so a
+// committer must be idempotent.
+//
+// Everything here can be implemented outside Weir's module; the built-in
+// sinks use nothing else.
+package sink
+
+import "github.com/weirhq/weir/codec"
+
+// Context describes a sink subtask.
+type Context interface {
+	Subtask() int
+	Parallelism() int
+	// Attempt counts restarts of the job (0 for the first run).
+	Attempt() int
+	// Checkpointing reports whether the job takes checkpoints; without,
+	// committables are committed at the end of input.
+	Checkpointing() bool
+	// Canceled is closed when the subtask is canceled: a writer that blocks
+	// (on a full channel, a slow reader) must stop waiting then.
+	Canceled() <-chan struct{}
+}
+
+// Writer writes the records of one sink subtask. Its methods run on the
+// subtask's goroutine, never concurrently.
+type Writer[T any] interface {
+	// Write writes one record with its event timestamp (or math.MinInt64).
+	Write(v T, ts int64) error
+	// Flush pushes buffered records out: on the buffer timeout, at every
+	// checkpoint barrier (before PrepareCommit) and at the end of input
+	// (endOfInput true).
+	Flush(endOfInput bool) error
+	// Close releases resources, also after a failure.
+	Close() error
+}
+
+// Sink creates a writer per subtask. Its output is at-least-once after
+// failures unless it is idempotent; see TwoPhaseCommitting.
+type Sink[T any] interface {
+	CreateWriter(ctx Context) (Writer[T], error)
+}
+
+// CommittingWriter is the writer of a two-phase-commit sink.
+type CommittingWriter[T, C any] interface {
+	Writer[T]
+	// PrepareCommit returns committables for everything written since the
+	// last call, which must not be visible yet. It is called at every
+	// checkpoint barrier after Flush, and at the end of input.
+	PrepareCommit() ([]C, error)
+}
+
+// Committer makes committables visible.
+type Committer[C any] interface {
+	// Commit commits. It must be idempotent: after a restore it may get
+	// committables it already committed.
+	Commit(committables []C) error
+	Close() error
+}
+
+// TwoPhaseCommitting is an exactly-once sink: what a checkpoint covers is
+// committed when the checkpoint completes, and only then.
+type TwoPhaseCommitting[T, C any] interface {
+	CreateWriter(ctx Context) (CommittingWriter[T, C], error)
+	CreateCommitter(ctx Context) (Committer[C], error)
+	// CommittableCodec stores committables in checkpoints.
+	CommittableCodec() codec.Codec[C]
+}

@@ -1,0 +1,132 @@
+// Package source is the contract of Weir's sources, after Flink's FLIP-27:
+// a split enumerator on the JobManager discovers the work as splits and
+// hands them to readers on request; a reader per subtask reads its splits.
+// A reader's splits, with the positions reached in them, are its
+// checkpointed state, and the enumerator's unassigned splits are the
+// enumerator's: after a failure both are restored from the last completed
+// checkpoint and reading resumes exactly there.
+//
+// Everything here can be implemented outside Weir's module; the built-in
+// connectors use nothing else.
+package source
+
+import (
+	"time"
+
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/codec"
+)
+
+// Boundedness says whether a source ends.
+type Boundedness int
+
+const (
+	// Bounded sources end once every split is read.
+	Bounded Boundedness = iota
+	// Unbounded sources may run forever.
+	Unbounded
+)
+
+// Source is a source of records of type T, read in splits of type S. A split
+// value carries its position: the reader returns splits with the position
+// reached from SnapshotState, and gets them back through AddSplits after a
+// restore.
+type Source[T, S any] interface {
+	Boundedness() Boundedness
+	// SplitCodec encodes splits (with their positions) in checkpoints and
+	// in messages between enumerator and readers.
+	SplitCodec() codec.Codec[S]
+	// CreateEnumerator creates the split enumerator, on the JobManager.
+	// restored is its state from a checkpoint (see Enumerator.Snapshot), or
+	// nil on a fresh start.
+	CreateEnumerator(ctx EnumeratorContext[S], restored []byte) (Enumerator[S], error)
+	// CreateReader creates the reader of one subtask.
+	CreateReader(ctx ReaderContext) (Reader[T, S], error)
+}
+
+// EnumeratorContext is what an enumerator can do. Its methods may only be
+// called from the enumerator's own methods.
+type EnumeratorContext[S any] interface {
+	// Parallelism is the number of reader subtasks.
+	Parallelism() int
+	// Assign hands splits to reader subtask i.
+	Assign(subtask int, splits ...S)
+	// NoMoreSplits tells reader subtask i that no more splits will come: a
+	// bounded reader ends once it has read the ones it has.
+	NoMoreSplits(subtask int)
+	// Registered lists the reader subtasks that are running.
+	Registered() []int
+}
+
+// Enumerator discovers splits and assigns them. Its methods run on one
+// goroutine of the JobManager, never concurrently.
+type Enumerator[S any] interface {
+	// Start is called once, before anything else.
+	Start() error
+	// AddReader is called when reader subtask i starts (also after a restart).
+	AddReader(subtask int) error
+	// HandleSplitRequest is called when reader subtask i asks for a split.
+	HandleSplitRequest(subtask int) error
+	// Snapshot returns the enumerator's state for checkpoint id: what it
+	// needs to go on after a restore (typically its unassigned splits).
+	// Splits it assigns after the snapshot are assigned again after a
+	// restore from this checkpoint.
+	Snapshot(checkpointID int64) ([]byte, error)
+	Close() error
+}
+
+// ReaderContext is what a reader knows of its subtask and can ask for.
+type ReaderContext interface {
+	Subtask() int
+	Parallelism() int
+	// RequestSplit asks the enumerator for a split; it comes through AddSplits.
+	RequestSplit()
+	// Clock is processing time, for rate limits and timeouts.
+	Clock() clock.Clock
+}
+
+// Output receives a reader's records.
+type Output[T any] interface {
+	// Collect emits a record without an event timestamp.
+	Collect(v T)
+	// CollectWithTimestamp emits a record with its event time (ms).
+	CollectWithTimestamp(v T, ts int64)
+}
+
+// Status is what a reader reports after a poll.
+type Status int
+
+const (
+	// MoreAvailable: poll again soon.
+	MoreAvailable Status = iota
+	// NothingAvailable: wait first (see Reader.PollNext).
+	NothingAvailable
+	// EndOfInput: the reader is done (it had no more splits coming and read
+	// all it had).
+	EndOfInput
+)
+
+// Reader reads the splits of one subtask. All its methods run on the
+// subtask's goroutine, never concurrently, so a reader needs no locks.
+type Reader[T, S any] interface {
+	// Start is called before the first poll, after restored splits were added.
+	Start() error
+	// PollNext emits up to a bounded batch of records into out (a few
+	// thousand at most: the task runs its mailbox, timers and barriers
+	// between polls). With NothingAvailable the task waits until wake is
+	// signalled or closed, or retryAfter has passed (whichever comes first;
+	// with neither, it polls again after a millisecond).
+	PollNext(out Output[T]) (status Status, wake <-chan struct{}, retryAfter time.Duration, err error)
+	// AddSplits gives the reader more splits (assigned or restored).
+	AddSplits(splits []S)
+	// NoMoreSplits says that no more splits will come.
+	NoMoreSplits()
+	// SnapshotState returns the reader's unfinished splits with the
+	// positions reached, at a checkpoint barrier: every record emitted
+	// before this call is before the positions, every later one after.
+	SnapshotState(checkpointID int64) ([]S, error)
+	// NotifyCheckpointComplete says that checkpoint id is complete (a Kafka
+	// reader commits offsets back, say). Errors fail the job.
+	NotifyCheckpointComplete(checkpointID int64) error
+	Close() error
+}
