@@ -21,9 +21,12 @@ type RuntimeContext interface {
 	MaxParallelism() int
 	// ProcessingTime is the current processing time in ms since the epoch.
 	ProcessingTime() int64
+	// Attempt counts the job's restarts (0 for the first run).
+	Attempt() int
 	// OperatorState is this operator subtask's non-keyed state: list state
 	// (split evenly on rescale), union list state (every subtask gets all)
-	// and broadcast state. It is kept in memory; checkpoints will snapshot it.
+	// and broadcast state. It is kept in memory and checkpointed; after a
+	// restore it holds what the checkpoint held (read it in Open).
 	OperatorState() *state.OperatorStore
 }
 
@@ -65,6 +68,21 @@ type Closer interface {
 	Close() error
 }
 
+// CheckpointedFunction is implemented by functions that keep state of their
+// own in fields (Flink's CheckpointedFunction): SnapshotState writes it into
+// their operator or keyed state at every checkpoint barrier; after a
+// restore, Open finds it there again.
+type CheckpointedFunction interface {
+	SnapshotState(checkpointID int64) error
+}
+
+// CheckpointListener is implemented by functions that act when a checkpoint
+// completes (to make output visible that the checkpoint covers, say).
+// An error fails the job.
+type CheckpointListener interface {
+	NotifyCheckpointComplete(checkpointID int64) error
+}
+
 // Finisher is implemented by functions that emit final results at the end of
 // their input, before their output closes.
 type Finisher[U any] interface {
@@ -80,6 +98,26 @@ func (r runtimeContext) Subtask() int          { return r.c.Subtask }
 func (r runtimeContext) Parallelism() int      { return r.c.Parallelism }
 func (r runtimeContext) MaxParallelism() int   { return r.c.MaxParallelism }
 func (r runtimeContext) ProcessingTime() int64 { return r.c.Clock.NowMillis() }
+func (r runtimeContext) Attempt() int          { return r.c.Attempt }
+
+// fnHooks forwards the checkpoint hooks to a user function that has them.
+type fnHooks struct{ fn any }
+
+func (h fnHooks) SnapshotState(id int64) error {
+	if c, ok := h.fn.(CheckpointedFunction); ok {
+		return c.SnapshotState(id)
+	}
+	return nil
+}
+
+func (h fnHooks) NotifyCheckpointComplete(id int64) error {
+	if l, ok := h.fn.(CheckpointListener); ok {
+		return l.NotifyCheckpointComplete(id)
+	}
+	return nil
+}
+
+func (h fnHooks) NotifyCheckpointAborted(int64) {}
 func (r runtimeContext) OperatorState() *state.OperatorStore {
 	return r.c.OperatorState()
 }

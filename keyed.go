@@ -154,6 +154,7 @@ func (p *keyedProcessContext[K]) TimeDomain() TimeDomain     { return p.domain }
 // keyedProcessOp runs a KeyedProcessFunction.
 type keyedProcessOp[K comparable, T, U any] struct {
 	keyedTimers[K, U]
+	fnHooks
 	fn       KeyedProcessFunction[K, T, U]
 	key      func(T) K
 	keyCodec codec.Codec[K]
@@ -214,7 +215,8 @@ func ProcessKeyed[K comparable, T, U any](ks KeyedStream[K, T], fn KeyedProcessF
 		if keyCodec == nil {
 			return operator.Instance{}, errNoKeyCodec(codecErr)
 		}
-		op := &keyedProcessOp[K, T, U]{fn: instanceOf(fn), key: ks.key, keyCodec: keyCodec, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		f := instanceOf(fn)
+		op := &keyedProcessOp[K, T, U]{fnHooks: fnHooks{f}, fn: f, key: ks.key, keyCodec: keyCodec, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
 		return operator.Instance{Op: op, Keyed: true, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[U](ks.env, addNode[U](ks.env, "KeyedProcess", fac, false, ks.ends))

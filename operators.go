@@ -78,6 +78,7 @@ type processContext struct {
 func (p *processContext) Timestamp() int64 { return p.ts }
 
 type processOp[T, U any] struct {
+	fnHooks
 	fn   ProcessFunction[T, U]
 	col  collector[U]
 	pctx processContext

@@ -40,7 +40,8 @@ func Filter[T any](s DataStream[T], f func(T) bool) DataStream[T] {
 // Opener, Closer or Finisher, those are called too.
 func Process[T, U any](s DataStream[T], fn ProcessFunction[T, U]) DataStream[U] {
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
-		op := &processOp[T, U]{fn: instanceOf(fn), col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		f := instanceOf(fn)
+		op := &processOp[T, U]{fnHooks: fnHooks{f}, fn: f, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
 		op.pctx.runtimeContext = runtimeContext{ctx}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})

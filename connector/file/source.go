@@ -69,6 +69,9 @@ type TextSource struct {
 	SplitSize int64
 	// Stdin is what Path "-" reads (nil: os.Stdin).
 	Stdin io.Reader
+	// RatePerSecond > 0 limits the source to that many lines a second
+	// (each reader its share), by processing time.
+	RatePerSecond float64
 }
 
 // Splits lists the splits of the input for a source of the given parallelism,
@@ -95,7 +98,7 @@ func (s TextSource) CreateEnumerator(ctx source.EnumeratorContext[Split], restor
 
 // CreateReader implements source.Source.
 func (s TextSource) CreateReader(ctx source.ReaderContext) (source.Reader[string, Split], error) {
-	return &textReader{lines: newLineReader(ctx, s.Stdin)}, nil
+	return &textReader{lines: newLineReader(ctx, s.Stdin), rate: newThrottle(ctx.Clock(), s.RatePerSecond, ctx.Parallelism())}, nil
 }
 
 // Line is one line of a LineSource's input.
@@ -127,6 +130,9 @@ type LineSource struct {
 	Path string
 	// Stdin is what Path "-" reads (nil: os.Stdin).
 	Stdin io.Reader
+	// RatePerSecond > 0 limits the source to that many lines a second
+	// (each reader its share), by processing time.
+	RatePerSecond float64
 }
 
 // Splits lists the splits of the input, one per file, in name order.
@@ -145,7 +151,7 @@ func (s LineSource) CreateEnumerator(ctx source.EnumeratorContext[Split], restor
 
 // CreateReader implements source.Source.
 func (s LineSource) CreateReader(ctx source.ReaderContext) (source.Reader[Line, Split], error) {
-	return &lineSourceReader{lines: newLineReader(ctx, s.Stdin)}, nil
+	return &lineSourceReader{lines: newLineReader(ctx, s.Stdin), rate: newThrottle(ctx.Clock(), s.RatePerSecond, ctx.Parallelism())}, nil
 }
 
 // enumerator lists the input when the source first starts and hands a split
@@ -288,7 +294,10 @@ func inputError(path string, err error) error {
 }
 
 // textReader emits the lines of its splits.
-type textReader struct{ lines lineReader }
+type textReader struct {
+	lines lineReader
+	rate  throttle
+}
 
 func (r *textReader) Start() error                         { return r.lines.err }
 func (r *textReader) AddSplits(splits []Split)             { r.lines.addSplits(splits) }
@@ -302,18 +311,27 @@ func (r *textReader) PollNext(out source.Output[string]) (source.Status, <-chan 
 	if r.lines.err != nil {
 		return 0, nil, 0, r.lines.err
 	}
-	for range 256 {
+	n, wait := r.rate.allowed(256)
+	if n == 0 {
+		return source.NothingAvailable, nil, wait, nil
+	}
+	for i := range n {
 		line, ok := r.lines.next()
 		if !ok {
+			r.rate.took(i)
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
 		out.Collect(line)
 	}
+	r.rate.took(n)
 	return source.MoreAvailable, nil, 0, nil
 }
 
 // lineSourceReader emits the lines of its splits with their file and number.
-type lineSourceReader struct{ lines lineReader }
+type lineSourceReader struct {
+	lines lineReader
+	rate  throttle
+}
 
 func (r *lineSourceReader) Start() error                         { return r.lines.err }
 func (r *lineSourceReader) AddSplits(splits []Split)             { r.lines.addSplits(splits) }
@@ -327,13 +345,19 @@ func (r *lineSourceReader) PollNext(out source.Output[Line]) (source.Status, <-c
 	if r.lines.err != nil {
 		return 0, nil, 0, r.lines.err
 	}
-	for range 256 {
+	n, wait := r.rate.allowed(256)
+	if n == 0 {
+		return source.NothingAvailable, nil, wait, nil
+	}
+	for i := range n {
 		text, ok := r.lines.next()
 		if !ok {
+			r.rate.took(i)
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
 		out.Collect(Line{Path: r.lines.name, Number: r.lines.number, Text: text})
 	}
+	r.rate.took(n)
 	return source.MoreAvailable, nil, 0, nil
 }
 

@@ -35,10 +35,12 @@ type checkpoints struct {
 	// marks those that were aborted meanwhile (delete after the write).
 	writing map[int64]bool
 	discard map[int64]bool
-	// wake is the coordinator's next deadline; gen invalidates old timers.
-	wake    int64
-	gen     int
-	stopped bool
+	// wake is the coordinator's next deadline; gen invalidates old timers
+	// and closing stopTimer ends the goroutine of the armed one.
+	wake      int64
+	gen       int
+	stopTimer chan struct{}
+	stopped   bool
 	// restoredFrom is the checkpoint the current attempt restored (0: none).
 	restoredFrom int64
 	// finalRequested: a final checkpoint was requested and neither
@@ -125,8 +127,18 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		m := p.metadata
 		cp.completed[id], cp.latest = m, m
 		cp.registry.Register(id, sharedKeys(p))
-		jm.logger.Info("checkpoint completed", "job", j.spec.ID, "checkpoint", id)
-		jm.notifyLocked(j, id, true)
+		final := len(p.acks) == len(j.execs)
+		for _, a := range p.acks {
+			final = final && a.Metrics.Finished
+		}
+		jm.logger.Info("checkpoint completed", "job", j.spec.ID, "checkpoint", id, "final", final)
+		jm.notifyLocked(j, id, true, final)
+		if !final && len(cp.sourcesEnded) == len(cp.sources) {
+			// Some task took it before it finished (an unaligned barrier
+			// can overtake the end of data): the next one is final.
+			cp.finalRequested = false
+			defer jm.maybeFinalCheckpointLocked(j)
+		}
 	}
 	for _, r := range out.Rejected {
 		if r.Kind == coordinator.Final {
@@ -139,7 +151,7 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		}
 		delete(cp.pending, a.ID)
 		if a.NotifyTasks {
-			jm.notifyLocked(j, a.ID, false)
+			jm.notifyLocked(j, a.ID, false, false)
 		}
 		jm.logger.Info("checkpoint aborted", "job", j.spec.ID, "checkpoint", a.ID, "reason", a.Reason)
 		if cp.writing[a.ID] {
@@ -181,11 +193,18 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 	if out.WakeAt > 0 && out.WakeAt != cp.wake && !cp.stopped {
 		cp.wake = out.WakeAt
 		cp.gen++
-		gen := cp.gen
+		if cp.stopTimer != nil {
+			close(cp.stopTimer)
+		}
+		gen, stop := cp.gen, make(chan struct{})
+		cp.stopTimer = stop
 		tm := j.spec.Clock.NewTimer(msDuration(out.WakeAt - now))
 		go func() {
 			select {
 			case <-tm.C():
+			case <-stop:
+				tm.Stop()
+				return
 			case <-j.done:
 				tm.Stop()
 				return
@@ -239,6 +258,11 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	}
 	opts := protocol.CheckpointOptions{Kind: protocol.CheckpointKind(t.Kind), Unaligned: t.Unaligned,
 		AlignedTimeout: t.AlignedTimeout, AtLeastOnce: t.AtLeastOnce}
+	if opts.Kind == protocol.Periodic && len(j.cp.sourcesEnded) == len(j.cp.sources) {
+		// Every source ended: whatever checkpoint comes now is final for the
+		// tasks (they end once it completes).
+		opts.Kind = protocol.Final
+	}
 	for _, s := range t.Sources {
 		i := int(s)
 		if j.tmOf[i] == nil || !j.deployed[i] {
@@ -250,10 +274,10 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 
 // notifyLocked tells every deployed execution that a checkpoint completed
 // or was aborted.
-func (jm *JobManager) notifyLocked(j *job, id int64, complete bool) {
+func (jm *JobManager) notifyLocked(j *job, id int64, complete, final bool) {
 	for i, e := range j.execs {
 		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
-			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: complete})
+			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: complete, Final: final})
 		}
 	}
 }

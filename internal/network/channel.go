@@ -41,7 +41,11 @@ func (s *Subpartition) AddPriority(b *Buffer) (overtaken [][]byte) {
 		overtaken = append(overtaken, append([]byte(nil), o.Data...))
 	}
 	if now {
-		s.receiver.deliverPriority(b)
+		if b.priority {
+			s.receiver.deliverPriority(b)
+		} else {
+			s.receiver.deliver(b)
+		}
 	}
 	return overtaken
 }
@@ -114,6 +118,13 @@ func (c *InputChannel) deliver(b *Buffer) {
 func (c *InputChannel) deliverPriority(b *Buffer) {
 	g := c.gate
 	g.mu.Lock()
+	if endsData(c.queue[c.prio:]) {
+		// Nothing to overtake after the end of data; keep the order.
+		b.priority = false
+		g.mu.Unlock()
+		c.deliver(b)
+		return
+	}
 	overtaken := 0
 	for _, q := range c.queue[c.prio:] {
 		if !q.IsEvent() {

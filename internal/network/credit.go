@@ -73,6 +73,12 @@ func (l *ledger) grant(n int, into []*Buffer) []*Buffer {
 // receiver has connected, always). It returns the data buffers it
 // overtook, still to be delivered after it.
 func (l *ledger) addPriority(b *Buffer) (overtaken []*Buffer, deliverNow bool) {
+	if endsData(l.backlog) {
+		// No data follows the end of data: nothing to overtake, and a
+		// barrier behind it keeps the end of data before the final checkpoint.
+		now, _ := l.add(b)
+		return nil, now
+	}
 	b.priority = true
 	for _, q := range l.backlog {
 		if !q.IsEvent() {
@@ -95,3 +101,13 @@ func (l *ledger) addPriority(b *Buffer) (overtaken []*Buffer, deliverNow bool) {
 
 // backlogLen is the number of finished buffers (and events) waiting for credit.
 func (l *ledger) backlogLen() int { return len(l.backlog) }
+
+// endsData reports whether bufs hold an end-of-data or end-of-partition event.
+func endsData(bufs []*Buffer) bool {
+	for _, q := range bufs {
+		if q.Kind == KindEndOfData || q.Kind == KindEndOfPartition {
+			return true
+		}
+	}
+	return false
+}

@@ -135,6 +135,9 @@ type NotifyCheckpoint struct {
 	Exec     ExecutionID
 	ID       int64
 	Complete bool
+	// Final: every task had finished its input when it took this
+	// checkpoint, so once it is complete every task may end (FLIP-147).
+	Final bool
 }
 
 // AcknowledgeCheckpoint says a task finished its part of checkpoint ID:
@@ -167,6 +170,9 @@ type CheckpointMetrics struct {
 	Unaligned             bool
 	// AckMillis is when the task acknowledged (epoch ms).
 	AckMillis int64
+	// Finished: the task had finished its input (end of data) when it took
+	// the snapshot.
+	Finished bool
 }
 
 // DeclineCheckpoint says a task could not take a checkpoint.

@@ -122,6 +122,7 @@ type pendingSnapshot struct {
 	syncMs    int64
 	alignMs   int64
 	startedAt int64 // epoch ms, when the sync part began
+	finished  bool  // the task had finished its input
 }
 
 type opSnapshot struct {
@@ -136,7 +137,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // TriggerCheckpoint asks a source task to take a checkpoint and inject its
 // barrier; it runs in the task's mailbox.
 func (t *Task) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
-	t.Mailbox.Put(func() {
+	if !t.Mailbox.Put(func() {
 		if t.cp == nil || t.source == nil {
 			t.decline(tc.ID, "the task is not a checkpointing source", false)
 			return
@@ -144,7 +145,10 @@ func (t *Task) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 		br := network.Barrier{ID: tc.ID, Timestamp: tc.Timestamp, Unaligned: tc.Options.Unaligned,
 			AtLeastOnce: tc.Options.AtLeastOnce, Kind: uint8(tc.Options.Kind), AlignedTimeout: tc.Options.AlignedTimeout}
 		t.takeCheckpoint(br, 0)
-	})
+	}) {
+		// Not inline: the JobManager calls this with its lock held.
+		go t.decline(tc.ID, "the task has ended", false)
+	}
 }
 
 // NotifyCheckpoint tells the task that a checkpoint completed or was
@@ -165,11 +169,9 @@ func (t *Task) NotifyCheckpoint(n protocol.NotifyCheckpoint) {
 				t.failed = t.opError(i, fmt.Errorf("completing checkpoint %d: %w", n.ID, err))
 			}
 		}
-		switch {
-		case n.Complete && t.finalCP > 0 && n.ID >= t.finalCP:
+		t.spec.Logger.Debug("checkpoint notified", "task", t.name, "checkpoint", n.ID, "complete", n.Complete, "final", n.Final)
+		if n.Complete && n.Final {
 			t.finalComplete = true
-		case !n.Complete && n.ID == t.finalCP:
-			t.finalCP = 0 // the next checkpoint is the final one
 		}
 	})
 }
@@ -330,10 +332,10 @@ func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
 		t.cp.recs = append(t.cp.recs, r)
 		snap.rec, snap.input = r, r.done
 	}
-	if t.finished && t.finalCP == 0 {
-		t.finalCP = br.ID
-	}
+	snap.finished = t.finished
 	snap.syncMs = t.spec.Clock.Now().Sub(start).Milliseconds()
+	t.spec.Logger.Debug("checkpoint taken", "task", t.name, "checkpoint", br.ID, "unaligned", br.Unaligned,
+		"kind", protocol.CheckpointKind(br.Kind), "finished", t.finished)
 	t.asyncWG.Add(1)
 	go t.upload(snap)
 }
@@ -410,6 +412,7 @@ func (t *Task) upload(snap *pendingSnapshot) {
 	ack.Metrics.AlignmentMillis = snap.alignMs
 	ack.Metrics.AsyncMillis = t.spec.Clock.Now().Sub(start).Milliseconds()
 	ack.Metrics.Unaligned = snap.unaligned
+	ack.Metrics.Finished = snap.finished
 	ack.Metrics.AckMillis = t.spec.Clock.NowMillis()
 	t.spec.Reporter.Acknowledge(ack)
 }

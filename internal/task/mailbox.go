@@ -9,8 +9,9 @@ import (
 // the task goroutine runs them, between records, so actions may touch
 // operator state without locks.
 type Mailbox struct {
-	mu      sync.Mutex // guards actions
+	mu      sync.Mutex // guards actions and closed
 	actions []func()
+	closed  bool        // the task loop ended: nothing runs any more
 	pending atomic.Bool // actions is non-empty; checked without the lock per loop turn
 	notify  chan struct{}
 	spare   []func()
@@ -19,9 +20,14 @@ type Mailbox struct {
 // NewMailbox returns an empty mailbox.
 func NewMailbox() *Mailbox { return &Mailbox{notify: make(chan struct{}, 1)} }
 
-// Put queues an action.
-func (m *Mailbox) Put(f func()) {
+// Put queues an action; it reports false when the task has ended and the
+// action will never run.
+func (m *Mailbox) Put(f func()) bool {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
 	m.actions = append(m.actions, f)
 	m.pending.Store(true)
 	m.mu.Unlock()
@@ -29,6 +35,15 @@ func (m *Mailbox) Put(f func()) {
 	case m.notify <- struct{}{}:
 	default:
 	}
+	return true
+}
+
+// close refuses further actions and drops the queued ones.
+func (m *Mailbox) close() {
+	m.mu.Lock()
+	m.closed = true
+	m.actions = nil
+	m.mu.Unlock()
 }
 
 // run runs every queued action in order.

@@ -121,10 +121,9 @@ type Task struct {
 	restoredChannels protocol.OperatorRestore
 
 	// finished: the operators finished (end of data); the task then waits,
-	// with checkpointing on, for the first checkpoint taken after that
-	// (finalCP) to complete (FLIP-147).
+	// with checkpointing on, until the JobManager says that a checkpoint
+	// every task took after finishing is complete (FLIP-147).
 	finished      bool
-	finalCP       int64
 	finalComplete bool
 	// failed is set by mailbox actions that fail the task.
 	failed error
@@ -161,6 +160,7 @@ func (t *Task) Run(cancel <-chan struct{}) (err error) {
 		if r := recover(); r != nil {
 			err = t.failure(r)
 		}
+		t.Mailbox.close()
 		t.asyncCancel()
 		t.asyncWG.Wait()
 		if cerr := t.closeAll(); err == nil {

@@ -139,7 +139,45 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", rawURL, err)
 	}
+	interceptors.mu.Lock()
+	defer interceptors.mu.Unlock()
+	for _, ic := range interceptors.list {
+		if strings.HasPrefix(s.URL(), ic.prefix) {
+			s = ic.wrap(s)
+		}
+	}
 	return s, nil
+}
+
+// interceptors wrap the stores Open returns (see Intercept).
+var interceptors struct {
+	mu   sync.Mutex // guards list
+	list []*interceptor
+}
+
+type interceptor struct {
+	prefix string
+	wrap   func(*Store) *Store
+}
+
+// Intercept makes Open pass every store whose URL starts with prefix
+// through wrap (WithFaults, say), until undo is called. It lets tests inject
+// faults into the checkpoint storage a job opens by URL.
+func Intercept(prefix string, wrap func(*Store) *Store) (undo func()) {
+	ic := &interceptor{prefix: prefix, wrap: wrap}
+	interceptors.mu.Lock()
+	interceptors.list = append(interceptors.list, ic)
+	interceptors.mu.Unlock()
+	return func() {
+		interceptors.mu.Lock()
+		defer interceptors.mu.Unlock()
+		for i, x := range interceptors.list {
+			if x == ic {
+				interceptors.list = append(interceptors.list[:i], interceptors.list[i+1:]...)
+				return
+			}
+		}
+	}
 }
 
 // openLocation opens the store at loc, creating a missing file root if create.

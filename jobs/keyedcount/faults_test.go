@@ -1,0 +1,205 @@
+package keyedcount_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/testseed"
+	"github.com/weirhq/weir/jobs/keyedcount"
+)
+
+// failer fails the job once, in attempt attempt, when subtask sub has seen
+// at records: an injected task failure.
+type failer[T any] struct {
+	plan   map[[2]int]int // (attempt, subtask) -> record count at which to fail
+	fired  *atomic.Int64  // failures injected
+	ctx    weir.RuntimeContext
+	seen   int
+	failAt int
+}
+
+func (f *failer[T]) Open(ctx weir.RuntimeContext) error {
+	f.ctx = ctx
+	f.failAt = -1
+	if n, ok := f.plan[[2]int{ctx.Attempt(), ctx.Subtask()}]; ok {
+		f.failAt = n
+	}
+	return nil
+}
+
+func (f *failer[T]) ProcessElement(_ weir.Context, v T, out weir.Collector[T]) error {
+	f.seen++
+	if f.seen == f.failAt {
+		f.fired.Add(1)
+		return fmt.Errorf("injected failure in %s at record %d of attempt %d", f.ctx.TaskName(), f.seen, f.ctx.Attempt())
+	}
+	out.Collect(v)
+	return nil
+}
+
+// The committed output of the keyed-count job equals the failure-free
+// result whatever fails: tasks at random points (in the source chain or the
+// keyed chain), and checkpoint writes that fail or are slow, over many
+// seeds, at random parallelism, both backends, aligned and unaligned.
+func TestExactlyOnceUnderInjectedFailures(t *testing.T) {
+	cases := 200
+	if testing.Short() {
+		cases = 20
+	}
+	base := testseed.New(t)
+	for i := range cases {
+		seed := base + uint64(i)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Logf("rerun with WEIR_SEED=%d -run 'TestExactlyOnceUnderInjectedFailures/%d'", base, seed)
+			runFaultCase(t, seed)
+		})
+	}
+}
+
+func runFaultCase(t *testing.T, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+	os.Mkdir(in, 0o755)
+	var files []string
+	for i := range 1 + r.IntN(4) {
+		files = append(files, filepath.Join(in, fmt.Sprintf("part-%d.txt", i)))
+	}
+	want := writeInputFiles(t, files, r, 300+r.IntN(1500), 1+r.IntN(30))
+	p := 1 + r.IntN(4)
+	backend := []string{"hashmap", "pebble"}[r.IntN(2)]
+	unaligned := r.IntN(2) == 0
+	interval := time.Duration(10+r.IntN(30)) * time.Millisecond
+
+	// Task failures: up to three attempts fail, each in one subtask of the
+	// source chain or of the keyed chain, after a random number of records.
+	srcPlan, keyedPlan := map[[2]int]int{}, map[[2]int]int{}
+	failures := r.IntN(4)
+	for a := range failures {
+		plan := srcPlan
+		if r.IntN(2) == 0 {
+			plan = keyedPlan
+		}
+		plan[[2]int{a, r.IntN(p)}] = 1 + r.IntN(len(want)/(2*p)+1)
+	}
+	var fired atomic.Int64
+
+	// Checkpoint storage faults: writes fail now and then, and are slow.
+	url := fmt.Sprintf("mem://faults-%d", seed)
+	faults := &storage.Faults{Rand: rand.New(rand.NewPCG(seed, 8)), ErrorRate: 0.05 * float64(r.IntN(3)),
+		MaxDelay: time.Duration(r.IntN(3)) * time.Millisecond, Ops: []string{storage.OpPut, storage.OpWrite}}
+	var mu sync.Mutex
+	undo := storage.Intercept(url, func(s *storage.Store) *storage.Store {
+		f := faults.Func()
+		return storage.WithFaults(s, func(op, key string) (time.Duration, error) {
+			mu.Lock() // the Faults' generator is not safe for concurrent use
+			defer mu.Unlock()
+			if strings.HasSuffix(key, storage.MetadataName) && op == storage.OpPut {
+				return f(storage.OpWrite, key)
+			}
+			return f(op, key)
+		})
+	})
+	defer undo()
+	t.Logf("lines %d, parallelism %d, %s, unaligned %t, interval %v, task failures %d, storage error rate %.2f",
+		len(want), p, backend, unaligned, interval, failures, faults.ErrorRate)
+
+	restarts := &countingHandler{}
+	cfg := weir.Config{Parallelism: p, StateBackend: backend, Logger: slog.New(restarts),
+		Checkpointing: &weir.CheckpointConfig{Interval: interval, Dir: url, Unaligned: unaligned, TolerableFailures: 1000},
+		Restart:       map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "100", "restart-strategy.fixed-delay.delay": "0 ms"},
+	}
+	env := weir.NewEnvironment(cfg)
+	// Throttled so that the run spans a few dozen checkpoints.
+	rate := float64(len(want)) / 0.25
+	lines := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: in, RatePerSecond: rate}, in).UID("lines")
+	lines = weir.Process(lines, weir.ProcessFunction[file.Line, file.Line](&failer[file.Line]{plan: srcPlan, fired: &fired})).Name("Fail in source chain").UID("fail-src")
+	records := weir.Process(lines, weir.ProcessFunc[file.Line, keyedcount.Record](func(_ weir.Context, l file.Line, out weir.Collector[keyedcount.Record]) error {
+		rec, err := keyedcount.Parse(l)
+		if err == nil {
+			out.Collect(rec)
+		}
+		return err
+	})).Name("Parse").UID("parse")
+	counts := weir.ProcessKeyed[string, keyedcount.Record, keyedcount.Count](weir.KeyBy(records, func(x keyedcount.Record) string { return x.Key }), &keyedcount.Counter{}).Name("Count").UID("count")
+	counts = weir.Process(counts, weir.ProcessFunction[keyedcount.Count, keyedcount.Count](&failer[keyedcount.Count]{plan: keyedPlan, fired: &fired})).Name("Fail in keyed chain").UID("fail-keyed")
+	weir.WriteFiles(counts, out, keyedcount.Format).UID("sink")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := env.Execute(ctx, "keyed-count-faults"); err != nil {
+		t.Fatalf("the job failed: %v", err)
+	}
+	got := committed(t, out)
+	if !slices.Equal(got, want) {
+		missing, extra := diff(want, got)
+		t.Fatalf("committed output differs from the failure-free result: %d lines, want %d; missing %d (e.g. %q), extra %d (e.g. %q); %d task failures fired, %d storage faults",
+			len(got), len(want), len(missing), first(missing), len(extra), first(extra), fired.Load(), faults.Injected(""))
+	}
+	t.Logf("%d task failures fired, %d storage faults injected; restarts from a checkpoint %d, from the beginning %d",
+		fired.Load(), faults.Injected(""), restarts.fromCheckpoint.Load(), restarts.fromStart.Load())
+}
+
+// countingHandler counts the job's restarts by what they restored.
+type countingHandler struct {
+	fromCheckpoint, fromStart atomic.Int64
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "job restarted" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "from" {
+			if strings.HasPrefix(a.Value.String(), "checkpoint") {
+				h.fromCheckpoint.Add(1)
+			} else {
+				h.fromStart.Add(1)
+			}
+		}
+		return true
+	})
+	return nil
+}
+
+// diff returns the lines of a not in b and of b not in a, as multisets.
+func diff(a, b []string) (onlyA, onlyB []string) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			onlyA = append(onlyA, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			onlyB = append(onlyB, b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return onlyA, onlyB
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}

@@ -1,0 +1,124 @@
+// Package keyedcount is the built-in job that shows and tests exactly-once
+// checkpoints: it reads lines "key<TAB>value" (value an int64) and, for each
+// line, emits "key<TAB>n<TAB>sum", where n and sum are that key's running
+// count and sum including this line, through the exactly-once file sink.
+//
+// After any number of failures and restarts (in the process, or of the
+// process with --from latest), the committed output holds, for every key,
+// exactly the lines n = 1..N once each, with the right sums: the count and
+// sum live in keyed state that is checkpointed, the source's positions are
+// checkpointed, and output is committed only when the checkpoint that
+// covers it completes.
+package keyedcount
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/state"
+	"github.com/weirhq/weir/tuple"
+)
+
+// Record is one input line, parsed.
+type Record struct {
+	Key   string
+	Value int64
+}
+
+// Count is one output line.
+type Count struct {
+	Key    string
+	N, Sum int64
+}
+
+// Format renders a count as an output line.
+func Format(c Count) string {
+	return c.Key + "\t" + strconv.FormatInt(c.N, 10) + "\t" + strconv.FormatInt(c.Sum, 10)
+}
+
+// Parse reads one input line; errors name the file and line.
+func Parse(l file.Line) (Record, error) {
+	key, val, ok := strings.Cut(l.Text, "\t")
+	if !ok {
+		return Record{}, fmt.Errorf("%s line %d: want key<TAB>value, got %.80q", l.Path, l.Number, l.Text)
+	}
+	if key == "" {
+		return Record{}, fmt.Errorf("%s line %d: the key is empty", l.Path, l.Number)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s line %d: value %.40q is not an integer", l.Path, l.Number, val)
+	}
+	return Record{Key: key, Value: v}, nil
+}
+
+// Counter keeps the running count and sum of each key.
+type Counter struct {
+	acc state.ValueState[tuple.T2[int64, int64]]
+}
+
+// Open declares the keyed state.
+func (c *Counter) Open(ctx weir.KeyedRuntimeContext) error {
+	cd, err := codec.For[tuple.T2[int64, int64]]()
+	if err != nil {
+		return err
+	}
+	c.acc = state.GetValueState(ctx.State(), state.ValueDescriptor[tuple.T2[int64, int64]]{Name: "count-sum", Codec: cd})
+	return nil
+}
+
+// ProcessElement counts one record.
+func (c *Counter) ProcessElement(ctx weir.KeyedContext[string], r Record, out weir.Collector[Count]) error {
+	acc, _ := c.acc.Value()
+	n := acc.F0 + 1
+	sum, overflow := add(acc.F1, r.Value)
+	if overflow {
+		return fmt.Errorf("key %q: the sum overflows int64", r.Key)
+	}
+	c.acc.Update(tuple.T2[int64, int64]{F0: n, F1: sum})
+	out.Collect(Count{Key: r.Key, N: n, Sum: sum})
+	return nil
+}
+
+func add(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b)
+}
+
+// Options configure a run.
+type Options struct {
+	Input  string // a file or directory of "key<TAB>value" lines
+	Output string // the output directory
+	// RatePerSecond > 0 throttles the source (lines a second), so a run can
+	// be killed in the middle.
+	RatePerSecond float64
+	Config        weir.Config // with Checkpointing set
+}
+
+// Build declares the job and returns the counts.
+func Build(env *weir.Environment, o Options) weir.DataStream[Count] {
+	lines := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: o.Input, RatePerSecond: o.RatePerSecond}, o.Input).UID("lines")
+	records := weir.Process(lines, weir.ProcessFunc[file.Line, Record](func(_ weir.Context, l file.Line, out weir.Collector[Record]) error {
+		r, err := Parse(l)
+		if err == nil {
+			out.Collect(r)
+		}
+		return err
+	})).Name("Parse").UID("parse")
+	keyed := weir.KeyBy(records, func(r Record) string { return r.Key })
+	return weir.ProcessKeyed[string, Record, Count](keyed, &Counter{}).Name("Count").UID("count")
+}
+
+// Run runs the job: exit once all input is processed and all output committed.
+func Run(ctx context.Context, o Options) error {
+	env := weir.NewEnvironment(o.Config)
+	weir.WriteFiles(Build(env, o), o.Output, Format).Name("Committed counts").UID("sink")
+	_, err := env.Execute(ctx, "keyed-count")
+	return err
+}
