@@ -69,6 +69,12 @@ type Config struct {
 	// OnSubmit, if set, is called once the job is submitted, before it
 	// runs, for example to print its ID and REST address.
 	OnSubmit func(*Job)
+	// OnCheckpoint, if set, is called when a checkpoint completes (final:
+	// the one after which the job ends). It must return quickly.
+	OnCheckpoint func(id int64, final bool)
+	// OnRestart, if set, is called when the job restarts after a failure,
+	// with the checkpoint it restores (0: from the beginning) and the cause.
+	OnRestart func(attempt int, checkpoint int64, cause error)
 	// StateBackend is where keyed state lives: "hashmap" (default: Go maps
 	// on the heap) or "pebble" (an LSM tree on local disk, for state larger
 	// than memory), as Flink's state.backend.type.
@@ -343,6 +349,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
 		}
 		c.Close(context.Background())
+		c.JM.Drain(spec.ID)
 		closeStores()
 		if removeDir {
 			os.RemoveAll(stateDir)
@@ -373,7 +380,7 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			s.Close()
 		}
 	}
-	spec := &jobmanager.JobSpec{ID: id, Name: name, Graph: jg, Clock: cfg.Clock,
+	spec := &jobmanager.JobSpec{ID: id, Name: name, Graph: jg, Clock: cfg.Clock, OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart,
 		Network: jobmanager.NetworkConfig{BufferSize: cfg.BufferSize, BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers}}
 	tmJob := &taskmanager.Job{ID: id, Graph: jg, Mode: mode, BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize,
 		BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers, Clock: cfg.Clock, StateBackend: cfg.StateBackend}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/failure"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -343,7 +344,8 @@ func (c committer) Commit(cs []Committable) error {
 		if _, serr := os.Lstat(from); serr == nil {
 			return fmt.Errorf("file sink: committing %s: %w", to, err)
 		}
-		return fmt.Errorf("file sink: cannot commit %s: neither it nor its in-progress file %s exists (were files deleted from the output directory, or does another job write there?)", to, cm.InProgress)
+		// Restarting cannot bring the data back: fail the job for good.
+		return failure.Permanent(fmt.Errorf("file sink: cannot commit %s: neither it nor its in-progress file %s exists (were files deleted from the output directory, is it another directory than the checkpoint's job wrote to, or does another job write there?)", to, cm.InProgress))
 	}
 	if len(cs) > 0 {
 		if err := syncDir(c.dir); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/jobs/clicks"
 	"github.com/weirhq/weir/jobs/frauddetection"
+	"github.com/weirhq/weir/jobs/keyedcount"
 	"github.com/weirhq/weir/jobs/wordcount"
 )
 
@@ -54,9 +55,22 @@ Built-in jobs:
               alerts on a transaction above 500.00 right after one below 1.00
               on the same account within a minute: --input PATH --output PATH
               [--max-out-of-orderness D]
+  keyed-count for each line key<TAB>value, the key's running count and sum
+              (key<TAB>n<TAB>sum), exactly once across failures and restarts:
+              --input PATH --output DIR --checkpoint-dir URL
+              [--checkpoint-interval D] [--unaligned] [--rate N]
+              [--from latest|PATH]; killed, it resumes with --from latest
 
   PATH may be "-" for standard input or output; an input may be a file, a
   directory of files (names starting with . or _ are skipped) or a pipe.
+
+Checkpoints (keyed-count):
+  --checkpoint-dir URL   where checkpoints go: a directory, file:///dir, s3://bucket/prefix
+  --checkpoint-interval D  between checkpoints (default 1s)
+  --unaligned            unaligned checkpoints (barriers overtake in-flight data)
+  --from latest|PATH     resume from the newest complete checkpoint of the job in
+                         --checkpoint-dir (none: start from the beginning), or from
+                         a checkpoint's path
 
 Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
@@ -219,6 +233,10 @@ type jobFlags struct {
 	rate          float64
 	count         int64
 	ooo           time.Duration
+	checkpointDir string
+	interval      time.Duration
+	unaligned     bool
+	from          string
 }
 
 var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "log-level"}
@@ -238,6 +256,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&f.rate, "rate", 5, "")
 	fs.Int64Var(&f.count, "count", 0, "")
 	fs.DurationVar(&f.ooo, "max-out-of-orderness", 0, "")
+	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "")
+	fs.DurationVar(&f.interval, "checkpoint-interval", time.Second, "")
+	fs.BoolVar(&f.unaligned, "unaligned", false, "")
+	fs.StringVar(&f.from, "from", "", "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -256,8 +278,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err == nil && (f.input == "" || f.output == "") {
 			err = usagef("fraud-detection needs --input and --output")
 		}
+	case "keyed-count":
+		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from")...)
+		switch {
+		case err != nil:
+		case f.input == "" || f.output == "" || f.checkpointDir == "":
+			err = usagef("keyed-count needs --input, --output and --checkpoint-dir")
+		case f.interval < 10*time.Millisecond:
+			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
+		case f.rate < 0 || f.rate > 1e9 || f.rate != f.rate:
+			err = usagef("--rate must be a number of lines per second from 0 (no limit) to 1e9, got %v", f.rate)
+		}
+		if !setFlag(fs, "rate") {
+			f.rate = 0
+		}
 	default:
-		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection)", job)
+		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection, keyed-count)", job)
 	}
 	if err != nil {
 		return err
@@ -272,6 +308,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "fraud-detection":
 		return frauddetection.Run(ctx, frauddetection.Options{Input: f.input, Output: f.output, Parallelism: f.parallelism,
 			StateBackend: f.backend, MaxOutOfOrderness: f.ooo, Config: cfg, Stdout: stdout})
+	case "keyed-count":
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned}
+		cfg.ResumeFrom = f.from
+		announceCheckpoints(&cfg, stderr)
+		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg})
 	default: // clicks
 		if f.rate <= 0 || f.rate > 1e9 || f.rate != f.rate {
 			return usagef("--rate must be a number of clicks per second above 0 and at most 1e9, got %v", f.rate)
@@ -280,6 +321,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return usagef("--count must be 0 (until canceled) or more, got %d", f.count)
 		}
 		return clicks.Run(ctx, clicks.Options{RatePerSecond: f.rate, Count: f.count, Parallelism: f.parallelism, Config: cfg})
+	}
+}
+
+func setFlag(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// announceCheckpoints makes the CLI say where a job starts from, when it
+// restarts, and which checkpoints complete.
+func announceCheckpoints(cfg *weir.Config, stderr io.Writer) {
+	submit := cfg.OnSubmit
+	from, dir := cfg.ResumeFrom, cfg.Checkpointing.Dir
+	cfg.OnSubmit = func(j *weir.Job) {
+		submit(j)
+		switch r := j.RestoredFrom(); {
+		case r != "":
+			fmt.Fprintf(stderr, "weir: resuming from %s\n", r)
+		case from == "latest":
+			fmt.Fprintf(stderr, "weir: no complete checkpoint in %s; starting from the beginning\n", dir)
+		}
+	}
+	cfg.OnCheckpoint = func(id int64, final bool) {
+		if final {
+			fmt.Fprintf(stderr, "weir: checkpoint %d complete (final: all output committed)\n", id)
+		} else {
+			fmt.Fprintf(stderr, "weir: checkpoint %d complete\n", id)
+		}
+	}
+	cfg.OnRestart = func(attempt int, checkpoint int64, cause error) {
+		if checkpoint > 0 {
+			fmt.Fprintf(stderr, "weir: restarting (attempt %d) from checkpoint %d after: %v\n", attempt, checkpoint, cause)
+		} else {
+			fmt.Fprintf(stderr, "weir: restarting (attempt %d) from the beginning after: %v\n", attempt, cause)
+		}
 	}
 }
 

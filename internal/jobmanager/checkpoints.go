@@ -132,6 +132,9 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 			final = final && a.Metrics.Finished
 		}
 		jm.logger.Info("checkpoint completed", "job", j.spec.ID, "checkpoint", id, "final", final)
+		if j.spec.OnCheckpoint != nil {
+			j.spec.OnCheckpoint(id, final)
+		}
 		jm.notifyLocked(j, id, true, final)
 		if !final && len(cp.sourcesEnded) == len(cp.sources) {
 			// Some task took it before it finished (an unaligned barrier
@@ -176,7 +179,9 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		p.metadata = jm.metadataLocked(j, id, p, now)
 		cp.writing[id] = true
 		m, store := *p.metadata, cp.store
+		j.io.Add(1)
 		go func() {
+			defer j.io.Done()
 			err := storage.WriteMetadata(context.Background(), store, m)
 			jm.finalized(j, id, err)
 		}()
@@ -286,7 +291,9 @@ func (jm *JobManager) notifyLocked(j *job, id int64, complete, final bool) {
 // retained checkpoint needs) in the background.
 func (jm *JobManager) deleteLocked(j *job, m storage.Metadata, shared []string) {
 	store, log := j.cp.store, jm.logger
+	j.io.Add(1)
 	go func() {
+		defer j.io.Done()
 		if err := storage.Discard(context.Background(), store, m, shared); err != nil {
 			log.Warn("deleting a checkpoint failed", "job", m.JobID, "checkpoint", m.CheckpointID, "err", err)
 		}

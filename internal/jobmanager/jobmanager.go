@@ -58,6 +58,12 @@ type JobSpec struct {
 	Restore      *storage.Metadata
 	RestoreStore *storage.Store
 	Clock        clock.Clock
+	// OnCheckpoint, if set, is called when a checkpoint completes (with the
+	// JobManager's lock held: it must be quick and not call back).
+	OnCheckpoint func(id int64, final bool)
+	// OnRestart, if set, is called when the job restarts after a failure,
+	// with the checkpoint it restores (0: from the beginning).
+	OnRestart func(attempt int, checkpoint int64, cause error)
 }
 
 // JobManager schedules jobs onto the slots of its TaskManagers, restarts
@@ -103,6 +109,9 @@ type job struct {
 	restore *storage.Metadata
 	// restoreStore is the store restore's handles are in.
 	restoreStore *storage.Store
+	// io counts the background writes and deletions in the checkpoint
+	// storage, so that the stores are closed only after them (Drain).
+	io sync.WaitGroup
 }
 
 // Failure is one failure of a job.
@@ -327,6 +336,9 @@ func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 		}
 		j.exceptions = append(j.exceptions, f)
 		d := j.strategy.OnFailure(now.UnixMilli())
+		if u.Failure != nil && u.Failure.Permanent {
+			d = restart.Decision{Reason: "the failure is permanent: restarting cannot fix it"}
+		}
 		restartOK, j.restartDelay = d.Restart, d.Delay
 		if d.Restart {
 			jm.logger.Warn("task failed; restarting the job", "job", j.spec.ID, "task", name, "err", err, "delay", d.Delay, "strategy", d.Reason)
@@ -424,9 +436,16 @@ func (jm *JobManager) restart(j *job, attempt int) {
 	if j.cp != nil {
 		jm.resumeCheckpointsLocked(j)
 	}
-	from := "the beginning"
+	from, cid := "the beginning", int64(0)
 	if j.restore != nil {
-		from = fmt.Sprintf("checkpoint %d", j.restore.CheckpointID)
+		from, cid = fmt.Sprintf("checkpoint %d", j.restore.CheckpointID), j.restore.CheckpointID
+	}
+	if j.spec.OnRestart != nil {
+		var cause error
+		if j.failure != nil {
+			cause = j.failure.Err
+		}
+		j.spec.OnRestart(j.attempt, cid, cause)
 	}
 	jm.logger.Warn("job restarted", "job", j.spec.ID, "attempt", j.attempt, "from", from)
 	jm.deployLocked(j, plan)
@@ -527,6 +546,17 @@ func (jm *JobManager) WaitFailure(ctx context.Context, id string) (rest.JobState
 		return j.state.status, &f, nil
 	}
 	return j.state.status, nil, nil
+}
+
+// Drain waits, after the job ended, for its background writes and
+// deletions in the checkpoint storage.
+func (jm *JobManager) Drain(id string) {
+	jm.mu.Lock()
+	j, ok := jm.jobs[id]
+	jm.mu.Unlock()
+	if ok {
+		j.io.Wait()
+	}
 }
 
 // Done is closed when the job has ended.

@@ -74,6 +74,9 @@ type Failure struct {
 	Operator, Task string
 	// Stack is the goroutine's stack for panics that were not user errors.
 	Stack string
+	// Permanent: restarting cannot fix it (failure.Permanent); the job
+	// fails whatever the restart strategy.
+	Permanent bool
 }
 
 // Error lets a Failure stand where an error is expected.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/network"
@@ -180,7 +181,7 @@ func (tm *TaskManager) TaskError(e protocol.ExecutionID) error {
 
 // failureOf turns a task's error into the plain failure message.
 func failureOf(err error) *protocol.Failure {
-	f := &protocol.Failure{Message: err.Error()}
+	f := &protocol.Failure{Message: err.Error(), Permanent: failure.IsPermanent(err)}
 	var te *task.Error
 	if errors.As(err, &te) {
 		f.Operator, f.Task, f.Stack = te.Operator, te.Task, te.Stack

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testseed"
+)
+
+// The acceptance test: weir run keyed-count killed with SIGKILL at
+// random moments (random parallelism 1-4, both backends, checkpoints every
+// few hundred ms), restarted with --from latest several times, and run to
+// the end: the committed output holds, for every key, exactly n = 1..N once
+// each with the right sums. Aligned and unaligned.
+func TestProcessKillAndResume(t *testing.T) {
+	base := testseed.New(t)
+	cases := 4
+	if testing.Short() {
+		cases = 2
+	}
+	for i := range cases {
+		seed := base + uint64(i)
+		unaligned := i%2 == 1
+		t.Run(fmt.Sprintf("unaligned=%t/seed=%d", unaligned, seed), func(t *testing.T) {
+			killAndResume(t, rand.New(rand.NewPCG(seed, 11)), unaligned)
+		})
+	}
+}
+
+func killAndResume(t *testing.T, r *rand.Rand, unaligned bool) {
+	dir := t.TempDir()
+	in, out, ck := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out"), filepath.Join(dir, "checkpoints")
+	lines := 2000 + r.IntN(2000)
+	want := writeKeyedInput(t, in, r, lines, 1+r.IntN(40))
+	p := 1 + r.IntN(4)
+	backend := []string{"hashmap", "pebble"}[r.IntN(2)]
+	interval := time.Duration(100+r.IntN(300)) * time.Millisecond
+	rate := float64(lines) / 2 // two seconds of input per full run
+	args := []string{"run", "keyed-count", "--input", in, "--output", out, "--checkpoint-dir", ck,
+		"--checkpoint-interval", interval.String(), "--rate", fmt.Sprint(rate), "--parallelism", fmt.Sprint(p),
+		"--state-backend", backend, "--rest-address", "", "--from", "latest"}
+	if unaligned {
+		args = append(args, "--unaligned")
+	}
+	t.Logf("%d lines, parallelism %d, %s, interval %v, unaligned %t", lines, p, backend, interval, unaligned)
+	kills := 2 + r.IntN(3)
+	for k := range kills {
+		pr := startWeir(t, "", args...)
+		delay := time.Duration(300+r.IntN(1500)) * time.Millisecond
+		time.Sleep(delay)
+		pr.cmd.Process.Signal(syscall.SIGKILL)
+		code, _, _ := pr.wait(t, 30*time.Second)
+		ws, _ := pr.cmd.ProcessState.Sys().(syscall.WaitStatus)
+		resumed := strings.Contains(pr.stderr.String(), "resuming from checkpoint")
+		t.Logf("run %d: killed after %v (exit %d, signaled %t); resumed: %t; %d lines committed so far",
+			k, delay, code, ws.Signaled(), resumed, len(committedLines(t, out)))
+		if code == ExitOK {
+			break // it finished before the kill
+		}
+		if !ws.Signaled() {
+			t.Fatalf("run %d ended by itself with exit %d: %s", k, code, pr.stderr.String())
+		}
+	}
+	pr := startWeir(t, "", args...)
+	code, took, _ := pr.wait(t, 120*time.Second)
+	if code != ExitOK {
+		t.Fatalf("final run: exit %d after %v: %s", code, took, pr.stderr.String())
+	}
+	if !strings.Contains(pr.stderr.String(), "final: all output committed") {
+		t.Errorf("the final run did not report its final checkpoint: %s", pr.stderr.String())
+	}
+	got := committedLines(t, out)
+	if !slices.Equal(got, want) {
+		extra, missing := 0, 0
+		seen := map[string]int{}
+		for _, l := range got {
+			seen[l]++
+		}
+		for _, l := range want {
+			seen[l]--
+		}
+		for l, n := range seen {
+			if n > 0 {
+				extra += n
+				t.Logf("extra: %q x%d", l, n)
+			} else if n < 0 {
+				missing -= n
+			}
+		}
+		t.Fatalf("committed %d lines, want %d: %d extra, %d missing", len(got), len(want), extra, missing)
+	}
+	entries, _ := os.ReadDir(out)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("a finished job left %s in its output", e.Name())
+		}
+	}
+}
+
+// writeKeyedInput writes key<TAB>value lines and returns the expected
+// output lines (key<TAB>n<TAB>sum), sorted.
+func writeKeyedInput(t *testing.T, path string, r *rand.Rand, n, keys int) []string {
+	t.Helper()
+	var b strings.Builder
+	count, sum := map[string]int64{}, map[string]int64{}
+	var want []string
+	for range n {
+		key := fmt.Sprintf("key-%d", r.IntN(keys))
+		v := r.Int64N(1_000_000) - 500_000
+		fmt.Fprintf(&b, "%s\t%d\n", key, v)
+		count[key]++
+		sum[key] += v
+		want = append(want, fmt.Sprintf("%s\t%d\t%d", key, count[key], sum[key]))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	return want
+}
+
+// committedLines reads the lines of the visible files of dir, sorted.
+func committedLines(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	slices.Sort(lines)
+	return lines
+}
