@@ -146,8 +146,8 @@ func (e *Environment) fail(err error) {
 	}
 }
 
-// JobGraph compiles what was declared so far, for inspection and tests.
-func (e *Environment) JobGraph(name string) (*graph.JobGraph, error) {
+// jobGraph compiles what was declared so far.
+func (e *Environment) jobGraph(name string) (*graph.JobGraph, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
@@ -253,7 +253,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	jg, err := e.JobGraph(name)
+	jg, err := e.jobGraph(name)
 	if err != nil {
 		return nil, err
 	}

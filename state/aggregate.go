@@ -2,6 +2,7 @@ package state
 
 import (
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statespi"
 )
 
 // cell is the single stored accumulator under reducing and aggregating states.
@@ -19,7 +20,7 @@ func GetReducingState[V any](s KeyedStore, d ReducingDescriptor[V]) ReducingStat
 	meta := stateMeta(d.Name, snapshot.KindReducing, d.TTL)
 	need(d.Codec != nil, d.Name, "Codec")
 	need(d.Reduce != nil, d.Name, "Reduce function")
-	return register(s, meta, func(b Backend) (ReducingState[V], error) {
+	return register(s, meta, func(b statespi.Backend) (ReducingState[V], error) {
 		var c cell[V]
 		if b.Heap != nil {
 			hc, err := newHeapCell(b.Heap, meta, d.Codec, codecClone(d.Codec))
@@ -53,7 +54,7 @@ func GetAggregatingState[IN, ACC, OUT any](s KeyedStore, d AggregatingDescriptor
 	meta := stateMeta(d.Name, snapshot.KindAggregating, d.TTL)
 	need(d.AccCodec != nil, d.Name, "AccCodec")
 	need(d.Create != nil && d.Add != nil && d.Result != nil, d.Name, "Create, Add and Result functions")
-	return register(s, meta, func(b Backend) (AggregatingState[IN, OUT], error) {
+	return register(s, meta, func(b statespi.Backend) (AggregatingState[IN, OUT], error) {
 		var c cell[ACC]
 		if b.Heap != nil {
 			hc, err := newHeapCell(b.Heap, meta, d.AccCodec, codecClone(d.AccCodec))

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"github.com/weirhq/weir/internal/statespi"
 	"slices"
 
 	"github.com/weirhq/weir/codec"
@@ -12,7 +13,7 @@ import (
 func GetListState[V any](s KeyedStore, d ListDescriptor[V]) ListState[V] {
 	meta := stateMeta(d.Name, snapshot.KindList, d.TTL)
 	need(d.Codec != nil, d.Name, "Codec")
-	return register(s, meta, func(b Backend) (ListState[V], error) {
+	return register(s, meta, func(b statespi.Backend) (ListState[V], error) {
 		if b.Heap != nil {
 			return newHeapList(b.Heap, meta, d.Codec)
 		}
@@ -113,7 +114,7 @@ func (h *heapList[V]) Update(vs []V) {
 func (h *heapList[V]) Clear() { h.t.Delete() }
 
 type kvList[V any] struct {
-	t     KVTable
+	t     statespi.KVTable
 	meta  snapshot.StateMeta
 	codec codec.Codec[V]
 	ttl   ttlPolicy

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"github.com/weirhq/weir/internal/statespi"
 	"iter"
 	"maps"
 
@@ -14,7 +15,7 @@ func GetMapState[UK comparable, UV any](s KeyedStore, d MapDescriptor[UK, UV]) M
 	meta := stateMeta(d.Name, snapshot.KindMap, d.TTL)
 	need(d.UserKeyCodec != nil, d.Name, "UserKeyCodec")
 	need(d.ValueCodec != nil, d.Name, "ValueCodec")
-	return register(s, meta, func(b Backend) (MapState[UK, UV], error) {
+	return register(s, meta, func(b statespi.Backend) (MapState[UK, UV], error) {
 		if b.Heap != nil {
 			return newHeapMap(b.Heap, meta, d)
 		}
@@ -181,7 +182,7 @@ func (h *heapMap[UK, UV]) IsEmpty() bool { return len(h.live(false)) == 0 }
 func (h *heapMap[UK, UV]) Clear() { h.t.Delete() }
 
 type kvMap[UK comparable, UV any] struct {
-	t    KVTable
+	t    statespi.KVTable
 	meta snapshot.StateMeta
 	d    MapDescriptor[UK, UV]
 	ttl  ttlPolicy

@@ -31,17 +31,37 @@ func NewOperatorStore() *OperatorStore {
 	return &OperatorStore{states: map[string]operatorState{}, restored: map[string]snapshot.OperatorState{}}
 }
 
-// Restore loads this subtask's share of the state, as computed by
-// snapshot.RedistributeOperator. Call it before the states are registered.
-func (s *OperatorStore) Restore(snap snapshot.OperatorSnapshot) {
+// Restore loads this subtask's share of the state from a checkpoint: the
+// encoding Snapshot made (the runtime redistributes it first when the
+// parallelism changed). The runtime calls it before the states are
+// registered; user code has no reason to.
+func (s *OperatorStore) Restore(encoded []byte) error {
+	snap, err := snapshot.DecodeOperator(encoded)
+	if err != nil {
+		return err
+	}
+	s.restore(snap)
+	return nil
+}
+
+func (s *OperatorStore) restore(snap snapshot.OperatorSnapshot) {
 	for _, st := range snap.States {
 		s.restored[st.Name] = st
 	}
 }
 
-// Snapshot encodes every state, including restored states no one has
-// registered (so they survive a job version that does not use them).
-func (s *OperatorStore) Snapshot() (snapshot.OperatorSnapshot, error) {
+// Snapshot encodes every state for a checkpoint (nil when there is none),
+// including restored states no one has registered (so they survive a job
+// version that does not use them). The runtime calls it at barriers.
+func (s *OperatorStore) Snapshot() ([]byte, error) {
+	snap, err := s.snapshot()
+	if err != nil || len(snap.States) == 0 {
+		return nil, err
+	}
+	return snapshot.EncodeOperator(snap), nil
+}
+
+func (s *OperatorStore) snapshot() (snapshot.OperatorSnapshot, error) {
 	var out snapshot.OperatorSnapshot
 	for _, name := range slices.Sorted(maps.Keys(s.states)) {
 		st, err := s.states[name].snapshot()

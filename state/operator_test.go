@@ -29,11 +29,11 @@ func TestOperatorStateRescale(t *testing.T) {
 		b := state.GetBroadcastState(s, rulesDesc)
 		b.Put("max", 500)
 		b.Put("min", 1)
-		snap, err := s.Snapshot()
+		enc, err := s.Snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}
-		encoded = append(encoded, snapshot.EncodeOperator(snap))
+		encoded = append(encoded, enc)
 	}
 	var old []snapshot.OperatorSnapshot
 	for _, b := range encoded {
@@ -50,7 +50,9 @@ func TestOperatorStateRescale(t *testing.T) {
 	var got []string
 	for _, ns := range news {
 		s := state.NewOperatorStore()
-		s.Restore(ns)
+		if err := s.Restore(snapshot.EncodeOperator(ns)); err != nil {
+			t.Fatal(err)
+		}
 		rules := maps.Collect(state.GetBroadcastState(s, rulesDesc).All())
 		got = append(got, fmt.Sprint(state.GetOperatorListState(s, offsetsDesc).Get(), state.GetUnionListState(s, txnDesc).Get(), rules))
 	}
@@ -62,9 +64,10 @@ func TestOperatorStateRescale(t *testing.T) {
 
 func TestOperatorStateKeepsUnregisteredState(t *testing.T) {
 	s := state.NewOperatorStore()
-	s.Restore(snapshot.OperatorSnapshot{States: []snapshot.OperatorState{{Name: "old", Kind: snapshot.KindOperatorList, Elements: [][]byte{{1}}}}})
-	snap, _ := s.Snapshot()
-	if len(snap.States) != 1 || snap.States[0].Name != "old" {
+	s.Restore(snapshot.EncodeOperator(snapshot.OperatorSnapshot{States: []snapshot.OperatorState{{Name: "old", Kind: snapshot.KindOperatorList, Elements: [][]byte{{1}}}}}))
+	enc, _ := s.Snapshot()
+	snap, err := snapshot.DecodeOperator(enc)
+	if err != nil || len(snap.States) != 1 || snap.States[0].Name != "old" {
 		t.Fatalf("snapshot lost restored state: %+v", snap)
 	}
 	mustPanic(t, `operator state "old" was restored as operator list state, requested as operator union list state`, func() {

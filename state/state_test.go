@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"github.com/weirhq/weir/internal/statespi"
 	"errors"
 	"fmt"
 	"strings"
@@ -225,17 +226,17 @@ func TestHeapUpdateOfExistingKeyDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// failingTable is a KVTable whose I/O fails.
-type failingTable struct{ state.KVTable }
+// failingTable is a statespi.KVTable whose I/O fails.
+type failingTable struct{ statespi.KVTable }
 
 var errDisk = errors.New("disk on fire")
 
 func (failingTable) Get([]byte) ([]byte, int64, bool, error) { return nil, 0, false, errDisk }
 
-type failingStore struct{}
+type failingStore struct{ state.StoreBase }
 
-func (failingStore) KeyedState(meta snapshot.StateMeta, create func(state.Backend) (any, error)) any {
-	h, _ := create(state.Backend{KV: failingTable{}, Now: func() int64 { return 0 }})
+func (failingStore) KeyedState(meta snapshot.StateMeta, create func(statespi.Backend) (any, error)) any {
+	h, _ := create(statespi.Backend{KV: failingTable{}, Now: func() int64 { return 0 }})
 	return h
 }
 

@@ -4,13 +4,14 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statespi"
 )
 
 // GetValueState returns the value state described by d.
 func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 	meta := stateMeta(d.Name, snapshot.KindValue, d.TTL)
 	need(d.Codec != nil, d.Name, "Codec")
-	return register(s, meta, func(b Backend) (ValueState[V], error) {
+	return register(s, meta, func(b statespi.Backend) (ValueState[V], error) {
 		if b.Heap != nil {
 			return newHeapCell(b.Heap, meta, d.Codec, func(v V) V { return v })
 		}
@@ -166,7 +167,7 @@ func (h *heapTTLCell[V]) Clear() { h.t.Delete() }
 
 // kvCell is a single value per key in a serialized backend.
 type kvCell[V any] struct {
-	t     KVTable
+	t     statespi.KVTable
 	meta  snapshot.StateMeta
 	codec codec.Codec[V]
 	ttl   ttlPolicy

@@ -35,30 +35,45 @@ func TestProcessKillAndResume(t *testing.T) {
 }
 
 func killAndResume(t *testing.T, r *rand.Rand, unaligned bool) {
+	killAndResumeProgram(t, r, unaligned, os.Args[0], []string{"run", "keyed-count", "--rest-address", "", "--from", "latest"},
+		"in.txt", "final: all output committed")
+}
+
+// killAndResumeProgram runs program (with args, plus the input, output,
+// checkpoint and tuning flags) killed and resumed at random, then to the
+// end, and checks its committed output; input names the input (a file, or
+// a directory holding one file when it ends in "/"), done what the final
+// run prints.
+func killAndResumeProgram(t *testing.T, r *rand.Rand, unaligned bool, program string, args []string, input, done string) {
 	dir := t.TempDir()
-	in, out, ck := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out"), filepath.Join(dir, "checkpoints")
+	in, out, ck := filepath.Join(dir, input), filepath.Join(dir, "out"), filepath.Join(dir, "checkpoints")
+	file := in
+	if strings.HasSuffix(input, "/") {
+		os.MkdirAll(in, 0o755)
+		file = filepath.Join(in, "input.txt")
+	}
 	lines := 2000 + r.IntN(2000)
-	want := writeKeyedInput(t, in, r, lines, 1+r.IntN(40))
+	want := writeKeyedInput(t, file, r, lines, 1+r.IntN(40))
 	p := 1 + r.IntN(4)
 	backend := []string{"hashmap", "pebble"}[r.IntN(2)]
 	interval := time.Duration(100+r.IntN(300)) * time.Millisecond
 	rate := float64(lines) / 2 // two seconds of input per full run
-	args := []string{"run", "keyed-count", "--input", in, "--output", out, "--checkpoint-dir", ck,
+	args = append(slices.Clone(args), "--input", strings.TrimSuffix(in, "/"), "--output", out, "--checkpoint-dir", ck,
 		"--checkpoint-interval", interval.String(), "--rate", fmt.Sprint(rate), "--parallelism", fmt.Sprint(p),
-		"--state-backend", backend, "--rest-address", "", "--from", "latest"}
+		"--state-backend", backend)
 	if unaligned {
 		args = append(args, "--unaligned")
 	}
 	t.Logf("%d lines, parallelism %d, %s, interval %v, unaligned %t", lines, p, backend, interval, unaligned)
 	kills := 2 + r.IntN(3)
 	for k := range kills {
-		pr := startWeir(t, "", args...)
+		pr := startProgram(t, program, "", args...)
 		delay := time.Duration(300+r.IntN(1500)) * time.Millisecond
 		time.Sleep(delay)
 		pr.cmd.Process.Signal(syscall.SIGKILL)
 		code, _, _ := pr.wait(t, 30*time.Second)
 		ws, _ := pr.cmd.ProcessState.Sys().(syscall.WaitStatus)
-		resumed := strings.Contains(pr.stderr.String(), "resuming from checkpoint")
+		resumed := strings.Contains(pr.stderr.String(), "resuming from")
 		t.Logf("run %d: killed after %v (exit %d, signaled %t); resumed: %t; %d lines committed so far",
 			k, delay, code, ws.Signaled(), resumed, len(committedLines(t, out)))
 		if code == ExitOK {
@@ -68,12 +83,12 @@ func killAndResume(t *testing.T, r *rand.Rand, unaligned bool) {
 			t.Fatalf("run %d ended by itself with exit %d: %s", k, code, pr.stderr.String())
 		}
 	}
-	pr := startWeir(t, "", args...)
+	pr := startProgram(t, program, "", args...)
 	code, took, _ := pr.wait(t, 120*time.Second)
 	if code != ExitOK {
 		t.Fatalf("final run: exit %d after %v: %s", code, took, pr.stderr.String())
 	}
-	if !strings.Contains(pr.stderr.String(), "final: all output committed") {
+	if !strings.Contains(pr.stderr.String(), done) {
 		t.Errorf("the final run did not report its final checkpoint: %s", pr.stderr.String())
 	}
 	got := committedLines(t, out)
@@ -96,6 +111,10 @@ func killAndResume(t *testing.T, r *rand.Rand, unaligned bool) {
 		}
 		t.Fatalf("committed %d lines, want %d: %d extra, %d missing", len(got), len(want), extra, missing)
 	}
+	if program != os.Args[0] {
+		return // a simple connector may leave a killed run's hidden files
+	}
+	// Weir's file sink deletes the in-progress files of killed runs.
 	entries, _ := os.ReadDir(out)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {

@@ -40,7 +40,14 @@ type proc struct {
 
 func startWeir(t *testing.T, stdin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(os.Args[0], args...)}
+	return startProgram(t, os.Args[0], stdin, args...)
+}
+
+// startProgram starts a program (the weir command when it is this test
+// binary).
+func startProgram(t *testing.T, program, stdin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(program, args...)}
 	p.cmd.Env = append(os.Environ(), "WEIR_CLI_PROCESS=1")
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if stdin != "" {

@@ -55,6 +55,9 @@ type pendingCheckpoint struct {
 	metadata   *storage.Metadata // built at Finalize
 }
 
+// coordStateV1 begins every coordinator state stored in a checkpoint.
+const coordStateV1 = 1
+
 // sourceTasks lists the executions whose chain starts with a source.
 func (j *job) sourceTasks() []coordinator.TaskID {
 	var out []coordinator.TaskID
@@ -259,7 +262,10 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 			jm.applyLocked(j, out)
 			return
 		}
-		p.coordState[id] = st
+		// A marker byte keeps empty state apart from none (a coordinator
+		// that was never snapshotted): restoring empty state is not a
+		// fresh start.
+		p.coordState[id] = append([]byte{coordStateV1}, st...)
 	}
 	opts := protocol.CheckpointOptions{Kind: protocol.CheckpointKind(t.Kind), Unaligned: t.Unaligned,
 		AlignedTimeout: t.AlignedTimeout, AtLeastOnce: t.AtLeastOnce}

@@ -729,9 +729,13 @@ func (jm *JobManager) startCoordinators(j *job) error {
 			var restored []byte
 			if j.restore != nil {
 				for _, os := range j.restore.Operators {
-					if os.OperatorID == opID {
-						restored = os.Coordinator
+					if os.OperatorID != opID || os.Coordinator == nil {
+						continue
 					}
+					if os.Coordinator[0] != coordStateV1 {
+						return fmt.Errorf("checkpoint %d: the coordinator state of %q has unknown version %d", j.restore.CheckpointID, n.Name, os.Coordinator[0])
+					}
+					restored = os.Coordinator[1:]
 				}
 			}
 			oc := &opCoordinator{jm: jm, j: j, vertex: vi, operatorID: opID, parallelism: v.Parallelism}

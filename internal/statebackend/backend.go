@@ -3,6 +3,7 @@ package statebackend
 import (
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/statespi"
 	"io"
 
 	"github.com/weirhq/weir/clock"
@@ -52,6 +53,7 @@ const (
 // Keyed is a keyed state backend for one subtask.
 type Keyed interface {
 	state.KeyedStore
+	statespi.Store
 	// SetCurrentKey sets the current key (encoded bytes, copied) and its key group.
 	SetCurrentKey(key []byte, keyGroup int)
 	// SetCurrentNamespace sets the current namespace (copied); empty is none.
@@ -138,7 +140,7 @@ type registered struct {
 	handle any
 }
 
-func (r *registry) get(meta snapshot.StateMeta, create func(state.Backend) (any, error), backend func(snapshot.StateMeta) (state.Backend, error)) any {
+func (r *registry) get(meta snapshot.StateMeta, create func(statespi.Backend) (any, error), backend func(snapshot.StateMeta) (statespi.Backend, error)) any {
 	if got, ok := r.states[meta.Name]; ok {
 		if got.meta != meta {
 			panic(fmt.Sprintf("state %q is registered as %s state (TTL %d ms, update %d), requested as %s state (TTL %d ms, update %d)",

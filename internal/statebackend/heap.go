@@ -2,6 +2,7 @@ package statebackend
 
 import (
 	"errors"
+	"github.com/weirhq/weir/internal/statespi"
 	"io"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 )
 
 type heapKeyed struct {
+	state.StoreBase
 	cfg Config
 	s   *heap.Store
 	reg registry
@@ -20,9 +22,9 @@ func newHeapKeyed(cfg Config) *heapKeyed {
 	return &heapKeyed{cfg: cfg, s: heap.NewStore(cfg.Range, cfg.MaxParallelism, cfg.Clock)}
 }
 
-func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, create func(state.Backend) (any, error)) any {
-	return k.reg.get(meta, create, func(snapshot.StateMeta) (state.Backend, error) {
-		return state.Backend{Heap: k.s, Now: k.s.Now}, nil
+func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, create func(statespi.Backend) (any, error)) any {
+	return k.reg.get(meta, create, func(snapshot.StateMeta) (statespi.Backend, error) {
+		return statespi.Backend{Heap: k.s, Now: k.s.Now}, nil
 	})
 }
 

@@ -2,6 +2,7 @@ package statebackend
 
 import (
 	"fmt"
+	"github.com/weirhq/weir/internal/statespi"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 )
 
 type pebbleKeyed struct {
+	state.StoreBase
 	cfg Config
 	db  *pebblekv.DB
 	reg registry
@@ -41,13 +43,13 @@ func newPebbleKeyed(cfg Config) (*pebbleKeyed, error) {
 	return &pebbleKeyed{cfg: cfg, db: db}, nil
 }
 
-func (k *pebbleKeyed) KeyedState(meta snapshot.StateMeta, create func(state.Backend) (any, error)) any {
-	return k.reg.get(meta, create, func(m snapshot.StateMeta) (state.Backend, error) {
+func (k *pebbleKeyed) KeyedState(meta snapshot.StateMeta, create func(statespi.Backend) (any, error)) any {
+	return k.reg.get(meta, create, func(m snapshot.StateMeta) (statespi.Backend, error) {
 		t, err := k.db.Table(m)
 		if err != nil {
-			return state.Backend{}, err
+			return statespi.Backend{}, err
 		}
-		return state.Backend{KV: t, Now: k.db.Now}, nil
+		return statespi.Backend{KV: t, Now: k.db.Now}, nil
 	})
 }
 

@@ -352,13 +352,11 @@ func (t *Task) snapshotOperators(id int64, snap *pendingSnapshot) error {
 		}
 	}
 	for i, st := range t.states {
-		os, err := st.store.Snapshot()
+		enc, err := st.store.Snapshot()
 		if err != nil {
 			return fmt.Errorf("operator %q: operator state: %w", t.contexts[i].OperatorName, err)
 		}
-		if len(os.States) > 0 {
-			snap.ops[i].operator = snapshot.EncodeOperator(os)
-		}
+		snap.ops[i].operator = enc
 		if st.keyed == nil {
 			continue
 		}

@@ -32,11 +32,9 @@ func (t *Task) restore() error {
 		}
 		t.current = i
 		if o.Operator != nil {
-			snap, err := snapshot.DecodeOperator(o.Operator)
-			if err != nil {
+			if err := t.states[i].store.Restore(o.Operator); err != nil {
 				return t.opError(i, fmt.Errorf("restoring operator state of checkpoint %d: %w", r.CheckpointID, err))
 			}
-			t.states[i].store.Restore(snap)
 		}
 		if len(o.Keyed) > 0 {
 			if t.states[i].keyed == nil {

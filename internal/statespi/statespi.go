@@ -1,0 +1,49 @@
+// Package statespi is the interface between the public state package (the
+// typed state handles users create) and the keyed state backends
+// (internal/statebackend). It is internal so that the public API names no
+// backend type: users only ever hold a state.KeyedStore and pass it on.
+package statespi
+
+import (
+	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/heap"
+)
+
+// Store is what every keyed state backend implements (besides embedding
+// state.StoreBase, which makes it a state.KeyedStore).
+type Store interface {
+	// KeyedState returns the handle registered under meta.Name, calling
+	// create on first use. It panics if the name is registered with another
+	// kind, and with a *state.BackendError if the backend fails.
+	KeyedState(meta snapshot.StateMeta, create func(Backend) (any, error)) any
+}
+
+// Backend is what a backend offers to the handle constructors of package
+// state: exactly one of Heap and KV is set.
+type Backend struct {
+	Heap *heap.Store // typed in-memory tables
+	KV   KVTable     // a serialized table of one state (Pebble)
+	Now  func() int64
+}
+
+// KVTable is one state in a serialized (byte-oriented) backend. Every call
+// addresses the current key and namespace of the backend. Returned slices are
+// valid until the next call on the table. Timestamps are TTL timestamps,
+// stored only when the state has TTL.
+type KVTable interface {
+	// Get reads the value (userKey nil) or map entry (userKey non-nil).
+	Get(userKey []byte) (value []byte, ts int64, ok bool, err error)
+	Set(userKey, value []byte, ts int64) error
+	Delete(userKey []byte) error
+	// DeleteAll removes every map entry of the current key and namespace.
+	DeleteAll() error
+	// Scan calls fn for the map entries of the current key and namespace,
+	// in user-key byte order, until fn returns false.
+	Scan(fn func(userKey, value []byte, ts int64) bool) error
+	// Append adds a list element without reading the list.
+	Append(elem []byte, ts int64) error
+	// SetList replaces the list (empty: delete).
+	SetList(elems [][]byte, ts []int64) error
+	// ScanList calls fn for each list element in order until fn returns false.
+	ScanList(fn func(elem []byte, ts int64) bool) error
+}
