@@ -169,4 +169,3 @@ func exportedRecv(fl *ast.FieldList) bool {
 		}
 	}
 }
-

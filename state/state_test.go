@@ -1,9 +1,9 @@
 package state_test
 
 import (
-	"github.com/weirhq/weir/internal/statespi"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/statespi"
 	"strings"
 	"testing"
 	"time"
