@@ -210,23 +210,27 @@ func (t *Task) onBarrier(c *network.InputChannel, b *network.Buffer) {
 		t.cp.seen[br.ID] = br
 	}
 	now := t.spec.Clock.NowMillis()
-	t.applyBarrierActions(t.in.handler.Barrier(now, c.Index, barrier.Barrier{ID: br.ID, Timestamp: br.Timestamp,
-		Unaligned: br.Unaligned, AlignedTimeout: br.AlignedTimeout}))
+	acts := t.in.handler.Barrier(now, c.Index, barrier.Barrier{ID: br.ID, Timestamp: br.Timestamp,
+		Unaligned: br.Unaligned, AlignedTimeout: br.AlignedTimeout})
 	// A priority barrier overtook b.Overtaken buffers queued in the channel:
-	// they come before it, so they belong to the channel state.
-	if b.Overtaken > 0 {
-		for _, r := range t.cp.recs {
-			if r.id == br.ID && !r.canceled {
-				r.extra[c.Index] += b.Overtaken
-			}
-		}
-		t.cp.prune()
-	}
+	// they come before it, so they belong to the channel state of its
+	// checkpoint (counted before Done can complete the recording).
+	t.applyBarrierActionsWith(acts, overtaken{id: br.ID, channel: c.Index, n: b.Overtaken})
 }
 
-// applyBarrierActions carries out the barrier handler's decisions in the
-// order its package documents.
-func (t *Task) applyBarrierActions(a barrier.Actions) {
+// overtaken says that the barrier of checkpoint id overtook n data buffers
+// queued in a channel.
+type overtaken struct {
+	id         int64
+	channel, n int
+}
+
+func (t *Task) applyBarrierActions(a barrier.Actions) { t.applyBarrierActionsWith(a, overtaken{}) }
+
+// applyBarrierActionsWith carries out the barrier handler's decisions in the
+// order its package documents; ov (if n > 0) is added to the recording of
+// its checkpoint once that exists, before Done.
+func (t *Task) applyBarrierActionsWith(a barrier.Actions, ov overtaken) {
 	if a.AlignmentStart != 0 && t.cp != nil {
 		for id := range t.cp.seen {
 			if _, ok := t.cp.alignStart[id]; !ok {
@@ -261,6 +265,13 @@ func (t *Task) applyBarrierActions(a barrier.Actions) {
 		delete(t.cp.seen, s.ID)
 		delete(t.cp.alignStart, s.ID)
 		t.takeCheckpoint(br, alignMs)
+	}
+	if ov.n > 0 {
+		for _, r := range t.cp.recs {
+			if r.id == ov.id && !r.canceled {
+				r.extra[ov.channel] += ov.n
+			}
+		}
 	}
 	if r := t.cp.current(); r != nil {
 		for _, ch := range a.Record {
