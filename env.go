@@ -381,7 +381,8 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 		}
 	}
 	spec := &jobmanager.JobSpec{ID: id, Name: name, Graph: jg, Clock: cfg.Clock, OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart,
-		Network: jobmanager.NetworkConfig{BufferSize: cfg.BufferSize, BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers}}
+		StateBackend: cfg.StateBackend,
+		Network:      jobmanager.NetworkConfig{BufferSize: cfg.BufferSize, BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers}}
 	tmJob := &taskmanager.Job{ID: id, Graph: jg, Mode: mode, BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize,
 		BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers, Clock: cfg.Clock, StateBackend: cfg.StateBackend}
 	var store *storage.Store

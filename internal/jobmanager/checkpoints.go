@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/weirhq/weir/internal/checkpoint/coordinator"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rest"
 )
@@ -46,6 +48,33 @@ type checkpoints struct {
 	// finalRequested: a final checkpoint was requested and neither
 	// completed nor failed yet.
 	finalRequested bool
+	// acks keeps, for the recent checkpoints (at most maxAckHistory), what
+	// each execution reported, for the REST API; ackOrder is their order.
+	acks     map[int64]map[int]protocol.CheckpointMetrics
+	ackOrder []int64
+	// restoredAt is when the current attempt restored (epoch ms).
+	restoredAt int64
+}
+
+// maxAckHistory bounds the checkpoints whose per-subtask acknowledgements
+// the REST API can show.
+const maxAckHistory = 20
+
+func (cp *checkpoints) recordAck(id int64, i int, m protocol.CheckpointMetrics) {
+	if cp.acks == nil {
+		cp.acks = map[int64]map[int]protocol.CheckpointMetrics{}
+	}
+	a, ok := cp.acks[id]
+	if !ok {
+		a = map[int]protocol.CheckpointMetrics{}
+		cp.acks[id] = a
+		cp.ackOrder = append(cp.ackOrder, id)
+		if len(cp.ackOrder) > maxAckHistory {
+			delete(cp.acks, cp.ackOrder[0])
+			cp.ackOrder = cp.ackOrder[1:]
+		}
+	}
+	a[i] = m
 }
 
 type pendingCheckpoint struct {
@@ -82,7 +111,7 @@ func (jm *JobManager) startCheckpoints(j *job) error {
 		registry: &storage.Registry{}, sourcesEnded: map[int]bool{}, writing: map[int64]bool{}, discard: map[int64]bool{}}
 	if m := j.restore; m != nil {
 		next = m.CheckpointID + 1
-		cp.restoredFrom = m.CheckpointID
+		cp.restoredFrom, cp.restoredAt = m.CheckpointID, j.spec.Clock.NowMillis()
 	}
 	cp.sources = j.sourceTasks()
 	now := j.spec.Clock.NowMillis()
@@ -104,7 +133,7 @@ func (jm *JobManager) resumeCheckpointsLocked(j *job) {
 	cp.sourcesEnded = map[int]bool{}
 	cp.finalRequested = false
 	if j.restore != nil {
-		cp.restoredFrom = j.restore.CheckpointID
+		cp.restoredFrom, cp.restoredAt = j.restore.CheckpointID, j.spec.Clock.NowMillis()
 	}
 	now := j.spec.Clock.NowMillis()
 	jm.applyLocked(j, cp.coord.Resume(now, len(j.execs), cp.sources))
@@ -359,6 +388,7 @@ func (jm *JobManager) AcknowledgeCheckpoint(a protocol.AcknowledgeCheckpoint) {
 	}
 	if p := j.cp.pending[a.ID]; p != nil {
 		p.acks[i] = a
+		j.cp.recordAck(a.ID, i, a.Metrics)
 	}
 	jm.applyLocked(j, j.cp.coord.Ack(j.spec.Clock.NowMillis(), a.ID, coordinator.TaskID(i)))
 }
@@ -400,3 +430,45 @@ func (jm *JobManager) maybeFinalCheckpointLocked(j *job) {
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(max(ms, 0)) * time.Millisecond }
+
+// CheckpointStats is what the JobManager knows of a job's checkpoints.
+type CheckpointStats struct {
+	Settings   coordinator.Settings
+	StoreURL   string
+	Counts     coordinator.Counts
+	History    []coordinator.HistoryEntry // newest first
+	Pending    []coordinator.PendingInfo
+	Executions []ExecutionID // by task index, for Acks
+	// Acks holds, per recent checkpoint, each execution's report by task index.
+	Acks map[int64]map[int]protocol.CheckpointMetrics
+	// RestoredFrom is the checkpoint the current attempt restored (0:
+	// none), at RestoredAt (epoch ms), from RestoredPath.
+	RestoredFrom int64
+	RestoredAt   int64
+	RestoredPath string
+	Graph        *graph.JobGraph
+	StateBackend string
+}
+
+// Checkpoints returns a job's checkpoint statistics; false if the job is
+// unknown or takes no checkpoints.
+func (jm *JobManager) Checkpoints(id string) (CheckpointStats, bool) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	j, ok := jm.jobs[id]
+	if !ok || j.cp == nil {
+		return CheckpointStats{}, false
+	}
+	cp := j.cp
+	st := CheckpointStats{Settings: cp.coord.Settings(), StoreURL: cp.store.URL(), Counts: cp.coord.Stats(),
+		History: cp.coord.History(1 << 30), Pending: cp.coord.Pending(), Executions: append([]ExecutionID(nil), j.execs...),
+		Acks: map[int64]map[int]protocol.CheckpointMetrics{}, RestoredFrom: cp.restoredFrom, RestoredAt: cp.restoredAt,
+		Graph: j.spec.Graph, StateBackend: j.spec.StateBackend}
+	if cp.restoredFrom > 0 && j.restore != nil && j.restoreStore != nil {
+		st.RestoredPath = j.restoreStore.URL() + "/" + storage.CheckpointPrefix(j.restore.JobID, j.restore.CheckpointID)
+	}
+	for id, a := range cp.acks {
+		st.Acks[id] = maps.Clone(a)
+	}
+	return st, true
+}

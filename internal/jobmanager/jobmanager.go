@@ -58,6 +58,8 @@ type JobSpec struct {
 	Restore      *storage.Metadata
 	RestoreStore *storage.Store
 	Clock        clock.Clock
+	// StateBackend names the keyed state backend, for the REST API.
+	StateBackend string
 	// OnCheckpoint, if set, is called when a checkpoint completes (with the
 	// JobManager's lock held: it must be quick and not call back).
 	OnCheckpoint func(id int64, final bool)

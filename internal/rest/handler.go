@@ -51,7 +51,8 @@ func buildOptions(opts []Option) options {
 
 type handler struct {
 	c    Cluster
-	tms  TaskManagerLister // nil when c does not implement it
+	tms  TaskManagerLister  // nil when c does not implement it
+	cps  CheckpointReporter // nil when c does not implement it
 	opts options
 }
 
@@ -65,6 +66,7 @@ type byMethod map[string]http.HandlerFunc
 func NewHandler(c Cluster, opts ...Option) http.Handler {
 	h := &handler{c: c, opts: buildOptions(opts)}
 	h.tms, _ = c.(TaskManagerLister)
+	h.cps, _ = c.(CheckpointReporter)
 
 	routes := map[string]byMethod{
 		"/config":                  {http.MethodGet: h.config},
@@ -76,6 +78,12 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 	}
 	if h.tms != nil {
 		routes["/taskmanagers"] = byMethod{http.MethodGet: h.taskManagers}
+	}
+	if h.cps != nil {
+		routes["/jobs/{jobid}/checkpoints"] = byMethod{http.MethodGet: h.withJobID(h.checkpoints)}
+		routes["/jobs/{jobid}/checkpoints/config"] = byMethod{http.MethodGet: h.withJobID(h.checkpointConfig)}
+		routes["/jobs/{jobid}/checkpoints/details/{checkpointid}"] = byMethod{http.MethodGet: h.withJobID(h.checkpointDetails)}
+		routes["/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}"] = byMethod{http.MethodGet: h.withJobID(h.checkpointSubtasks)}
 	}
 	mux := http.NewServeMux()
 	for path, m := range routes {
