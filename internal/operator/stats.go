@@ -1,6 +1,10 @@
 package operator
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/weirhq/weir/clock"
+)
 
 // IOStats counts what one subtask reads and writes. The task goroutine owns
 // the plain fields and updates them per record; Publish copies them into the
@@ -12,6 +16,8 @@ type IOStats struct {
 	BackPressuredNanos int64
 	// IdleNanos is time spent waiting for input; BusyNanos the rest.
 	IdleNanos, BusyNanos int64
+	// Clock measures the waits (nil: the system clock).
+	Clock clock.Clock
 
 	published [7]atomic.Int64
 }

@@ -1,9 +1,9 @@
 package operator
 
 import (
-	"time"
 	"unsafe"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/network"
 )
@@ -170,9 +170,13 @@ func (w *Writer[T]) request() *network.Buffer {
 	if b := w.rp.Pool.RequestOverdraft(); b != nil {
 		return b
 	}
-	t0 := time.Now()
+	c := w.stats.Clock
+	if c == nil {
+		c = clock.System{}
+	}
+	t0 := c.Now()
 	b, err := w.rp.Pool.Request(w.cancel)
-	w.stats.BackPressuredNanos += int64(time.Since(t0))
+	w.stats.BackPressuredNanos += int64(c.Now().Sub(t0))
 	if err != nil {
 		panic(err)
 	}

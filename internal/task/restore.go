@@ -104,15 +104,9 @@ func (t *Task) restoreKeyed(i int, handles []storage.KeyedHandle) error {
 					return err
 				}
 			}
-			// Unchanged files need no upload in this task's checkpoints, as
-			// long as they are this job's (a resumed job copies them once).
-			if t.spec.Restore.JobID == t.spec.Exec.Job && len(handles) == 1 && t.cp != nil {
-				for _, f := range h.Files {
-					if f.Shared {
-						t.cp.uploaded[i][f.Name] = f.Object
-					}
-				}
-			}
+			// The restored files are not reused by the next checkpoints:
+			// the backend copies their entries into its own database, whose
+			// files are new (the first checkpoint after a restore is full).
 		default:
 			return fmt.Errorf("unknown keyed snapshot kind %q", h.Kind)
 		}

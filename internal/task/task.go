@@ -143,6 +143,7 @@ func New(spec Spec) *Task {
 	}
 	name := fmt.Sprintf("%s (%d/%d)", spec.Vertex.Name, spec.Exec.Subtask+1, spec.Vertex.Parallelism)
 	t := &Task{spec: spec, name: name, Mailbox: NewMailbox(), outputReady: make(chan struct{}, 1)}
+	t.Stats.Clock = spec.Clock
 	t.asyncCtx, t.asyncCancel = context.WithCancel(context.Background())
 	return t
 }

@@ -81,7 +81,13 @@ func runFaultCase(t *testing.T, seed uint64) {
 	want := writeInputFiles(t, files, r, 300+r.IntN(1500), 1+r.IntN(30))
 	p := 1 + r.IntN(4)
 	backend := []string{"hashmap", "pebble"}[r.IntN(2)]
-	unaligned := r.IntN(2) == 0
+	// Aligned, unaligned, or aligned until a timeout turns them unaligned.
+	unaligned := r.IntN(3) == 0
+	alignedTimeout := time.Duration(0)
+	if !unaligned && r.IntN(2) == 0 {
+		alignedTimeout = time.Duration(1+r.IntN(15)) * time.Millisecond
+	}
+	incremental := backend == "pebble" && r.IntN(2) == 0
 	interval := time.Duration(10+r.IntN(30)) * time.Millisecond
 
 	// Task failures: up to three attempts fail, each in one subtask of the
@@ -114,12 +120,13 @@ func runFaultCase(t *testing.T, seed uint64) {
 		})
 	})
 	defer undo()
-	t.Logf("lines %d, parallelism %d, %s, unaligned %t, interval %v, task failures %d, storage error rate %.2f",
-		len(want), p, backend, unaligned, interval, failures, faults.ErrorRate)
+	t.Logf("lines %d, parallelism %d, %s (incremental %t), unaligned %t, aligned timeout %v, interval %v, task failures %d, storage error rate %.2f",
+		len(want), p, backend, incremental, unaligned, alignedTimeout, interval, failures, faults.ErrorRate)
 
 	restarts := &countingHandler{}
 	cfg := weir.Config{Parallelism: p, StateBackend: backend, Logger: slog.New(restarts),
-		Checkpointing: &weir.CheckpointConfig{Interval: interval, Dir: url, Unaligned: unaligned, TolerableFailures: 1000},
+		Checkpointing: &weir.CheckpointConfig{Interval: interval, Dir: url, Unaligned: unaligned, AlignedTimeout: alignedTimeout,
+			Incremental: incremental, TolerableFailures: 1000},
 		Restart:       map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "100", "restart-strategy.fixed-delay.delay": "0 ms"},
 	}
 	env := weir.NewEnvironment(cfg)
