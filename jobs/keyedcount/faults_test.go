@@ -127,7 +127,7 @@ func runFaultCase(t *testing.T, seed uint64) {
 	cfg := weir.Config{Parallelism: p, StateBackend: backend, Logger: slog.New(restarts),
 		Checkpointing: &weir.CheckpointConfig{Interval: interval, Dir: url, Unaligned: unaligned, AlignedTimeout: alignedTimeout,
 			Incremental: incremental, TolerableFailures: 1000},
-		Restart:       map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "100", "restart-strategy.fixed-delay.delay": "0 ms"},
+		Restart: map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "100", "restart-strategy.fixed-delay.delay": "0 ms"},
 	}
 	env := weir.NewEnvironment(cfg)
 	// Throttled so that the run spans a few dozen checkpoints.
