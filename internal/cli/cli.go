@@ -58,7 +58,7 @@ Built-in jobs:
   keyed-count for each line key<TAB>value, the key's running count and sum
               (key<TAB>n<TAB>sum), exactly once across failures and restarts:
               --input PATH --output DIR --checkpoint-dir URL
-              [--checkpoint-interval D] [--unaligned] [--rate N]
+              [--checkpoint-interval D] [--unaligned] [--rate N] [--retained N]
               [--from latest|PATH]; killed, it resumes with --from latest
 
   PATH may be "-" for standard input or output; an input may be a file, a
@@ -68,6 +68,8 @@ Checkpoints (keyed-count):
   --checkpoint-dir URL   where checkpoints go: a directory, file:///dir, s3://bucket/prefix
   --checkpoint-interval D  between checkpoints (default 1s)
   --unaligned            unaligned checkpoints (barriers overtake in-flight data)
+  --retained N           completed checkpoints kept (state.checkpoints.num-retained,
+                         default 1)
   --from latest|PATH     resume from the newest complete checkpoint of the job in
                          --checkpoint-dir (none: start from the beginning), or from
                          a checkpoint's path
@@ -237,6 +239,7 @@ type jobFlags struct {
 	interval      time.Duration
 	unaligned     bool
 	from          string
+	retained      int
 }
 
 var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "log-level"}
@@ -260,6 +263,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.interval, "checkpoint-interval", time.Second, "")
 	fs.BoolVar(&f.unaligned, "unaligned", false, "")
 	fs.StringVar(&f.from, "from", "", "")
+	fs.IntVar(&f.retained, "retained", 1, "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -279,13 +283,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("fraud-detection needs --input and --output")
 		}
 	case "keyed-count":
-		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from")...)
+		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained")...)
 		switch {
 		case err != nil:
 		case f.input == "" || f.output == "" || f.checkpointDir == "":
 			err = usagef("keyed-count needs --input, --output and --checkpoint-dir")
 		case f.interval < 10*time.Millisecond:
 			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
+		case f.retained < 1 || f.retained > 1000:
+			err = usagef("--retained must be between 1 and 1000, got %d", f.retained)
 		case f.rate < 0 || f.rate > 1e9 || f.rate != f.rate:
 			err = usagef("--rate must be a number of lines per second from 0 (no limit) to 1e9, got %v", f.rate)
 		}
@@ -309,7 +315,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return frauddetection.Run(ctx, frauddetection.Options{Input: f.input, Output: f.output, Parallelism: f.parallelism,
 			StateBackend: f.backend, MaxOutOfOrderness: f.ooo, Config: cfg, Stdout: stdout})
 	case "keyed-count":
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned}
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained}
 		cfg.ResumeFrom = f.from
 		announceCheckpoints(&cfg, stderr)
 		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg})

@@ -170,3 +170,56 @@ func committedLines(t *testing.T, dir string) []string {
 	slices.Sort(lines)
 	return lines
 }
+
+// A newest checkpoint whose metadata is corrupt is skipped with a clear log
+// line, and the job resumes from the one before it. (That checkpoint had
+// completed, so the sink had committed its output: going back to an older
+// one writes what came between again. Nothing is lost, but only a
+// checkpoint that never completed, as one cut short by a crash, can be
+// skipped without duplicates.)
+func TestProcessResumeSkipsCorruptCheckpoint(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in, out, ck := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out"), filepath.Join(dir, "ck")
+	want := writeKeyedInput(t, in, r, 3000, 10)
+	args := []string{"run", "keyed-count", "--input", in, "--output", out, "--checkpoint-dir", ck, "--checkpoint-interval", "100ms",
+		"--retained", "3", "--rate", "2000", "--parallelism", "2", "--rest-address", "", "--from", "latest"}
+	pr := startWeir(t, "", args...)
+	time.Sleep(1200 * time.Millisecond)
+	pr.cmd.Process.Signal(syscall.SIGKILL)
+	pr.wait(t, 30*time.Second)
+	metas, _ := filepath.Glob(filepath.Join(ck, "*", "chk-*", "_metadata"))
+	if len(metas) < 2 {
+		t.Fatalf("want at least 2 retained checkpoints, found %v", metas)
+	}
+	slices.SortFunc(metas, func(a, b string) int { return checkpointNumber(a) - checkpointNumber(b) })
+	newest := metas[len(metas)-1]
+	if err := os.WriteFile(newest, []byte("not metadata"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr = startWeir(t, "", args...)
+	code, _, _ := pr.wait(t, 60*time.Second)
+	errOut := pr.stderr.String()
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	prev := fmt.Sprintf("resuming from checkpoint %d ", checkpointNumber(metas[len(metas)-2]))
+	if !strings.Contains(errOut, "skipping checkpoint") || !strings.Contains(errOut, prev) {
+		t.Fatalf("want a log line about the corrupt checkpoint and %q; stderr:\n%s", prev, errOut)
+	}
+	got := map[string]bool{}
+	for _, l := range committedLines(t, out) {
+		got[l] = true
+	}
+	for _, l := range want {
+		if !got[l] {
+			t.Fatalf("line %q is missing from the output", l)
+		}
+	}
+}
+
+func checkpointNumber(metadata string) int {
+	var n int
+	fmt.Sscanf(filepath.Base(filepath.Dir(metadata)), "chk-%d", &n)
+	return n
+}

@@ -95,3 +95,27 @@ func TestKeyedCountWithCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// At-least-once checkpoints (no alignment) complete and, without failures,
+// change nothing in the output.
+func TestKeyedCountAtLeastOnce(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out")
+	want := writeInput(t, in, r, 4000, 30)
+	completed := 0
+	cfg := weir.Config{Parallelism: 3, Checkpointing: &weir.CheckpointConfig{Mode: weir.AtLeastOnce,
+		Interval: 20 * time.Millisecond, Dir: filepath.Join(dir, "ck")},
+		OnCheckpoint: func(int64, bool) { completed++ }}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := keyedcount.Run(ctx, keyedcount.Options{Input: in, Output: out, RatePerSecond: 10000, Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, out); !slices.Equal(got, want) {
+		t.Fatalf("%d committed lines, want %d", len(got), len(want))
+	}
+	if completed < 5 {
+		t.Fatalf("%d checkpoints completed, want several", completed)
+	}
+}
