@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir/internal/benchjobs"
 	"github.com/weirhq/weir/internal/cpumeter"
@@ -58,6 +59,26 @@ func BenchmarkWordcount100MB(b *testing.B) {
 			cpu, _ := cpumeter.Now().Since(start)
 			cpumeter.Report(b, words*int64(b.N), start)
 			b.ReportMetric(float64(size)*float64(b.N)/cpu.Seconds()/1e6, "MB/s/core")
+		})
+	}
+}
+
+// (d) the keyed count (generator -> keyBy -> count in ValueState on the
+// heap -> discard, parallelism 2) with checkpoints every second and without:
+// what checkpointing costs.
+func BenchmarkKeyedCheckpointing(b *testing.B) {
+	for _, interval := range []time.Duration{0, time.Second} {
+		name := "checkpoints=none"
+		if interval > 0 {
+			name = "checkpoints=" + interval.String()
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			start := cpumeter.Now()
+			if _, err := benchjobs.KeyedCount(context.Background(), int64(b.N), 2, "hashmap", interval, dir); err != nil {
+				b.Fatal(err)
+			}
+			cpumeter.Report(b, int64(b.N), start)
 		})
 	}
 }

@@ -140,12 +140,12 @@ func TestFlinkFieldNames(t *testing.T) {
 	check("jobs/overview[0]", keysOf(t, jo, "jobs", 0), sorted("jid", "name", "state", "start-time",
 		"end-time", "duration", "last-modification", "tasks"))
 	check("jobs/overview[0].tasks", keysOf(t, jo, "jobs", 0, "tasks"), sorted("total", "created",
-		"scheduled", "deploying", "running", "finished", "canceling", "canceled", "failed"))
+		"scheduled", "deploying", "initializing", "running", "finished", "canceling", "canceled", "failed"))
 
 	jd := get("/jobs/" + runningID)
 	check("job", keysOf(t, jd), sorted("jid", "name", "isStoppable", "state", "start-time", "end-time",
 		"duration", "maxParallelism", "now", "timestamps", "vertices", "status-counts", "plan"))
-	taskStates := sorted("CREATED", "SCHEDULED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED")
+	taskStates := sorted("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED")
 	check("job.status-counts", keysOf(t, jd, "status-counts"), taskStates)
 	check("vertex", keysOf(t, jd, "vertices", 0), sorted("id", "name", "maxParallelism", "parallelism",
 		"status", "start-time", "end-time", "duration", "tasks", "metrics"))

@@ -32,11 +32,13 @@ const (
 	TaskCreated   TaskState = "CREATED"
 	TaskScheduled TaskState = "SCHEDULED"
 	TaskDeploying TaskState = "DEPLOYING"
-	TaskRunning   TaskState = "RUNNING"
-	TaskFinished  TaskState = "FINISHED"
-	TaskCanceling TaskState = "CANCELING"
-	TaskCanceled  TaskState = "CANCELED"
-	TaskFailed    TaskState = "FAILED"
+	// TaskInitializing: the task restores its state and opens its operators.
+	TaskInitializing TaskState = "INITIALIZING"
+	TaskRunning      TaskState = "RUNNING"
+	TaskFinished     TaskState = "FINISHED"
+	TaskCanceling    TaskState = "CANCELING"
+	TaskCanceled     TaskState = "CANCELED"
+	TaskFailed       TaskState = "FAILED"
 )
 
 // Terminal reports whether an execution in this state has ended.
@@ -46,7 +48,7 @@ func (s TaskState) Terminal() bool {
 
 // TaskStates lists every task state in Flink's order.
 var TaskStates = []TaskState{
-	TaskCreated, TaskScheduled, TaskDeploying, TaskRunning,
+	TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning,
 	TaskFinished, TaskCanceling, TaskCanceled, TaskFailed,
 }
 
@@ -102,6 +104,8 @@ func TaskCountsOf(m map[TaskState]int) TaskCounts {
 			c.Scheduled += n
 		case TaskDeploying:
 			c.Deploying += n
+		case TaskInitializing:
+			c.Initializing += n
 		case TaskRunning:
 			c.Running += n
 		case TaskFinished:

@@ -84,11 +84,13 @@ type TaskCounts struct {
 	Created   int `json:"created"`
 	Scheduled int `json:"scheduled"`
 	Deploying int `json:"deploying"`
-	Running   int `json:"running"`
-	Finished  int `json:"finished"`
-	Canceling int `json:"canceling"`
-	Canceled  int `json:"canceled"`
-	Failed    int `json:"failed"`
+	// Initializing: restoring state and opening operators.
+	Initializing int `json:"initializing"`
+	Running      int `json:"running"`
+	Finished     int `json:"finished"`
+	Canceling    int `json:"canceling"`
+	Canceled     int `json:"canceled"`
+	Failed       int `json:"failed"`
 }
 
 // JobDetails is the body of GET /jobs/:jobid.

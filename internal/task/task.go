@@ -89,6 +89,9 @@ type Spec struct {
 	RestoreStore *storage.Store
 	// Reporter receives acknowledgements, declines and operator events.
 	Reporter Reporter
+	// Running, if set, is called once the task has restored its state and
+	// opened its operators, before it takes its first input.
+	Running func()
 }
 
 // Task is one running subtask.
@@ -192,6 +195,9 @@ func (t *Task) Run(cancel <-chan struct{}) (err error) {
 	}
 	if err := t.replayChannelState(); err != nil {
 		return err
+	}
+	if t.spec.Running != nil {
+		t.spec.Running()
 	}
 	now := t.spec.Clock.Now()
 	t.lastFlush, t.lastPub, t.started = now, now, now

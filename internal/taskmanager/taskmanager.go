@@ -128,6 +128,7 @@ func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
 	if err != nil {
 		return err
 	}
+	spec.Running = func() { tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskRunning}) }
 	r := &running{task: task.New(spec), cancel: make(chan struct{})}
 	tm.mu.Lock()
 	if tm.closed {
@@ -148,7 +149,7 @@ func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
 	tm.mu.Unlock()
 	go func() {
 		defer tm.wg.Done()
-		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskRunning})
+		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskInitializing})
 		err := r.task.Run(r.cancel)
 		switch {
 		case err == nil:
