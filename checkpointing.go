@@ -45,8 +45,10 @@ type CheckpointConfig struct {
 	// Unaligned makes barriers overtake in-flight data, which is stored in
 	// the checkpoint (execution.checkpointing.unaligned).
 	Unaligned bool
-	// AlignedTimeout starts checkpoints aligned and turns them unaligned
-	// when alignment takes longer (execution.checkpointing.aligned-checkpoint-timeout).
+	// AlignedTimeout, with Unaligned, starts checkpoints aligned and turns
+	// them unaligned where a barrier is still held up by data this long
+	// after the trigger (execution.checkpointing.aligned-checkpoint-timeout).
+	// Ignored without Unaligned, as in Flink.
 	AlignedTimeout time.Duration
 	// Retained completed checkpoints (state.checkpoints.num-retained, default 1).
 	// They are kept when the job ends, is canceled or its process dies.

@@ -68,7 +68,15 @@ type Buffer struct {
 	// Overtaken is set on a priority event by the receiving channel: the
 	// number of data buffers queued there that it overtook.
 	Overtaken int
+	// onSent, if set, is called once the event has been handed to the
+	// receiver (see SetOnSent).
+	onSent func()
 }
+
+// SetOnSent makes the channel call f once it has handed the event b to
+// its receiver: at once, when credit lets its backlog go, or when it is
+// promoted (PromoteBarrier). f runs on whichever goroutine delivers.
+func (b *Buffer) SetOnSent(f func()) { b.onSent = f }
 
 // IsEvent reports whether b is an event rather than data.
 func (b *Buffer) IsEvent() bool { return b.Kind != KindData }
@@ -145,6 +153,18 @@ func (b *Buffer) Barrier() Barrier {
 		AlignedTimeout: int64(binary.LittleEndian.Uint64(d[16:])),
 		Unaligned:      d[24]&barrierUnaligned != 0, AtLeastOnce: d[24]&barrierAtLeastOnce != 0, Kind: d[25],
 	}
+}
+
+// promoteBarrier turns the aligned barrier event b unaligned, in place.
+func (b *Buffer) promoteBarrier() { b.Data[24] |= barrierUnaligned }
+
+// isAlignedBarrier reports whether b is the aligned barrier of checkpoint id.
+func (b *Buffer) isAlignedBarrier(id int64) bool {
+	if b.Kind != KindBarrier || b.priority {
+		return false
+	}
+	br := b.Barrier()
+	return br.ID == id && !br.Unaligned
 }
 
 // NewCancelCheckpoint returns a cancel marker for checkpoint id.
@@ -254,8 +274,12 @@ type BufferPool struct {
 	mu        sync.Mutex // guards allocated, charged, overdraft, closed
 	allocated int        // buffers in existence (up to max + MaxOverdraft)
 	charged   int        // buffers above min taken from the budget
-	overdraft int        // buffers beyond max, taken by RequestOverdraft
 	closed    bool
+	// overdraft counts buffers beyond max that are out (RequestOverdraft).
+	// The first buffers to come back while it is positive are dropped
+	// instead of pooled, so the pool returns to max and the overdraft is
+	// lent again the next time a producer needs it.
+	overdraft atomic.Int32
 	// inUse counts buffers out of the pool; maxInUse is its high-water mark.
 	inUse, maxInUse atomic.Int64
 }
@@ -300,9 +324,9 @@ func (p *BufferPool) RequestOverdraft() *Buffer {
 		return b
 	}
 	p.mu.Lock()
-	ok := !p.closed && p.overdraft < MaxOverdraft
+	ok := !p.closed && p.overdraft.Load() < MaxOverdraft
 	if ok {
-		p.overdraft++
+		p.overdraft.Add(1)
 		p.allocated++
 	}
 	p.mu.Unlock()
@@ -411,11 +435,31 @@ func (p *BufferPool) took(b *Buffer) {
 
 func (p *BufferPool) put(b *Buffer) {
 	p.inUse.Add(-1)
+	if p.overdraft.Load() > 0 && p.dropOverdraft() {
+		p.signal()
+		return
+	}
 	select {
 	case p.free <- b:
 	default:
 		panic("network: buffer recycled twice or into a foreign pool")
 	}
+	p.signal()
+}
+
+// dropOverdraft retires one buffer lent beyond max, if any is still counted.
+func (p *BufferPool) dropOverdraft() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.overdraft.Load() == 0 {
+		return false
+	}
+	p.overdraft.Add(-1)
+	p.allocated--
+	return true
+}
+
+func (p *BufferPool) signal() {
 	if p.notify != nil {
 		select {
 		case p.notify <- struct{}{}:

@@ -280,13 +280,28 @@ func TestPoolAvailabilityAndOverdraft(t *testing.T) {
 	default:
 		t.Fatal("recycling did not signal")
 	}
-	if !p.Available() {
-		t.Fatal("a recycled buffer is not available")
+	if p.Available() || p.Allocated() != 1+MaxOverdraft {
+		t.Fatalf("a buffer recycled while the pool is overdrawn was pooled: allocated %d", p.Allocated())
 	}
-	b.Recycle()
-	for _, x := range over {
+	for _, x := range over[1:] {
 		x.Recycle()
 	}
+	if p.Available() {
+		t.Fatal("available with max buffers still out")
+	}
+	over[0].Recycle()
+	if !p.Available() || p.Allocated() != 2 {
+		t.Fatalf("back to max: available %v, allocated %d", p.Available(), p.Allocated())
+	}
+	// The overdraft is lent again once it has been paid back.
+	c := p.TryRequest()
+	if x := p.RequestOverdraft(); x == nil {
+		t.Fatal("overdraft not lent again after it was paid back")
+	} else {
+		x.Recycle()
+	}
+	b.Recycle()
+	c.Recycle()
 	if p.InUse() != 0 || p.MaxInUse() > p.Capacity() {
 		t.Fatalf("in use %d, max %d of capacity %d", p.InUse(), p.MaxInUse(), p.Capacity())
 	}

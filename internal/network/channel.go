@@ -1,6 +1,10 @@
 package network
 
-import "sync"
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
 
 // Subpartition is the producing end of one channel: the part of a producer's
 // output that goes to one consumer subtask.
@@ -19,7 +23,7 @@ func (s *Subpartition) Add(b *Buffer) {
 	s.mu.Lock()
 	now, replaced := s.ledger.add(b)
 	if now {
-		s.receiver.deliver(b)
+		s.send(b)
 	}
 	s.mu.Unlock()
 	if replaced != nil {
@@ -41,13 +45,47 @@ func (s *Subpartition) AddPriority(b *Buffer) (overtaken [][]byte) {
 		overtaken = append(overtaken, append([]byte(nil), o.Data...))
 	}
 	if now {
-		if b.priority {
-			s.receiver.deliverPriority(b)
-		} else {
-			s.receiver.deliver(b)
-		}
+		s.send(b)
 	}
 	return overtaken
+}
+
+// PromoteBarrier turns the aligned barrier of checkpoint id, if it still
+// waits for credit here, into an unaligned one that goes ahead of the data
+// (Flink's aligned-checkpoint timeout on the output side). It returns
+// copies of the data buffers it overtook, in order, which are still
+// delivered after it: keep gets them before the barrier goes (and runs
+// its onSent hook), to store them as channel state.
+func (s *Subpartition) PromoteBarrier(id int64, keep func(overtaken [][]byte)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, over, now := s.ledger.promote(id)
+	if b == nil {
+		return false
+	}
+	var overtaken [][]byte
+	for _, o := range over {
+		overtaken = append(overtaken, append([]byte(nil), o.Data...))
+	}
+	keep(overtaken)
+	if now {
+		s.send(b)
+	}
+	return true
+}
+
+// send hands b to the receiver (s.mu held), then runs its onSent hook.
+func (s *Subpartition) send(b *Buffer) {
+	f := b.onSent
+	b.onSent = nil
+	if b.priority {
+		s.receiver.deliverPriority(b)
+	} else {
+		s.receiver.deliver(b)
+	}
+	if f != nil {
+		f()
+	}
 }
 
 // Grant gives the producer n more credits (free receiver slots) and delivers
@@ -56,11 +94,7 @@ func (s *Subpartition) Grant(n int) {
 	s.mu.Lock()
 	s.scratch = s.ledger.grant(n, s.scratch)
 	for i, b := range s.scratch {
-		if b.priority {
-			s.receiver.deliverPriority(b)
-		} else {
-			s.receiver.deliver(b)
-		}
+		s.send(b)
 		s.scratch[i] = nil
 	}
 	s.mu.Unlock()
@@ -105,10 +139,19 @@ func (c *InputChannel) deliver(b *Buffer) {
 		g.mu.Unlock()
 		return
 	}
+	// Read before b is handed over: the consumer may recycle it at once.
+	var announce func(Barrier)
+	var br Barrier
+	if b.Kind == KindBarrier && g.announce != nil {
+		announce, br = g.announce, b.Barrier()
+	}
 	c.queue = append(c.queue, b)
 	g.makeReadyLocked(c)
 	g.mu.Unlock()
 	g.signal()
+	if announce != nil {
+		announce(br)
+	}
 }
 
 // deliverPriority puts the event b ahead of every buffer queued in the
@@ -118,13 +161,6 @@ func (c *InputChannel) deliver(b *Buffer) {
 func (c *InputChannel) deliverPriority(b *Buffer) {
 	g := c.gate
 	g.mu.Lock()
-	if endsData(c.queue[c.prio:]) {
-		// Nothing to overtake after the end of data; keep the order.
-		b.priority = false
-		g.mu.Unlock()
-		c.deliver(b)
-		return
-	}
 	overtaken := 0
 	for _, q := range c.queue[c.prio:] {
 		if !q.IsEvent() {
@@ -140,6 +176,7 @@ func (c *InputChannel) deliverPriority(b *Buffer) {
 		g.priority = append(g.priority, c)
 	}
 	g.mu.Unlock()
+	g.signalPriority()
 	g.signal()
 }
 
@@ -150,11 +187,108 @@ type InputGate struct {
 	ready    []*InputChannel // unblocked channels with queued buffers, FIFO for fairness
 	priority []*InputChannel // channels with a priority event at their head, FIFO
 	notify   chan struct{}
-	channels []*InputChannel
+	// prioNotify is signalled when a priority event arrives; interrupt, if
+	// set, is set then too, so a consumer in the middle of a buffer stops at
+	// the next record to take it.
+	prioNotify chan struct{}
+	interrupt  atomic.Pointer[atomic.Bool]
+	channels   []*InputChannel
+	// announce, if set, learns of every barrier queued behind data (the
+	// consumer may not reach it before its aligned timeout).
+	announce func(Barrier)
+}
+
+// SetAnnounce makes the gate call f, on the delivering goroutine, with each
+// barrier queued in order (not as a priority event).
+func (g *InputGate) SetAnnounce(f func(Barrier)) {
+	g.mu.Lock()
+	g.announce = f
+	g.mu.Unlock()
+}
+
+// PromoteBarrier turns the aligned barriers of checkpoint id queued behind
+// data in the gate's channels into unaligned priority events (each
+// recording the data buffers it overtook), and reports how many it turned.
+func (g *InputGate) PromoteBarrier(id int64) int {
+	g.mu.Lock()
+	n := 0
+	for _, c := range g.channels {
+		if c.promoteLocked(id) {
+			n++
+		}
+	}
+	g.mu.Unlock()
+	if n > 0 {
+		g.signalPriority()
+		g.signal()
+	}
+	return n
+}
+
+// PromoteBarrier is InputGate.PromoteBarrier for channel c alone.
+func (c *InputChannel) PromoteBarrier(id int64) bool {
+	g := c.gate
+	g.mu.Lock()
+	ok := c.promoteLocked(id)
+	g.mu.Unlock()
+	if ok {
+		g.signalPriority()
+		g.signal()
+	}
+	return ok
+}
+
+// promoteLocked moves the aligned barrier of checkpoint id, if queued in c,
+// to the head of the queue as an unaligned priority event (g.mu held).
+func (c *InputChannel) promoteLocked(id int64) bool {
+	i := slices.IndexFunc(c.queue[c.prio:], func(q *Buffer) bool { return q.isAlignedBarrier(id) })
+	if i < 0 {
+		return false
+	}
+	i += c.prio
+	b := c.queue[i]
+	b.promoteBarrier()
+	b.priority = true
+	b.Overtaken = 0
+	for _, q := range c.queue[c.prio:i] {
+		if !q.IsEvent() {
+			b.Overtaken++
+		}
+	}
+	copy(c.queue[c.prio+1:i+1], c.queue[c.prio:i])
+	c.queue[c.prio] = b
+	c.prio++
+	if c.prio == 1 {
+		c.gate.priority = append(c.gate.priority, c)
+	}
+	if len(c.queue) == c.prio {
+		// Only priority events are left: the channel is no longer ready.
+		c.gate.unreadyLocked(c)
+	}
+	return true
 }
 
 // NewInputGate returns an empty gate.
-func NewInputGate() *InputGate { return &InputGate{notify: make(chan struct{}, 1)} }
+func NewInputGate() *InputGate {
+	return &InputGate{notify: make(chan struct{}, 1), prioNotify: make(chan struct{}, 1)}
+}
+
+// SetInterrupt makes every priority event set f.
+func (g *InputGate) SetInterrupt(f *atomic.Bool) { g.interrupt.Store(f) }
+
+// PriorityNotify is signalled (coalesced) when a priority event arrives or
+// a channel holding one is unblocked.
+func (g *InputGate) PriorityNotify() <-chan struct{} { return g.prioNotify }
+
+func (g *InputGate) signalPriority() {
+	if f := g.interrupt.Load(); f != nil {
+		f.Store(true)
+	}
+	select {
+	case g.prioNotify <- struct{}{}:
+	default:
+	}
+}
 
 func (g *InputGate) signal() {
 	select {
@@ -182,6 +316,30 @@ func (g *InputGate) Channels() []*InputChannel { return g.channels }
 func (g *InputGate) Poll() (c *InputChannel, b *Buffer, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if c, b, ok = g.pollPriorityLocked(); ok {
+		return c, b, ok
+	}
+	if len(g.ready) == 0 {
+		return nil, nil, false
+	}
+	c = g.ready[0]
+	g.ready = removeFirst(g.ready)
+	b = c.popLocked()
+	c.enqueued = false
+	g.makeReadyLocked(c)
+	return c, b, true
+}
+
+// PollPriority takes the next priority event of an unblocked channel, if
+// any: what a consumer may take while it is in the middle of a buffer or
+// its outputs are full.
+func (g *InputGate) PollPriority() (c *InputChannel, b *Buffer, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.pollPriorityLocked()
+}
+
+func (g *InputGate) pollPriorityLocked() (c *InputChannel, b *Buffer, ok bool) {
 	for i, pc := range g.priority {
 		if pc.blocked {
 			continue // a blocked channel's priority events wait too
@@ -195,15 +353,7 @@ func (g *InputGate) Poll() (c *InputChannel, b *Buffer, ok bool) {
 		}
 		return c, b, true
 	}
-	if len(g.ready) == 0 {
-		return nil, nil, false
-	}
-	c = g.ready[0]
-	g.ready = removeFirst(g.ready)
-	b = c.popLocked()
-	c.enqueued = false
-	g.makeReadyLocked(c)
-	return c, b, true
+	return nil, nil, false
 }
 
 func (c *InputChannel) popLocked() *Buffer {
@@ -229,15 +379,21 @@ func (g *InputGate) Block(c *InputChannel) {
 		return
 	}
 	c.blocked = true
-	if c.enqueued {
-		for i, r := range g.ready {
-			if r == c {
-				g.ready = append(g.ready[:i], g.ready[i+1:]...)
-				break
-			}
-		}
-		c.enqueued = false
+	g.unreadyLocked(c)
+}
+
+// unreadyLocked takes c out of the ready list.
+func (g *InputGate) unreadyLocked(c *InputChannel) {
+	if !c.enqueued {
+		return
 	}
+	for i, r := range g.ready {
+		if r == c {
+			g.ready = append(g.ready[:i], g.ready[i+1:]...)
+			break
+		}
+	}
+	c.enqueued = false
 }
 
 // Unblock puts a blocked channel back into polling.
@@ -245,8 +401,21 @@ func (g *InputGate) Unblock(c *InputChannel) {
 	g.mu.Lock()
 	c.blocked = false
 	g.makeReadyLocked(c)
+	prio := c.prio > 0
 	g.mu.Unlock()
+	if prio {
+		g.signalPriority()
+	}
 	g.signal()
+}
+
+// QueuedBuffers returns the channel's queue, in the order Poll would take
+// it: first its prio priority events, then the rest. The buffers stay
+// queued; only the consumer, which takes and recycles them, may read them.
+func (c *InputChannel) QueuedBuffers() (queue []*Buffer, prio int) {
+	c.gate.mu.Lock()
+	defer c.gate.mu.Unlock()
+	return append([]*Buffer(nil), c.queue...), c.prio
 }
 
 // Queued returns the number of buffers queued in the channel (for tests and metrics).

@@ -361,3 +361,76 @@ func TestBarrierEventRoundTrip(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// An aligned barrier that timed out is promoted where it waits: in the
+// sender's backlog (its onSent hook runs after the overtaken data was
+// kept) and in the receiver's queue (it goes first and says how many data
+// buffers it overtook there).
+func TestPromoteBarrier(t *testing.T) {
+	pool := NewBufferPool(16, 64)
+	rp := NewResultPartition(1, pool)
+	g := NewInputGate()
+	var announced []int64
+	g.SetAnnounce(func(br Barrier) { announced = append(announced, br.ID) })
+	Connect(rp.Subs[0], g, 0, 0, 2)
+	data := func(s string) {
+		b := pool.TryRequest()
+		b.Data = append(b.Data, s...)
+		rp.Subs[0].Add(b)
+	}
+	var events []string
+	barrier := func(id int64) {
+		b := NewBarrier(Barrier{ID: id, AlignedTimeout: 5})
+		b.SetOnSent(func() { events = append(events, fmt.Sprintf("sent %d", id)) })
+		rp.Subs[0].Add(b)
+	}
+	data("a1")
+	barrier(1) // queued at the receiver behind a1
+	data("a2")
+	data("a3") // a3 waits for credit
+	barrier(2) // in the backlog behind a3
+	data("a4")
+	if fmt.Sprint(events, announced) != "[sent 1] [1]" {
+		t.Fatalf("before promotion: %v, announced %v", events, announced)
+	}
+	// Barrier 1 times out first: queued at the receiver, it goes ahead of
+	// a1 there; the sender no longer holds it.
+	if n := g.PromoteBarrier(1); n != 1 {
+		t.Fatalf("promoted barrier 1 in %d channels, want 1", n)
+	}
+	if rp.Subs[0].PromoteBarrier(1, func([][]byte) { t.Error("barrier 1 was already sent") }) {
+		t.Fatal("promoted a barrier the sender no longer holds")
+	}
+	// Barrier 2 is still in the sender's backlog behind a3: promoted, it
+	// overtakes a3 there (kept before its hook runs) and a2 at the receiver.
+	if !rp.Subs[0].PromoteBarrier(2, func(over [][]byte) {
+		events = append(events, fmt.Sprintf("kept %q", over))
+	}) {
+		t.Fatal("barrier 2 not promoted")
+	}
+	if want := `[sent 1 kept ["a3"] sent 2]`; fmt.Sprint(events) != want {
+		t.Fatalf("events %v, want %s", events, want)
+	}
+	if g.PromoteBarrier(2) != 0 {
+		t.Fatal("a priority barrier was promoted again")
+	}
+	want := "[0:barrier(overtook 1) 0:barrier(overtook 2) 0:a1 0:a2 0:a3 0:a4]"
+	if got := fmt.Sprint(pollNamed(g)); got != want {
+		t.Fatalf("polled %v, want %s", got, want)
+	}
+}
+
+// A barrier alone in its channel's queue, promoted, leaves nothing for
+// the ready list: polling takes the barrier and then finds nothing.
+func TestPromoteLastQueuedBarrier(t *testing.T) {
+	rp := NewResultPartition(1, NewBufferPool(4, 64))
+	g := NewInputGate()
+	Connect(rp.Subs[0], g, 0, 0, 2)
+	rp.Subs[0].Add(NewBarrier(Barrier{ID: 1, AlignedTimeout: 5}))
+	if g.PromoteBarrier(1) != 1 {
+		t.Fatal("not promoted")
+	}
+	if got := fmt.Sprint(pollNamed(g)); got != "[0:barrier(overtook 0)]" {
+		t.Fatalf("polled %s", got)
+	}
+}

@@ -1,5 +1,7 @@
 package network
 
+import "slices"
+
 // ledger is the sender side's credit accounting for one channel. It is pure:
 // it decides which buffers may go to the receiver and holds the rest, and its
 // caller does the delivery.
@@ -73,41 +75,55 @@ func (l *ledger) grant(n int, into []*Buffer) []*Buffer {
 // receiver has connected, always). It returns the data buffers it
 // overtook, still to be delivered after it.
 func (l *ledger) addPriority(b *Buffer) (overtaken []*Buffer, deliverNow bool) {
-	if endsData(l.backlog) {
-		// No data follows the end of data: nothing to overtake, and a
-		// barrier behind it keeps the end of data before the final checkpoint.
-		now, _ := l.add(b)
-		return nil, now
-	}
 	b.priority = true
 	for _, q := range l.backlog {
 		if !q.IsEvent() {
 			overtaken = append(overtaken, q)
 		}
 	}
+	return overtaken, l.insertPriority(b)
+}
+
+// promote turns the aligned barrier of checkpoint id, if it still waits in
+// the backlog, into an unaligned priority event (an aligned checkpoint
+// timed out on this channel). It returns the barrier, the data buffers that
+// were ahead of it (they go on after it and are channel state), and
+// whether it may go now.
+func (l *ledger) promote(id int64) (b *Buffer, overtaken []*Buffer, deliverNow bool) {
+	i := slices.IndexFunc(l.backlog, func(q *Buffer) bool { return q.isAlignedBarrier(id) })
+	if i < 0 {
+		return nil, nil, false
+	}
+	b = l.backlog[i]
+	for _, q := range l.backlog[:i] {
+		if !q.IsEvent() {
+			overtaken = append(overtaken, q)
+		}
+	}
+	l.backlog = slices.Delete(l.backlog, i, i+1)
+	if i > 0 && i < len(l.backlog) && l.backlog[i-1].Kind == KindWatermark && l.backlog[i].Kind == KindWatermark {
+		// Keep no two watermarks in a row: the later one supersedes.
+		l.backlog = slices.Delete(l.backlog, i-1, i)
+	}
+	b.promoteBarrier()
+	b.priority = true
+	return b, overtaken, l.insertPriority(b)
+}
+
+// insertPriority queues the priority event b behind earlier priority
+// events, or reports that it may go now (the receiver is connected).
+func (l *ledger) insertPriority(b *Buffer) bool {
 	if l.open {
 		l.sent++
-		return overtaken, true
+		return true
 	}
 	i := 0
 	for i < len(l.backlog) && l.backlog[i].priority {
 		i++
 	}
-	l.backlog = append(l.backlog, nil)
-	copy(l.backlog[i+1:], l.backlog[i:])
-	l.backlog[i] = b
-	return overtaken, false
+	l.backlog = slices.Insert(l.backlog, i, b)
+	return false
 }
 
 // backlogLen is the number of finished buffers (and events) waiting for credit.
 func (l *ledger) backlogLen() int { return len(l.backlog) }
-
-// endsData reports whether bufs hold an end-of-data or end-of-partition event.
-func endsData(bufs []*Buffer) bool {
-	for _, q := range bufs {
-		if q.Kind == KindEndOfData || q.Kind == KindEndOfPartition {
-			return true
-		}
-	}
-	return false
-}

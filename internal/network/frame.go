@@ -123,3 +123,16 @@ func (d *Deframer) Next(buf []byte, pos int) (payload []byte, ts int64, next int
 // Open reports whether a spanning record is waiting for more bytes; a channel
 // that ends while Open is true was cut off mid-record.
 func (d *Deframer) Open() bool { return d.need > 0 }
+
+// Unconsumed returns the open record's header and the payload bytes gathered
+// so far, framed as they came: a fresh Deframer fed these bytes and then the
+// rest of the channel reads the same records. nil when no record is open.
+// (An unaligned checkpoint stores them first in the channel's state.)
+func (d *Deframer) Unconsumed() []byte {
+	if d.need == 0 {
+		return nil
+	}
+	out := make([]byte, MaxHeader, MaxHeader+len(d.partial))
+	out = out[:PutHeader(out, len(d.partial)+d.need, d.ts)]
+	return append(out, d.partial...)
+}

@@ -22,12 +22,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //
 //	add bN     the producer finishes buffer bN (N a name, any token); a
 //	           name starting with "wm" is a watermark event, one starting
-//	           with "eop" an end-of-partition event
+//	           with "eop" an end-of-partition event, "barN" the aligned
+//	           barrier of checkpoint N
 
 //	grant N    the receiver grants N credits
 //	priority eN  a priority event (an unaligned barrier): it goes at once
 //	           (once connected) and prints the data buffers it overtook
 //	add b1 b2  several adds, one output line each
+//	promote N  the aligned barrier of checkpoint N, if still in the
+//	           backlog, becomes a priority event (aligned timeout)
 //
 // Every command prints what was delivered ("deliver b1 b2" or "deliver -",
 // and "replaces wm1" when a watermark made a queued one obsolete),
@@ -107,7 +110,13 @@ func runLedgerTrace(t *testing.T, path string) {
 		scratch []*Buffer
 		out     strings.Builder
 	)
-	name := func(b *Buffer) string { return string(b.Data) }
+	names := map[*Buffer]string{} // barriers, whose data is binary
+	name := func(b *Buffer) string {
+		if n, ok := names[b]; ok {
+			return n
+		}
+		return string(b.Data)
+	}
 	state := func() string {
 		names := make([]string, len(l.backlog))
 		for i, b := range l.backlog {
@@ -134,6 +143,13 @@ func runLedgerTrace(t *testing.T, path string) {
 					b.Kind = KindWatermark
 				case strings.HasPrefix(n, "eop"):
 					b.Kind = KindEndOfPartition
+				case strings.HasPrefix(n, "bar"):
+					id, err := strconv.ParseInt(n[3:], 10, 64)
+					if err != nil {
+						t.Fatalf("%s:%d: bad barrier name %q", path, blk.line, n)
+					}
+					b = NewBarrier(Barrier{ID: id, AlignedTimeout: 10})
+					names[b] = n
 				}
 				now, replaced := l.add(b)
 				line := "deliver -"
@@ -160,6 +176,28 @@ func runLedgerTrace(t *testing.T, path string) {
 				line = "deliver " + fields[1]
 			}
 			got = append(got, line+" overtakes ["+strings.Join(names, " ")+"]")
+		case "promote":
+			id, err := strconv.ParseInt(fields[len(fields)-1], 10, 64)
+			if len(fields) != 2 || err != nil {
+				t.Fatalf("%s:%d: promote takes one checkpoint id", path, blk.line)
+			}
+			b, over, now := l.promote(id)
+			if b == nil {
+				got = append(got, "nothing to promote")
+				break
+			}
+			if br := b.Barrier(); !br.Unaligned || !b.priority {
+				t.Errorf("%s:%d: promoted barrier is not an unaligned priority event: %+v", path, blk.line, br)
+			}
+			over2 := make([]string, len(over))
+			for i, o := range over {
+				over2[i] = name(o)
+			}
+			line := "deliver -"
+			if now {
+				line = "deliver " + name(b)
+			}
+			got = append(got, line+" overtakes ["+strings.Join(over2, " ")+"]")
 		case "grant":
 			if len(fields) != 2 {
 				t.Fatalf("%s:%d: grant takes one count", path, blk.line)

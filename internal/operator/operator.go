@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -66,6 +67,9 @@ type Context struct {
 	current *int
 	// Cancel is closed when the task is canceled.
 	Cancel <-chan struct{}
+	// Yield is set when the task wants its operators to return control
+	// after the current record (IOStats.Yield); nil outside a task.
+	Yield *atomic.Bool
 	// State configures keyed state backends of keyed operators.
 	State StateConfig
 	// operatorState is the operator subtask's non-keyed state; the task

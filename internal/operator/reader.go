@@ -10,9 +10,18 @@ import (
 
 // RecordReader is the type-erased side of a Reader, used by the task.
 type RecordReader interface {
-	// ProcessBuffer decodes every complete record of a data buffer that came
-	// from channel ch of this input and passes it on.
+	// ProcessFrom decodes the records of a data buffer that came from
+	// channel ch of this input, from offset pos, and passes them on. It
+	// stops after a record when IOStats.Yield is set and returns the offset
+	// where it stopped; len(data) once the buffer is done.
+	ProcessFrom(ch int, data []byte, pos int) (int, error)
+	// ProcessBuffer decodes every complete record of a data buffer, never
+	// stopping early.
 	ProcessBuffer(ch int, data []byte) error
+	// Unconsumed returns channel ch's record that spans buffers, framed, as
+	// far as it has arrived (nil if none): channel state of an unaligned
+	// checkpoint.
+	Unconsumed(ch int) []byte
 	// ProcessWatermark passes on the input's combined watermark.
 	ProcessWatermark(wm int64)
 	// ChannelEnded checks that channel ch did not end in the middle of a record.
@@ -39,11 +48,16 @@ func NewReader[T any](c codec.Codec[T], in Input[T], channels int, stats *IOStat
 	return r
 }
 
-// ProcessBuffer implements RecordReader.
-func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
+// ProcessFrom implements RecordReader. Stopping between records lets the
+// task take a barrier that overtook the data, run its mailbox, or wait for
+// a full output, without finishing a buffer that may hold thousands of
+// records first; the check is one atomic load per record.
+func (r *Reader[T]) ProcessFrom(ch int, data []byte, pos int) (int, error) {
 	d := &r.frames[ch]
-	r.stats.BytesIn += int64(len(data))
-	pos := 0
+	if pos == 0 {
+		r.stats.BytesIn += int64(len(data))
+	}
+	yield := &r.stats.Yield
 	if r.memSize > 0 && !d.Open() {
 		// Fast path for memory-layout records that lie wholly in the buffer:
 		// no call per record besides the operator's.
@@ -58,6 +72,10 @@ func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
 			pos = end
 			n++
 			r.in.ProcessElement(v, ts)
+			if yield.Load() {
+				r.stats.RecordsIn += n
+				return pos, nil
+			}
 		}
 		r.stats.RecordsIn += n
 	}
@@ -67,26 +85,46 @@ func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
 		if start, end, t, ok := network.NextInBuffer(data, pos); ok && !d.Open() {
 			payload, ts, pos = data[start:end], t, end
 			if err := r.emit(ch, payload, ts); err != nil {
-				return err
+				return pos, err
+			}
+			if yield.Load() {
+				return pos, nil
 			}
 			continue
 		}
 		if pos >= len(data) && !d.Open() {
-			return nil
+			return len(data), nil
 		}
 		payload, ts, next, ok, err := d.Next(data, pos)
 		if err != nil {
-			return fmt.Errorf("%s, channel %d: %w", r.name, ch, err)
+			return pos, fmt.Errorf("%s, channel %d: %w", r.name, ch, err)
 		}
 		if !ok {
-			return nil
+			return len(data), nil
 		}
 		pos = next
 		if err := r.emit(ch, payload, ts); err != nil {
-			return err
+			return pos, err
+		}
+		if yield.Load() {
+			return pos, nil
 		}
 	}
 }
+
+// ProcessBuffer implements RecordReader.
+func (r *Reader[T]) ProcessBuffer(ch int, data []byte) error {
+	for pos := 0; ; {
+		next, err := r.ProcessFrom(ch, data, pos)
+		if err != nil || next >= len(data) {
+			return err
+		}
+		pos = next
+	}
+}
+
+// Unconsumed implements RecordReader.
+func (r *Reader[T]) Unconsumed(ch int) []byte { return r.frames[ch].Unconsumed() }
 
 func (r *Reader[T]) emit(ch int, payload []byte, ts int64) error {
 	if r.memSize > 0 && len(payload) == r.memSize {

@@ -18,6 +18,10 @@ type IOStats struct {
 	IdleNanos, BusyNanos int64
 	// Clock measures the waits (nil: the system clock).
 	Clock clock.Clock
+	// Yield asks the readers to stop after the current record: the task has
+	// something to do first (a priority event or mail arrived, or an output
+	// ran out of buffers). The task clears it when it takes over.
+	Yield atomic.Bool
 
 	published [7]atomic.Int64
 }

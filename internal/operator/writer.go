@@ -21,8 +21,9 @@ type PartitionWriter interface {
 	// goes after everything written so far. An unaligned one is a priority
 	// event that overtakes the data still waiting to be delivered; it
 	// returns, per channel, copies of the overtaken buffers' bytes (the
-	// sender's channel state).
-	Barrier(b network.Barrier) (overtaken [][][]byte)
+	// sender's channel state). onSent, if not nil, is called for each
+	// aligned barrier handed to its receiver (network.Buffer.SetOnSent).
+	Barrier(b network.Barrier, onSent func()) (overtaken [][][]byte)
 	// CancelCheckpoint sends a cancel marker for checkpoint id on every channel.
 	CancelCheckpoint(id int64)
 	// Partition is the result partition written to.
@@ -168,6 +169,11 @@ func (w *Writer[T]) finish(ch int) {
 // it blocks (counting the time as backpressure). Cancellation unwinds the task.
 func (w *Writer[T]) request() *network.Buffer {
 	if b := w.rp.Pool.RequestOverdraft(); b != nil {
+		if !w.rp.Pool.Available() {
+			// The pool ran dry: the reader stops after this record and
+			// the task waits for the output, serving its mailbox.
+			w.stats.Yield.Store(true)
+		}
 		return b
 	}
 	c := w.stats.Clock
@@ -220,9 +226,15 @@ func (w *Writer[T]) event(mk func() *network.Buffer) {
 }
 
 // Barrier implements PartitionWriter.
-func (w *Writer[T]) Barrier(br network.Barrier) (overtaken [][][]byte) {
+func (w *Writer[T]) Barrier(br network.Barrier, onSent func()) (overtaken [][][]byte) {
 	if !br.Unaligned {
-		w.event(func() *network.Buffer { return network.NewBarrier(br) })
+		w.event(func() *network.Buffer {
+			b := network.NewBarrier(br)
+			if onSent != nil {
+				b.SetOnSent(onSent)
+			}
+			return b
+		})
 		return nil
 	}
 	// Data written before the barrier is part of what it overtakes: hand

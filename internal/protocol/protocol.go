@@ -116,7 +116,7 @@ type CheckpointOptions struct {
 	Kind CheckpointKind
 	// Unaligned: barriers overtake in-flight data, which is stored as channel state.
 	Unaligned bool
-	// AlignedTimeout (ms) > 0: start aligned, turn unaligned when alignment
+	// AlignedTimeout (ms) > 0 with Unaligned: start aligned, turn unaligned when alignment
 	// takes longer than this since the trigger.
 	AlignedTimeout int64
 	// AtLeastOnce: tasks do not block channels while aligning.

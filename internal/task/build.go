@@ -98,6 +98,7 @@ func (t *Task) build() error {
 		ctx.Mode = t.spec.Mode
 		ctx.Clock = t.spec.Clock
 		ctx.Cancel = t.cancel
+		ctx.Yield = &t.Stats.Yield
 		ctx.State = operator.StateConfig{Backend: t.spec.StateBackend}
 		if t.spec.StateDir != "" {
 			ctx.State.Dir = filepath.Join(t.spec.StateDir, ctx.OperatorID, fmt.Sprintf("subtask-%d-attempt-%d", t.spec.Exec.Subtask, t.spec.Exec.Attempt))

@@ -31,6 +31,9 @@ type checkpoint struct {
 	// recorded: the handler's current one, and earlier ones still waiting
 	// for buffers their priority barriers overtook.
 	recs []*recording
+	// outWaits are aligned snapshots whose barriers may still be promoted
+	// (see alignedtimeout.go), by checkpoint id.
+	outWaits map[int64]*outputWait
 	// instance names this task instance's shared files.
 	instance string
 
@@ -43,7 +46,7 @@ type checkpoint struct {
 func newCheckpoint(cfg *Checkpoints, ops int) *checkpoint {
 	var b [8]byte
 	rand.Read(b[:])
-	c := &checkpoint{cfg: cfg, seen: map[int64]network.Barrier{}, alignStart: map[int64]int64{},
+	c := &checkpoint{cfg: cfg, seen: map[int64]network.Barrier{}, alignStart: map[int64]int64{}, outWaits: map[int64]*outputWait{},
 		instance: hex.EncodeToString(b[:]), uploaded: make([]map[string]storage.ObjectHandle, ops)}
 	for i := range c.uploaded {
 		c.uploaded[i] = map[string]storage.ObjectHandle{}
@@ -52,14 +55,18 @@ func newCheckpoint(cfg *Checkpoints, ops int) *checkpoint {
 }
 
 // recording is the input channel state of an unaligned checkpoint: the data
-// buffers that came before each channel's barrier but were taken after the
-// snapshot.
+// that came before each channel's barrier but was not processed before the
+// snapshot. What was queued in the gate is copied at once (at the snapshot,
+// and when a priority barrier that overtook queued buffers is taken), so
+// the checkpoint need not wait until the task has worked through its
+// backlog; what arrives later on a channel whose barrier is still to come
+// is copied when the task takes it.
 type recording struct {
 	id       int64
 	channels map[int]bool // recorded until their barrier comes
-	// extra counts, per channel, buffers still to record although the
-	// channel's barrier came: the ones its priority barrier overtook.
-	extra       map[int]int
+	// copied holds the queued buffers already copied, so that taking them
+	// later does not copy them again.
+	copied      map[*network.Buffer]bool
 	data        []byte // frames: channel index u32, length u32, bytes
 	handlerDone bool
 	done        chan struct{} // closed once complete or canceled
@@ -72,15 +79,8 @@ func (r *recording) complete() bool {
 	if r.closed {
 		return true
 	}
-	if !r.canceled {
-		if !r.handlerDone {
-			return false
-		}
-		for _, n := range r.extra {
-			if n > 0 {
-				return false
-			}
-		}
+	if !r.canceled && !r.handlerDone {
+		return false
 	}
 	r.closed = true
 	close(r.done)
@@ -116,13 +116,28 @@ type pendingSnapshot struct {
 	// the overtaken buffers (unaligned only).
 	output [][][][]byte
 	// input is closed when the input channel state is complete (at once
-	// without recording).
-	input     <-chan struct{}
-	rec       *recording
-	syncMs    int64
-	alignMs   int64
-	startedAt int64 // epoch ms, when the sync part began
-	finished  bool  // the task had finished its input
+	// without recording); outputDone (nil: at once) when output is, for an
+	// aligned snapshot whose barriers may still be promoted.
+	input      <-chan struct{}
+	outputDone <-chan struct{}
+	rec        *recording
+	syncMs     int64
+	alignMs    int64
+	startedAt  int64 // epoch ms, when the sync part began
+	finished   bool  // the task had finished its input
+}
+
+// promoted reports whether an aligned snapshot's barriers were promoted on
+// an output (it became unaligned there). Read after outputDone.
+func (p *pendingSnapshot) promoted() bool {
+	for _, chans := range p.output {
+		for _, bufs := range chans {
+			if bufs != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type opSnapshot struct {
@@ -134,6 +149,20 @@ type opSnapshot struct {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
+// sourceBarrier is the barrier a source sends for tc at time now. An
+// unaligned checkpoint with an aligned timeout starts aligned (the barrier
+// carries the timeout), unless the timeout passed before the trigger
+// reached the source.
+func sourceBarrier(tc protocol.TriggerCheckpoint, now int64) network.Barrier {
+	o := tc.Options
+	br := network.Barrier{ID: tc.ID, Timestamp: tc.Timestamp, Unaligned: o.Unaligned,
+		AtLeastOnce: o.AtLeastOnce, Kind: uint8(o.Kind)}
+	if o.Unaligned && o.AlignedTimeout > 0 && now-tc.Timestamp <= o.AlignedTimeout {
+		br.Unaligned, br.AlignedTimeout = false, o.AlignedTimeout
+	}
+	return br
+}
+
 // TriggerCheckpoint asks a source task to take a checkpoint and inject its
 // barrier; it runs in the task's mailbox.
 func (t *Task) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
@@ -142,9 +171,7 @@ func (t *Task) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 			t.decline(tc.ID, "the task is not a checkpointing source", false)
 			return
 		}
-		br := network.Barrier{ID: tc.ID, Timestamp: tc.Timestamp, Unaligned: tc.Options.Unaligned,
-			AtLeastOnce: tc.Options.AtLeastOnce, Kind: uint8(tc.Options.Kind), AlignedTimeout: tc.Options.AlignedTimeout}
-		t.takeCheckpoint(br, 0)
+		t.takeCheckpoint(sourceBarrier(tc, t.spec.Clock.NowMillis()), 0)
 	}) {
 		// Not inline: the JobManager calls this with its lock held.
 		go t.decline(tc.ID, "the task has ended", false)
@@ -266,16 +293,22 @@ func (t *Task) applyBarrierActionsWith(a barrier.Actions, ov overtaken) {
 		delete(t.cp.alignStart, s.ID)
 		t.takeCheckpoint(br, alignMs)
 	}
+	chans := t.spec.Gate.Channels()
 	if ov.n > 0 {
 		for _, r := range t.cp.recs {
 			if r.id == ov.id && !r.canceled {
-				r.extra[ov.channel] += ov.n
+				r.copyQueued(chans[ov.channel], ov.n)
 			}
 		}
 	}
 	if r := t.cp.current(); r != nil {
 		for _, ch := range a.Record {
 			r.channels[ch] = true
+			r.copyQueued(chans[ch], -1)
+			// An aligned barrier of this checkpoint queued behind data
+			// (the checkpoint switched to unaligned) now overtakes it,
+			// so the recording need not wait for the data to be read.
+			chans[ch].PromoteBarrier(r.id)
 		}
 		for _, ch := range a.StopRecording {
 			delete(r.channels, ch)
@@ -285,7 +318,6 @@ func (t *Task) applyBarrierActionsWith(a barrier.Actions, ov overtaken) {
 			t.cp.prune()
 		}
 	}
-	chans := t.spec.Gate.Channels()
 	for _, ch := range a.Block {
 		t.spec.Gate.Block(chans[ch])
 	}
@@ -296,23 +328,77 @@ func (t *Task) applyBarrierActionsWith(a barrier.Actions, ov overtaken) {
 }
 
 // recordInput keeps a copy of a data buffer taken from channel ch if it is
-// channel state of the unaligned checkpoint being recorded.
-func (t *Task) recordInput(ch int, data []byte) {
+// channel state of an unaligned checkpoint being recorded and was not
+// copied while queued.
+func (t *Task) recordInput(ch int, b *network.Buffer) {
 	if t.cp == nil || len(t.cp.recs) == 0 {
 		return
 	}
 	for _, r := range t.cp.recs {
-		switch {
-		case r.channels[ch]:
-		case r.extra[ch] > 0:
-			r.extra[ch]--
-			defer t.cp.prune()
-		default:
-			continue
+		if r.copied[b] {
+			delete(r.copied, b)
+		} else if r.channels[ch] {
+			r.add(ch, b.Data)
 		}
-		r.data = binary.BigEndian.AppendUint32(r.data, uint32(ch))
-		r.data = binary.BigEndian.AppendUint32(r.data, uint32(len(data)))
-		r.data = append(r.data, data...)
+	}
+}
+
+// copyQueued copies the data buffers queued in channel c that precede the
+// channel's barrier of r's checkpoint into r: the first n (a priority
+// barrier overtook n), or with n < 0 those before the first barrier (of
+// this or a later checkpoint), cancel marker or end of the channel, and no
+// more than a queued priority barrier overtook.
+func (r *recording) copyQueued(c *network.InputChannel, n int) {
+	queue, prio := c.QueuedBuffers()
+	for _, b := range queue[:prio] {
+		if b.Kind == network.KindBarrier && b.Barrier().ID >= r.id && (n < 0 || b.Overtaken < n) {
+			n = b.Overtaken
+		}
+	}
+queue:
+	for _, b := range queue[prio:] {
+		if n == 0 {
+			break
+		}
+		switch b.Kind {
+		case network.KindData:
+			if !r.copied[b] {
+				r.copied[b] = true
+				r.add(c.Index, b.Data)
+			}
+			n--
+			continue
+		case network.KindWatermark:
+			continue
+		case network.KindBarrier:
+			if b.Barrier().ID < r.id {
+				continue
+			}
+		}
+		break queue
+	}
+}
+
+// add appends bytes of channel ch to the recording.
+func (r *recording) add(ch int, data []byte) {
+	r.data = binary.BigEndian.AppendUint32(r.data, uint32(ch))
+	r.data = binary.BigEndian.AppendUint32(r.data, uint32(len(data)))
+	r.data = append(r.data, data...)
+}
+
+// recordTakenIn adds to r what the task took in from its channels but has
+// not processed: a record spanning buffers whose start arrived before the
+// snapshot, and the rest of the buffer being read. Both precede the
+// barrier in their channel, so they are channel state, and they come
+// first in it.
+func (t *Task) recordTakenIn(r *recording) {
+	for _, c := range t.gateChannels() {
+		if u := t.readers[c.Input].Unconsumed(c.Channel); u != nil {
+			r.add(c.Index, u)
+		}
+		if c == t.in.curCh {
+			r.add(c.Index, t.in.cur.Data[t.in.curPos:])
+		}
 	}
 }
 
@@ -332,14 +418,19 @@ func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
 		}
 		return
 	}
-	for _, w := range t.writers {
-		over := w.Barrier(br)
-		if br.Unaligned {
-			snap.output = append(snap.output, over)
+	if !br.Unaligned && !br.AtLeastOnce && br.AlignedTimeout > 0 {
+		t.alignedBarrier(br, snap)
+	} else {
+		for _, w := range t.writers {
+			over := w.Barrier(br, nil)
+			if br.Unaligned {
+				snap.output = append(snap.output, over)
+			}
 		}
 	}
 	if br.Unaligned && t.source == nil {
-		r := &recording{id: br.ID, channels: map[int]bool{}, extra: map[int]int{}, done: make(chan struct{})}
+		r := &recording{id: br.ID, channels: map[int]bool{}, copied: map[*network.Buffer]bool{}, done: make(chan struct{})}
+		t.recordTakenIn(r)
 		t.cp.recs = append(t.cp.recs, r)
 		snap.rec, snap.input = r, r.done
 	}
@@ -398,11 +489,16 @@ func (p *pendingSnapshot) release() {
 // and acknowledges, or declines on failure.
 func (t *Task) upload(snap *pendingSnapshot) {
 	defer t.asyncWG.Done()
-	select {
-	case <-snap.input:
-	case <-t.asyncCtx.Done():
-		snap.release()
-		return
+	for _, c := range []<-chan struct{}{snap.input, snap.outputDone} {
+		if c == nil {
+			continue
+		}
+		select {
+		case <-c:
+		case <-t.asyncCtx.Done():
+			snap.release()
+			return
+		}
 	}
 	if snap.rec != nil && snap.rec.canceled {
 		snap.release()
@@ -420,7 +516,7 @@ func (t *Task) upload(snap *pendingSnapshot) {
 	ack.Metrics.SyncMillis = snap.syncMs
 	ack.Metrics.AlignmentMillis = snap.alignMs
 	ack.Metrics.AsyncMillis = t.spec.Clock.Now().Sub(start).Milliseconds()
-	ack.Metrics.Unaligned = snap.unaligned
+	ack.Metrics.Unaligned = snap.unaligned || snap.promoted()
 	ack.Metrics.Finished = snap.finished
 	ack.Metrics.AckMillis = t.spec.Clock.NowMillis()
 	t.spec.Reporter.Acknowledge(ack)
@@ -462,7 +558,9 @@ func (t *Task) write(snap *pendingSnapshot) (protocol.AcknowledgeCheckpoint, err
 			ack.Metrics.Bytes += size
 			ack.Metrics.PersistedBytes += persisted
 		}
-		if i == 0 && snap.unaligned {
+		if i == 0 && (snap.unaligned || snap.outputDone != nil) {
+			// Unaligned from the start, or aligned with barriers that
+			// were promoted on an output (alignedtimeout.go).
 			in, out, n, err := t.writeChannelState(snap)
 			if err != nil {
 				return ack, err

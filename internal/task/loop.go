@@ -1,6 +1,7 @@
 package task
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/weirhq/weir/internal/barrier"
@@ -16,17 +17,26 @@ type inputs struct {
 	handler   *barrier.Handler
 	// barrierWake is when the barrier handler's Tick is due (0: none).
 	barrierWake int64
+	// cur is the data buffer being read when the reader stopped in its
+	// middle (see operator.IOStats.Yield), from channel curCh at curPos.
+	cur    *network.Buffer
+	curCh  *network.InputChannel
+	curPos int
 }
 
 // loop is the task's mailbox loop: between units of work it runs mailbox
 // actions (checkpoint triggers and notifications, operator events),
 // processing-time timers and flushes. It takes input only while every
 // output can take a buffer; otherwise it waits for one, still serving its
-// mailbox, so a backpressured task takes part in checkpoints.
+// mailbox and taking barriers that overtake data, so a backpressured task
+// takes part in checkpoints. A unit of work is a source's batch or the
+// records of an input buffer up to the moment something else needs the
+// task (operator.IOStats.Yield): a priority event, mail, a full output.
 func (t *Task) loop() error {
 	var wake <-chan struct{} // a source's wake-up after NothingAvailable
 	var retry time.Duration
 	for {
+		t.Stats.Yield.Store(false)
 		t.Mailbox.run()
 		if t.failed != nil {
 			return t.failed
@@ -42,6 +52,11 @@ func (t *Task) loop() error {
 			// Partly filled buffers may be all the pool has: hand them over,
 			// or nothing would ever come back.
 			t.flush(t.spec.Clock.Now())
+			if progressed, err := t.pollPriority(); err != nil {
+				return err
+			} else if progressed {
+				continue
+			}
 			t0 := t.spec.Clock.Now()
 			if t.wait(nil, 0, true, false) {
 				return ErrCanceled
@@ -118,35 +133,76 @@ func (t *Task) pollSource() (progressed bool, wake <-chan struct{}, retry time.D
 	return false, wake, retry, nil
 }
 
-// pollInput takes one buffer or event from the input gate and handles it.
+// pollInput reads on in the current buffer, or takes the next buffer or
+// event from the input gate and handles it. Priority events (barriers that
+// overtake data) go before the rest of the current buffer.
 func (t *Task) pollInput() (bool, error) {
+	if t.in.cur != nil {
+		if progressed, err := t.pollPriority(); progressed || err != nil {
+			return progressed, err
+		}
+		t.current = 0
+		return true, t.readCurrent()
+	}
 	c, b, ok := t.spec.Gate.Poll()
 	if !ok {
 		return false, nil
 	}
 	t.current = 0
+	if b.Kind == network.KindData {
+		t.recordInput(c.Index, b)
+		t.in.cur, t.in.curCh, t.in.curPos = b, c, 0
+		return true, t.readCurrent()
+	}
+	return true, t.handleEvent(c, b)
+}
+
+// pollPriority takes and handles a priority event, if there is one.
+func (t *Task) pollPriority() (bool, error) {
+	if t.spec.Gate == nil {
+		return false, nil
+	}
+	c, b, ok := t.spec.Gate.PollPriority()
+	if !ok {
+		return false, nil
+	}
+	t.current = 0
+	return true, t.handleEvent(c, b)
+}
+
+// readCurrent reads records of the current buffer until it is done or the
+// reader yields; a done buffer goes back to its pool and its slot to the
+// producer.
+func (t *Task) readCurrent() error {
+	c, b := t.in.curCh, t.in.cur
+	pos, err := t.readers[c.Input].ProcessFrom(c.Channel, b.Data, t.in.curPos)
+	if err != nil {
+		return t.opError(0, err) // the buffer goes back when the task ends
+	}
+	if pos < len(b.Data) {
+		t.in.curPos = pos
+		return nil
+	}
+	t.in.cur, t.in.curCh, t.in.curPos = nil, nil, 0
+	b.Recycle()
+	c.ReturnCredit()
+	return nil
+}
+
+// handleEvent handles an event from channel c.
+func (t *Task) handleEvent(c *network.InputChannel, b *network.Buffer) error {
 	in := c.Input
 	switch b.Kind {
-	case network.KindData:
-		t.recordInput(c.Index, b.Data)
-		err := t.readers[in].ProcessBuffer(c.Channel, b.Data)
-		b.Recycle()
-		c.ReturnCredit()
-		if err != nil {
-			return true, t.opError(0, err)
-		}
 	case network.KindWatermark:
 		if wm, adv := t.valves[in].watermark(c.Channel, b.Watermark()); adv {
 			t.readers[in].ProcessWatermark(wm)
 		}
 	case network.KindEndOfData:
-		if err := t.endOfData(c); err != nil {
-			return true, err
-		}
+		return t.endOfData(c)
 	case network.KindEndOfPartition:
 		if !t.in.dataEnded[c.Index] { // a producer that ended without saying so
 			if err := t.endOfData(c); err != nil {
-				return true, err
+				return err
 			}
 		}
 		t.in.live--
@@ -159,8 +215,10 @@ func (t *Task) pollInput() (bool, error) {
 		if t.in.handler != nil {
 			t.applyBarrierActions(t.in.handler.CancelMarker(t.spec.Clock.NowMillis(), c.Index, b.CheckpointID()))
 		}
+	default:
+		panic(fmt.Sprintf("task: unexpected %v event", b.Kind))
 	}
-	return true, nil
+	return nil
 }
 
 // endOfData handles a channel's last record: the reader checks no record was
@@ -249,16 +307,19 @@ func (t *Task) nextDue() time.Duration {
 }
 
 // wait blocks until something may be done: the mailbox, a timer, the given
-// source wake-up or retry, output availability (outputs) or input
-// (gate). It reports whether the task was canceled.
+// source wake-up or retry, output availability or a priority event
+// (outputs), or input (gate). It reports whether the task was canceled.
 func (t *Task) wait(wake <-chan struct{}, retry time.Duration, outputs, gate bool) bool {
 	var gateC <-chan struct{}
 	if gate {
 		gateC = t.spec.Gate.Notify()
 	}
-	var outC <-chan struct{}
+	var outC, prioC <-chan struct{}
 	if outputs {
 		outC = t.outputReady
+		if t.spec.Gate != nil {
+			prioC = t.spec.Gate.PriorityNotify()
+		}
 	}
 	d := t.nextDue()
 	if retry > 0 && (d < 0 || retry < d) {
@@ -274,6 +335,7 @@ func (t *Task) wait(wake <-chan struct{}, retry time.Duration, outputs, gate boo
 	case <-wake:
 	case <-gateC:
 	case <-outC:
+	case <-prioC:
 	case <-timerC:
 	case <-t.Mailbox.notify:
 	case <-t.cancel:

@@ -15,6 +15,9 @@ type Mailbox struct {
 	pending atomic.Bool // actions is non-empty; checked without the lock per loop turn
 	notify  chan struct{}
 	spare   []func()
+	// interrupt, if set, is set by Put so that a task in the middle of a
+	// buffer stops after the current record to run the action.
+	interrupt *atomic.Bool
 }
 
 // NewMailbox returns an empty mailbox.
@@ -31,6 +34,9 @@ func (m *Mailbox) Put(f func()) bool {
 	m.actions = append(m.actions, f)
 	m.pending.Store(true)
 	m.mu.Unlock()
+	if m.interrupt != nil {
+		m.interrupt.Store(true)
+	}
 	select {
 	case m.notify <- struct{}{}:
 	default:

@@ -179,6 +179,7 @@ func (t *Task) replayChannelState() error {
 				return fmt.Errorf("input channel state for channel %d, which this task does not have (the parallelism changed?)", idx)
 			}
 			c := chans[idx]
+			t.current = 0
 			return t.readers[c.Input].ProcessBuffer(c.Channel, b)
 		})
 		if err != nil {

@@ -134,6 +134,7 @@ type Task struct {
 	asyncWG     sync.WaitGroup
 	asyncCtx    context.Context
 	asyncCancel context.CancelFunc
+	alignTimers alignTimers
 }
 
 // New prepares a task; Run builds and runs its chain.
@@ -147,7 +148,16 @@ func New(spec Spec) *Task {
 	name := fmt.Sprintf("%s (%d/%d)", spec.Vertex.Name, spec.Exec.Subtask+1, spec.Vertex.Parallelism)
 	t := &Task{spec: spec, name: name, Mailbox: NewMailbox(), outputReady: make(chan struct{}, 1)}
 	t.Stats.Clock = spec.Clock
+	t.Mailbox.interrupt = &t.Stats.Yield
+	if spec.Gate != nil {
+		spec.Gate.SetInterrupt(&t.Stats.Yield)
+	}
 	t.asyncCtx, t.asyncCancel = context.WithCancel(context.Background())
+	if spec.Gate != nil && spec.Checkpoints != nil {
+		// Before any producer can deliver: barriers queued while the
+		// chain is still being built count too.
+		spec.Gate.SetAnnounce(t.armAlignedTimeout)
+	}
 	return t
 }
 
@@ -165,6 +175,10 @@ func (t *Task) Run(cancel <-chan struct{}) (err error) {
 			err = t.failure(r)
 		}
 		t.Mailbox.close()
+		if t.in.cur != nil {
+			t.in.cur.Recycle()
+			t.in.cur = nil
+		}
 		t.asyncCancel()
 		t.asyncWG.Wait()
 		if cerr := t.closeAll(); err == nil {
