@@ -91,6 +91,12 @@ type Output[T any] interface {
 	Collect(v T)
 	// CollectWithTimestamp emits a record with its event time (ms).
 	CollectWithTimestamp(v T, ts int64)
+	// ShouldYield reports that the task needs the thread back: its output
+	// ran out of buffers or a checkpoint barrier is waiting. A reader that
+	// emits a batch per poll checks it between records and returns
+	// MoreAvailable when it is set; one that ignores it stays correct, but
+	// under backpressure it blocks while emitting and delays checkpoints.
+	ShouldYield() bool
 }
 
 // Status is what a reader reports after a poll.

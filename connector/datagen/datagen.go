@@ -14,6 +14,11 @@ import (
 // to its mailbox regularly without paying per record.
 const batch = 1024
 
+// yieldCheck is how many records go between checks of Output.ShouldYield:
+// often enough that a backpressured task gets its thread back after a few
+// records, rarely enough to cost nothing per record.
+const yieldCheck = 16
+
 // Generator emits Fn(i) for every index i in [0, Count) (Count < 0: without
 // end). RatePerSecond > 0 limits the whole source's rate by processing time
 // (each split takes an equal share); 0 and +Inf mean no limit, and so does a
@@ -335,12 +340,19 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 	if s.End < 0 {
 		stride := int64(s.Parallelism)
 		next := s.Next
-		for range n {
-			out.Collect(r.fn(next))
-			next += stride
+		done := int64(0)
+		for done < n {
+			for range min(n-done, yieldCheck) {
+				out.Collect(r.fn(next))
+				next += stride
+			}
+			done += min(n-done, yieldCheck)
+			if out.ShouldYield() {
+				break
+			}
 		}
 		s.Next = next
-		r.emitted += n
+		r.emitted += done
 		if len(r.splits) > 1 { // take turns
 			first := r.splits[0]
 			copy(r.splits, r.splits[1:])
@@ -352,14 +364,20 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 	if stop-s.Next > n {
 		stop = s.Next + n
 	}
-	if r.fn == nil {
-		for _, v := range r.items[s.Next:stop] {
-			out.Collect(v)
+	for from := s.Next; from < stop; {
+		to := min(stop, from+yieldCheck)
+		if r.fn == nil {
+			for _, v := range r.items[from:to] {
+				out.Collect(v)
+			}
+		} else {
+			fn := r.fn
+			for i := from; i < to; i++ {
+				out.Collect(fn(i))
+			}
 		}
-	} else {
-		fn := r.fn
-		for i := s.Next; i < stop; i++ {
-			out.Collect(fn(i))
+		if from = to; out.ShouldYield() {
+			stop = to
 		}
 	}
 	r.emitted += stop - s.Next

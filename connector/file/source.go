@@ -322,6 +322,10 @@ func (r *textReader) PollNext(out source.Output[string]) (source.Status, <-chan 
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
 		out.Collect(line)
+		if out.ShouldYield() {
+			n = i + 1
+			break
+		}
 	}
 	r.rate.took(n)
 	return source.MoreAvailable, nil, 0, nil
@@ -356,6 +360,10 @@ func (r *lineSourceReader) PollNext(out source.Output[Line]) (source.Status, <-c
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
 		out.Collect(Line{Path: r.lines.name, Number: r.lines.number, Text: text})
+		if out.ShouldYield() {
+			n = i + 1
+			break
+		}
 	}
 	r.rate.took(n)
 	return source.MoreAvailable, nil, 0, nil

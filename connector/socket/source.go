@@ -94,6 +94,8 @@ type reader struct {
 	maxLine int
 	split   *Split // the split being read, nil without one
 	noMore  bool
+	batch   []string // lines taken from lines; batch[taken:] are not emitted yet
+	taken   int
 
 	mu      sync.Mutex // guards the fields below
 	conn    net.Conn
@@ -191,22 +193,35 @@ func (r *reader) PollNext(out source.Output[string]) (source.Status, <-chan stru
 		}
 		return source.NothingAvailable, r.ready, 0, nil
 	}
-	r.mu.Lock()
-	batch := r.lines
-	r.lines = r.spare[:0]
-	done, err := r.done, r.err
-	r.mu.Unlock()
-	signal(r.space)
-	for i, l := range batch {
-		out.Collect(l)
-		batch[i] = ""
+	var done bool
+	var err error
+	if r.taken == len(r.batch) {
+		// done and err are read with the lines: they hold after them.
+		r.mu.Lock()
+		r.spare, r.batch, r.lines = r.batch[:0], r.lines, r.spare[:0]
+		r.taken = 0
+		done, err = r.done, r.err
+		r.mu.Unlock()
+		signal(r.space)
 	}
-	r.spare = batch[:0]
+	for r.taken < len(r.batch) {
+		out.Collect(r.batch[r.taken])
+		r.batch[r.taken] = ""
+		r.taken++
+		if out.ShouldYield() {
+			break
+		}
+	}
+	if r.taken > 0 {
+		// Lines were emitted (the rest of the batch, if any, comes next).
+		if r.taken == len(r.batch) {
+			r.batch, r.taken = r.batch[:0], 0
+		}
+		return source.MoreAvailable, nil, 0, nil
+	}
 	switch {
 	case err != nil:
 		return 0, nil, 0, err
-	case len(batch) > 0:
-		return source.MoreAvailable, nil, 0, nil
 	case done:
 		return source.EndOfInput, nil, 0, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -37,10 +38,14 @@ type SourceOperator[T, S any] struct {
 	buf    []byte
 }
 
-type sourceOutput[T any] struct{ in Input[T] }
+type sourceOutput[T any] struct {
+	in    Input[T]
+	yield *atomic.Bool
+}
 
 func (o *sourceOutput[T]) Collect(v T)                        { o.in.ProcessElement(v, NoTimestamp) }
 func (o *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) { o.in.ProcessElement(v, ts) }
+func (o *sourceOutput[T]) ShouldYield() bool                  { return o.yield != nil && o.yield.Load() }
 
 // readerContext implements source.ReaderContext.
 type readerContext struct{ ctx *Context }
@@ -58,7 +63,7 @@ func NewSourceFactory[T, S any](src source.Source[T, S]) (Factory, CoordinatorFa
 		if err != nil {
 			return Instance{}, err
 		}
-		op := &SourceOperator[T, S]{reader: r, codec: src.SplitCodec(), out: sourceOutput[T]{out.(Input[T])}, ctx: ctx}
+		op := &SourceOperator[T, S]{reader: r, codec: src.SplitCodec(), out: sourceOutput[T]{out.(Input[T]), ctx.Yield}, ctx: ctx}
 		return Instance{Op: op, Source: op}, nil
 	})
 	return op, coordinatorFactory[T, S]{src}

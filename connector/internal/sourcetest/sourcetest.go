@@ -52,6 +52,9 @@ type Reader[T, S any] struct {
 	Out     []T
 	N       int
 	Discard bool
+	// YieldEvery, when positive, makes ShouldYield report true after every
+	// YieldEvery records, as a backpressured task would.
+	YieldEvery int
 	// Ended is set once PollNext returned EndOfInput.
 	Ended  bool
 	events []event
@@ -279,6 +282,9 @@ func (r *Reader[T, S]) Collect(v T) {
 // CollectWithTimestamp implements source.Output.
 func (r *Reader[T, S]) CollectWithTimestamp(v T, _ int64) { r.Collect(v) }
 
+// ShouldYield implements source.Output.
+func (r *Reader[T, S]) ShouldYield() bool { return r.YieldEvery > 0 && r.N%r.YieldEvery == 0 }
+
 // Step does one random thing: deliver an event, or poll a reader that has
 // not ended. It reports whether anything could be done.
 func (j *Job[T, S]) Step(rng *rand.Rand) (bool, error) {
@@ -301,6 +307,9 @@ func (j *Job[T, S]) Step(rng *rand.Rand) (bool, error) {
 	if r.Ended {
 		return true, nil
 	}
+	// Sometimes the task asks for its thread back mid-batch, as under
+	// backpressure: the reader must go on where it stopped.
+	r.YieldEvery = []int{0, 0, 1, 7}[rng.IntN(4)]
 	_, _, _, err := r.Poll()
 	return true, err
 }

@@ -174,7 +174,7 @@ func (r *lineReader) PollNext(out source.Output[string]) (source.Status, <-chan 
 			r.cur.Offset += int64(len(line))
 			out.Collect(strings.TrimSuffix(line, "\n"))
 			r.emitted++
-			if r.rate > 0 && r.emitted >= int64(r.ctx.Clock().Now().Sub(r.start).Seconds()*r.rate)+1 {
+			if out.ShouldYield() || r.rate > 0 && r.emitted >= int64(r.ctx.Clock().Now().Sub(r.start).Seconds()*r.rate)+1 {
 				return source.MoreAvailable, nil, 0, nil
 			}
 			continue
