@@ -29,6 +29,7 @@ type failer[T any] struct {
 	ctx    weir.RuntimeContext
 	seen   int
 	failAt int
+	slow   bool // a millisecond every 2 records: backpressure upstream
 }
 
 func (f *failer[T]) Open(ctx weir.RuntimeContext) error {
@@ -42,6 +43,9 @@ func (f *failer[T]) Open(ctx weir.RuntimeContext) error {
 
 func (f *failer[T]) ProcessElement(_ weir.Context, v T, out weir.Collector[T]) error {
 	f.seen++
+	if f.slow && f.seen%2 == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	if f.seen == f.failAt {
 		f.fired.Add(1)
 		return fmt.Errorf("injected failure in %s at record %d of attempt %d", f.ctx.TaskName(), f.seen, f.ctx.Attempt())
@@ -78,7 +82,7 @@ func runFaultCase(t *testing.T, seed uint64) {
 	for i := range 1 + r.IntN(4) {
 		files = append(files, filepath.Join(in, fmt.Sprintf("part-%d.txt", i)))
 	}
-	want := writeInputFiles(t, files, r, 300+r.IntN(1500), 1+r.IntN(30))
+	n, keys := 300+r.IntN(1500), 1+r.IntN(30)
 	p := 1 + r.IntN(4)
 	backend := []string{"hashmap", "pebble"}[r.IntN(2)]
 	// Aligned, unaligned, or aligned until a timeout turns them unaligned.
@@ -89,6 +93,17 @@ func runFaultCase(t *testing.T, seed uint64) {
 	}
 	incremental := backend == "pebble" && r.IntN(2) == 0
 	interval := time.Duration(10+r.IntN(30)) * time.Millisecond
+	// From a stream of its own, so that the choices above stay what they
+	// were for a seed: sometimes keys of up to a few KiB (records span
+	// network buffers), sometimes a slow keyed chain behind an unthrottled
+	// source (backpressure: barriers overtake full buffers).
+	r2 := rand.New(rand.NewPCG(seed, 9))
+	pad := 0
+	if r2.IntN(3) == 0 {
+		pad = 1 + r2.IntN(4000)
+	}
+	slow := r2.IntN(3) == 0
+	want := writeWideInputFiles(t, files, r, n, keys, pad)
 
 	// Task failures: up to three attempts fail, each in one subtask of the
 	// source chain or of the keyed chain, after a random number of records.
@@ -99,7 +114,14 @@ func runFaultCase(t *testing.T, seed uint64) {
 		if r.IntN(2) == 0 {
 			plan = keyedPlan
 		}
-		plan[[2]int{a, r.IntN(p)}] = 1 + r.IntN(len(want)/(2*p)+1)
+		at := 1 + r.IntN(len(want)/(2*p)+1)
+		if slow {
+			// The keyed chain takes ~0.5 ms a record: fail after the
+			// first checkpoints had time to complete, so that restores
+			// from them happen under backpressure.
+			at += 60
+		}
+		plan[[2]int{a, r.IntN(p)}] = at
 	}
 	var fired atomic.Int64
 
@@ -120,18 +142,21 @@ func runFaultCase(t *testing.T, seed uint64) {
 		})
 	})
 	defer undo()
-	t.Logf("lines %d, parallelism %d, %s (incremental %t), unaligned %t, aligned timeout %v, interval %v, task failures %d, storage error rate %.2f",
-		len(want), p, backend, incremental, unaligned, alignedTimeout, interval, failures, faults.ErrorRate)
+	t.Logf("lines %d, parallelism %d, %s (incremental %t), unaligned %t, aligned timeout %v, interval %v, task failures %d, storage error rate %.2f, key padding %d, slow keyed chain %t",
+		len(want), p, backend, incremental, unaligned, alignedTimeout, interval, failures, faults.ErrorRate, pad, slow)
 
 	restarts := &countingHandler{}
 	cfg := weir.Config{Parallelism: p, StateBackend: backend, Logger: slog.New(restarts),
-		Checkpointing: &weir.CheckpointConfig{Interval: interval, Dir: url, Unaligned: unaligned, AlignedTimeout: alignedTimeout,
+		Checkpointing: &weir.CheckpointConfig{Interval: interval, Dir: url, Unaligned: unaligned || alignedTimeout > 0, AlignedTimeout: alignedTimeout,
 			Incremental: incremental, TolerableFailures: 1000},
 		Restart: map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "100", "restart-strategy.fixed-delay.delay": "0 ms"},
 	}
 	env := weir.NewEnvironment(cfg)
 	// Throttled so that the run spans a few dozen checkpoints.
 	rate := float64(len(want)) / 0.25
+	if slow {
+		rate = 0
+	}
 	lines := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: in, RatePerSecond: rate}, in).UID("lines")
 	lines = weir.Process(lines, weir.ProcessFunction[file.Line, file.Line](&failer[file.Line]{plan: srcPlan, fired: &fired})).Name("Fail in source chain").UID("fail-src")
 	records := weir.Process(lines, weir.ProcessFunc[file.Line, keyedcount.Record](func(_ weir.Context, l file.Line, out weir.Collector[keyedcount.Record]) error {
@@ -142,7 +167,7 @@ func runFaultCase(t *testing.T, seed uint64) {
 		return err
 	})).Name("Parse").UID("parse")
 	counts := weir.ProcessKeyed[string, keyedcount.Record, keyedcount.Count](weir.KeyBy(records, func(x keyedcount.Record) string { return x.Key }), &keyedcount.Counter{}).Name("Count").UID("count")
-	counts = weir.Process(counts, weir.ProcessFunction[keyedcount.Count, keyedcount.Count](&failer[keyedcount.Count]{plan: keyedPlan, fired: &fired})).Name("Fail in keyed chain").UID("fail-keyed")
+	counts = weir.Process(counts, weir.ProcessFunction[keyedcount.Count, keyedcount.Count](&failer[keyedcount.Count]{plan: keyedPlan, fired: &fired, slow: slow})).Name("Fail in keyed chain").UID("fail-keyed")
 	weir.WriteFiles(counts, out, keyedcount.Format).UID("sink")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -169,6 +194,12 @@ func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return tru
 func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *countingHandler) WithGroup(string) slog.Handler            { return h }
 func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	// WEIR_TEST_LOG=info|debug prints the job's log, to follow a seed.
+	if l := os.Getenv("WEIR_TEST_LOG"); l == "debug" || l == "info" && r.Level >= slog.LevelInfo {
+		var sb strings.Builder
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&sb, " %s=%v", a.Key, a.Value); return true })
+		fmt.Fprintln(os.Stderr, r.Time.Format("15:04:05.000"), r.Message, sb.String())
+	}
 	if r.Message != "job restarted" {
 		return nil
 	}

@@ -28,12 +28,22 @@ func writeInput(t *testing.T, path string, r *rand.Rand, n, k int) []string {
 // sum) is the same however the files are read.
 func writeInputFiles(t *testing.T, paths []string, r *rand.Rand, n, k int) []string {
 	t.Helper()
+	return writeWideInputFiles(t, paths, r, n, k, 0)
+}
+
+// writeWideInputFiles is writeInputFiles with keys padded to up to pad
+// bytes, so that records span network buffers.
+func writeWideInputFiles(t *testing.T, paths []string, r *rand.Rand, n, k, pad int) []string {
+	t.Helper()
 	bufs := make([]strings.Builder, len(paths))
 	count, sum := map[string]int64{}, map[string]int64{}
 	var want []string
 	for range n {
 		ki := r.IntN(k)
 		key := fmt.Sprintf("k%d", ki)
+		if pad > 0 {
+			key += strings.Repeat("x", ki*7919%pad)
+		}
 		v := r.Int64N(2000) - 1000
 		fmt.Fprintf(&bufs[ki%len(paths)], "%s\t%d\n", key, v)
 		count[key]++
