@@ -1,10 +1,14 @@
 // Package jobmanager schedules jobs onto TaskManager slots and follows them to
 // the end: it expands a JobGraph into subtask executions, deploys them through
-// TaskManagerGateway, tracks their states and turns those into the job's state.
+// protocol.TaskManagerGateway, tracks their states and turns those into the
+// job's state; it restarts a failed job from its latest completed checkpoint
+// under the restart strategy, drives the checkpoint coordinator (triggers,
+// metadata written last, notifications, retention), plans what each subtask
+// restores, and hosts the operator coordinators (source split enumerators).
 //
-// The decisions (which tasks to cancel, when a job is terminal, what its
-// failure cause is) are made by the pure state machine in jobstate.go; the
-// JobManager type is the driver around it. TaskManagers are reached only
-// through the gateway interfaces in gateway.go, so a later multi-process mode
-// can put RPC behind them.
+// The decisions are made by pure state machines: the job's lifecycle in
+// jobstate.go, checkpoints in internal/checkpoint/coordinator, restarts in
+// internal/restart; the JobManager type is the driver around them.
+// TaskManagers are reached only through the plain-data messages of
+// internal/protocol, so a later multi-process mode can put RPC behind them.
 package jobmanager

@@ -1,5 +1,9 @@
-// Package taskmanager runs subtasks in slots. It receives deployments from the
-// JobManager, wires each subtask's result partitions and input gate through
-// the shuffle, runs the subtask on its own goroutine and reports its state
-// changes back through the JobManager gateway.
+// Package taskmanager runs subtasks in slots. It knows each job it runs
+// tasks of from a local registration (the graph every process of a job
+// builds, and the job's settings), receives deployments from the
+// JobManager, wires each subtask's result partitions (from its network
+// memory budget) and input gate through the shuffle, runs the subtask on
+// its own goroutine, forwards checkpoint triggers, notifications and
+// operator events to it, and reports its state changes, acknowledgements
+// and events back through protocol.JobManagerGateway.
 package taskmanager
