@@ -63,22 +63,24 @@ func BenchmarkWordcount100MB(b *testing.B) {
 	}
 }
 
-// (d) the keyed count (generator -> keyBy -> count in ValueState on the
-// heap -> discard, parallelism 2) with checkpoints every second and without:
-// what checkpointing costs.
+// (d) the keyed count (generator -> keyBy -> count in ValueState -> discard,
+// parallelism 2) on both backends, with checkpoints every second and
+// without: what checkpointing costs.
 func BenchmarkKeyedCheckpointing(b *testing.B) {
-	for _, interval := range []time.Duration{0, time.Second} {
-		name := "checkpoints=none"
-		if interval > 0 {
-			name = "checkpoints=" + interval.String()
-		}
-		b.Run(name, func(b *testing.B) {
-			dir := b.TempDir()
-			start := cpumeter.Now()
-			if _, err := benchjobs.KeyedCount(context.Background(), int64(b.N), 2, "hashmap", interval, dir); err != nil {
-				b.Fatal(err)
+	for _, backend := range []string{"hashmap", "pebble"} {
+		for _, interval := range []time.Duration{0, time.Second} {
+			name := backend + "/checkpoints=none"
+			if interval > 0 {
+				name = backend + "/checkpoints=" + interval.String()
 			}
-			cpumeter.Report(b, int64(b.N), start)
-		})
+			b.Run(name, func(b *testing.B) {
+				dir := b.TempDir()
+				start := cpumeter.Now()
+				if _, err := benchjobs.KeyedCount(context.Background(), int64(b.N), 2, backend, interval, dir); err != nil {
+					b.Fatal(err)
+				}
+				cpumeter.Report(b, int64(b.N), start)
+			})
+		}
 	}
 }

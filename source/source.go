@@ -81,6 +81,10 @@ type Output[T any] interface {
 	Collect(v T)
 	// CollectWithTimestamp emits a record with its event time (ms).
 	CollectWithTimestamp(v T, ts int64)
+	// CollectBatch emits records without event timestamps, in order: the
+	// same as Collect on each, at one call per batch instead of per record
+	// (for readers that produce records faster than a call costs).
+	CollectBatch(vs []T)
 	// ShouldYield reports that the task needs the thread back: its output
 	// ran out of buffers or a checkpoint barrier is waiting. A reader that
 	// emits a batch per poll checks it between records and returns

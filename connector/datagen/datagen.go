@@ -14,10 +14,10 @@ import (
 // to its mailbox regularly without paying per record.
 const batch = 1024
 
-// yieldCheck is how many records go between checks of Output.ShouldYield:
-// often enough that a backpressured task gets its thread back after a few
-// records, rarely enough to cost nothing per record.
-const yieldCheck = 16
+// yieldCheck is how many records go out per Output.CollectBatch, with a
+// check of Output.ShouldYield after each: often enough that a backpressured
+// task gets its thread back soon, rarely enough to cost nothing per record.
+const yieldCheck = 64
 
 // Generator emits Fn(i) for every index i in [0, Count) (Count < 0: without
 // end). RatePerSecond > 0 limits the whole source's rate by processing time
@@ -100,7 +100,12 @@ func (s Sequence) CreateReader(ctx source.ReaderContext) (source.Reader[int64, S
 	}
 	from := s.From
 	// From+i never leaves [From, To] for the indexes of the sequence.
-	return newReader(ctx, "sequence", func(i int64) int64 { return from + i }, 0, false)
+	r, err := newReader(ctx, "sequence", func(i int64) int64 { return from + i }, 0, false)
+	if r != nil {
+		// Filled in place, without a call per record.
+		r.seq, r.seqFrom = true, from
+	}
+	return r, err
 }
 
 // Slice emits the elements of a slice, split among subtasks in contiguous
@@ -231,10 +236,14 @@ func (e *enumerator) Close() error { return nil }
 // reader emits the indexes of its splits: bounded splits one after the
 // other, unbounded ones in turn, a batch per poll.
 type reader[T any] struct {
-	ctx       source.ReaderContext
-	name      string
-	fn        func(int64) T // the record of an index (nil: items)
-	items     []T
+	ctx   source.ReaderContext
+	name  string
+	fn    func(int64) T // the record of an index (nil: items)
+	items []T
+	buf   []T // records of a batch, yieldCheck long
+	// seq: T is int64 and the record of index i is seqFrom+i (Sequence).
+	seq       bool
+	seqFrom   int64
 	unbounded bool
 	splits    []Split // not finished; splits[0] is read next
 	noMore    bool
@@ -260,7 +269,7 @@ func newReader[T any](ctx source.ReaderContext, name string, fn func(int64) T, r
 	if math.IsNaN(rate) || rate < 0 {
 		return nil, fmt.Errorf("%s: the rate must be a number of records per second, 0 or more (0 or +Inf: no limit); got %v", name, rate)
 	}
-	r := &reader[T]{ctx: ctx, name: name, fn: fn, unbounded: unbounded, wake: make(chan struct{}, 1)}
+	r := &reader[T]{ctx: ctx, name: name, fn: fn, unbounded: unbounded, wake: make(chan struct{}, 1), buf: make([]T, yieldCheck)}
 	if !math.IsInf(rate, 1) {
 		r.rate = rate
 	}
@@ -342,15 +351,19 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		next := s.Next
 		done := int64(0)
 		for done < n {
-			for range min(n-done, yieldCheck) {
-				out.Collect(r.fn(next))
+			k := min(n-done, yieldCheck)
+			buf := r.buf[:k]
+			for i := range buf {
+				buf[i] = r.fn(next)
 				next += stride
 			}
-			done += min(n-done, yieldCheck)
+			out.CollectBatch(buf)
+			done += k
 			if out.ShouldYield() {
 				break
 			}
 		}
+		clear(r.buf) // let go of what the records reference
 		s.Next = next
 		r.emitted += done
 		if len(r.splits) > 1 { // take turns
@@ -366,20 +379,27 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 	}
 	for from := s.Next; from < stop; {
 		to := min(stop, from+yieldCheck)
-		if r.fn == nil {
-			for _, v := range r.items[from:to] {
-				out.Collect(v)
+		switch {
+		case r.fn == nil:
+			out.CollectBatch(r.items[from:to])
+		case r.seq:
+			b := any(r.buf[:to-from]).([]int64)
+			for i := range b {
+				b[i] = r.seqFrom + from + int64(i)
 			}
-		} else {
-			fn := r.fn
-			for i := from; i < to; i++ {
-				out.Collect(fn(i))
+			out.CollectBatch(r.buf[:to-from])
+		default:
+			buf, fn := r.buf[:to-from], r.fn
+			for i := range buf {
+				buf[i] = fn(from + int64(i))
 			}
+			out.CollectBatch(buf)
 		}
 		if from = to; out.ShouldYield() {
 			stop = to
 		}
 	}
+	clear(r.buf)
 	r.emitted += stop - s.Next
 	s.Next = stop
 	if s.Next < s.End {

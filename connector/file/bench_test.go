@@ -17,6 +17,7 @@ type countOutput[T any] struct{ n int }
 
 func (c *countOutput[T]) Collect(T)                     { c.n++ }
 func (c *countOutput[T]) CollectWithTimestamp(T, int64) { c.n++ }
+func (c *countOutput[T]) CollectBatch(vs []T)           { c.n += len(vs) }
 func (c *countOutput[T]) ShouldYield() bool             { return false }
 
 type benchReaderCtx struct{}

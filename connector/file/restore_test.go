@@ -172,6 +172,7 @@ type listOutput[T any] struct{ items []T }
 
 func (o *listOutput[T]) Collect(v T)                       { o.items = append(o.items, v) }
 func (o *listOutput[T]) CollectWithTimestamp(v T, _ int64) { o.items = append(o.items, v) }
+func (o *listOutput[T]) CollectBatch(vs []T)               { o.items = append(o.items, vs...) }
 func (o *listOutput[T]) ShouldYield() bool                 { return false }
 
 // A stream (standard input here) cannot be resumed: a restore that finds

@@ -47,6 +47,13 @@ func (o *sourceOutput[T]) Collect(v T)                        { o.in.ProcessElem
 func (o *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) { o.in.ProcessElement(v, ts) }
 func (o *sourceOutput[T]) ShouldYield() bool                  { return o.yield != nil && o.yield.Load() }
 
+func (o *sourceOutput[T]) CollectBatch(vs []T) {
+	in := o.in
+	for _, v := range vs {
+		in.ProcessElement(v, NoTimestamp)
+	}
+}
+
 // readerContext implements source.ReaderContext.
 type readerContext struct{ ctx *Context }
 

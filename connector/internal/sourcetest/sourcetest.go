@@ -268,6 +268,13 @@ func (r *Reader[T, S]) Collect(v T) {
 // CollectWithTimestamp implements source.Output.
 func (r *Reader[T, S]) CollectWithTimestamp(v T, _ int64) { r.Collect(v) }
 
+// CollectBatch implements source.Output.
+func (r *Reader[T, S]) CollectBatch(vs []T) {
+	for _, v := range vs {
+		r.Collect(v)
+	}
+}
+
 // ShouldYield implements source.Output.
 func (r *Reader[T, S]) ShouldYield() bool { return r.YieldEvery > 0 && r.N%r.YieldEvery == 0 }
 
