@@ -70,13 +70,17 @@
 //     downstream tasks still aligning or recording that checkpoint stop.
 //   - An end of partition counts as every later barrier (Flink since
 //     FLIP-147); older Flink declined the pending checkpoint instead.
-//   - There are no barrier announcements: after an aligned timeout the
-//     channels that have not delivered the barrier are recorded until it
-//     comes in band, where Flink lets the announced barrier overtake the
-//     queued buffers and persists those at once.
+//   - The handler knows nothing of barrier announcements. Its own timeout
+//     covers barriers that reached it; a barrier still queued behind data
+//     when the timeout passes is promoted by the task (internal/task,
+//     alignedtimeout.go) to a priority event at the head of its channel,
+//     and arrives here as an unaligned barrier: the same outcome as
+//     Flink's announcement, with the buffers it overtook handed over by
+//     the network layer as channel state.
 //
 // Barriers are assumed to arrive in order on each channel, after the data
-// that preceded them upstream. If the network layer ever lets an unaligned
-// barrier overtake buffers already queued in an input channel, those buffers
-// are channel state too, and the network layer must hand them over itself.
+// that preceded them upstream. An unaligned (priority or promoted) barrier
+// that overtakes buffers already queued in an input channel carries their
+// count (network.Buffer.Overtaken); the task copies those buffers into the
+// channel state itself, since they come out of the gate after the barrier.
 package barrier

@@ -169,10 +169,17 @@ func (d *dec) byte1(what string) byte {
 }
 
 func (d *dec) bytes(what string) []byte {
-	n := d.uvarint(what + " length")
 	if d.err != nil {
 		return nil
 	}
+	// The length's varint is read here rather than by uvarint, so that the
+	// name "<what> length" is only built for an error (not per entry).
+	n, w := binary.Uvarint(d.b)
+	if w <= 0 {
+		d.err = corrupt(d.part, "bad %s length varint", what)
+		return nil
+	}
+	d.b = d.b[w:]
 	if n > uint64(len(d.b)) {
 		d.err = corrupt(d.part, "%s length %d exceeds remaining %d bytes", what, n, len(d.b))
 		return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
@@ -234,6 +235,13 @@ func (src *source) KeyGroup(kg int, add func(snapshot.Entry) error) error {
 // snapshot; keyed state entries are skipped.
 func (s *Service) Restore(r *snapshot.Reader) error {
 	states := r.States()
+	// A snapshot without timer states has nothing for this service: do
+	// not read its key groups (a second pass over all the keyed state).
+	if !slices.ContainsFunc(states, func(m snapshot.StateMeta) bool {
+		return m.Kind == snapshot.KindEventTimers || m.Kind == snapshot.KindProcTimers
+	}) {
+		return nil
+	}
 	for _, kg := range r.KeyGroups() {
 		if !s.rng.Contains(kg) {
 			continue

@@ -260,6 +260,22 @@ func (t *slots[E]) grown(n int, ver uint64) slots[E] {
 	if (n+1)*16 > size*7 {
 		size *= 2
 	}
+	return t.rebuilt(size, ver)
+}
+
+// sizeFor is the table size that holds n keys without growing.
+func sizeFor(n int) int {
+	size := 16
+	for n*8 > size*7 {
+		size *= 2
+	}
+	return size
+}
+
+// rebuilt returns a table of size slots (a power of two, at least 16, with
+// room for t's keys) holding t's keys, without its deleted slots; like
+// grown, it never writes to t.
+func (t *slots[E]) rebuilt(size int, ver uint64) slots[E] {
 	nt := slots[E]{ctrl: make([]uint64, size/8), long: slices.Clone(t.long), free: slices.Clone(t.free)}
 	for g := range nt.ctrl {
 		nt.ctrl[g] = emptyGroup

@@ -46,6 +46,7 @@ type erased interface {
 	meta() snapshot.StateMeta
 	source(now int64) snapshot.Source
 	restore(kg int, mapKey []byte, e snapshot.Entry, restoredTS bool) error
+	reserve(kg, n int)
 }
 
 // NewStore returns an empty store for the key groups in rng.
@@ -131,7 +132,14 @@ func (s *Store) attach(name string, t erased) error {
 		return fmt.Errorf("state %q was restored as %s state but is registered as %s state", name, r.meta.Kind, t.meta().Kind)
 	}
 	var mk []byte
+	// Kinds with one entry per key: the table can be sized for a key
+	// group's entries before they go in. (A map or list state has an
+	// entry per user key or element, often many per key.)
+	sized := r.meta.Kind == snapshot.KindValue || r.meta.Kind == snapshot.KindReducing || r.meta.Kind == snapshot.KindAggregating
 	for i, es := range r.groups {
+		if sized && len(es) > 0 {
+			t.reserve(s.rng.Start+i, len(es))
+		}
 		for _, e := range es {
 			mk = mapKey(mk[:0], e.Key, e.Namespace)
 			if err := t.restore(s.rng.Start+i, mk, e, r.meta.HasTTL()); err != nil {

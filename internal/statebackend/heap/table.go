@@ -210,6 +210,17 @@ func (t *Table[E]) Len() int {
 	return n
 }
 
+// reserve makes room in key group kg for n more keys at once, so that a
+// restore does not grow the table step by step (each step rehashes it).
+func (t *Table[E]) reserve(kg, n int) {
+	idx := kg - t.s.rng.Start
+	g := &t.groups[idx]
+	if size := sizeFor(g.n + n); size > g.t.size() {
+		g.t = g.t.rebuilt(size, t.s.snapVer)
+		g.ver = t.s.snapVer
+	}
+}
+
 func (t *Table[E]) restore(kg int, mk []byte, se snapshot.Entry, restoredTTL bool) error {
 	idx := kg - t.s.rng.Start
 	im := imageOf(mk)
