@@ -32,7 +32,14 @@ type Reader struct {
 	states []StateMeta
 	index  []indexEntry
 	groups map[int][]indexEntry
+	timers func(kg int, kind Kind, e Entry) error // see SetTimerReader
 }
+
+// SetTimerReader makes ReadKeyGroup hand the entries of timer states
+// (Kind.IsTimers) to fn instead of its own callback, so that one pass over
+// a snapshot restores keyed state and timers together: a second pass would
+// read and check every chunk again for the few timer entries.
+func (sr *Reader) SetTimerReader(fn func(kg int, kind Kind, e Entry) error) { sr.timers = fn }
 
 // Open checks the header, footer, metadata and index of the snapshot.
 func Open(r io.ReaderAt, size int64) (*Reader, error) {
@@ -310,7 +317,11 @@ func (sr *Reader) ReadKeyGroup(kg int, fn func(Entry) error) error {
 			if e.State < 0 || e.State >= len(sr.states) {
 				return corrupt(part, "entry refers to state %d of %d", e.State, len(sr.states))
 			}
-			if err := fn(e); err != nil {
+			if k := sr.states[e.State].Kind; sr.timers != nil && k.IsTimers() {
+				if err := sr.timers(kg, k, e); err != nil {
+					return err
+				}
+			} else if err := fn(e); err != nil {
 				return err
 			}
 		}

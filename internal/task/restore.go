@@ -81,10 +81,9 @@ func (t *Task) restoreKeyed(i int, handles []storage.KeyedHandle) error {
 			if err != nil {
 				return err
 			}
+			// Timers come out of the backend's pass over the snapshot.
+			sr.SetTimerReader(ks.Timers.RestoreEntry)
 			sources = append(sources, statebackend.Source{Canonical: sr})
-			if err := ks.Timers.Restore(sr); err != nil {
-				return err
-			}
 		case storage.KindNative:
 			dir := filepath.Join(t.contexts[i].State.Dir+"-restore", fmt.Sprint(k))
 			if t.contexts[i].State.Dir == "" {

@@ -237,9 +237,7 @@ func (s *Service) Restore(r *snapshot.Reader) error {
 	states := r.States()
 	// A snapshot without timer states has nothing for this service: do
 	// not read its key groups (a second pass over all the keyed state).
-	if !slices.ContainsFunc(states, func(m snapshot.StateMeta) bool {
-		return m.Kind == snapshot.KindEventTimers || m.Kind == snapshot.KindProcTimers
-	}) {
+	if !slices.ContainsFunc(states, func(m snapshot.StateMeta) bool { return m.Kind.IsTimers() }) {
 		return nil
 	}
 	for _, kg := range r.KeyGroups() {
@@ -247,25 +245,35 @@ func (s *Service) Restore(r *snapshot.Reader) error {
 			continue
 		}
 		err := r.ReadKeyGroup(kg, func(e snapshot.Entry) error {
-			var q *queue
-			switch states[e.State].Kind {
-			case snapshot.KindEventTimers:
-				q = &s.event
-			case snapshot.KindProcTimers:
-				q = &s.proc
-			default:
-				return nil
-			}
-			if len(e.Value) != 8 {
-				return fmt.Errorf("timers: key group %d: timer value of %d bytes, want 8", kg, len(e.Value))
-			}
-			s.add(q, Timer{Timestamp: int64(binary.BigEndian.Uint64(e.Value)), KeyGroup: kg, Key: e.Key, Namespace: e.Namespace})
-			return nil
+			return s.RestoreEntry(kg, states[e.State].Kind, e)
 		})
 		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// RestoreEntry adds the timer of one snapshot entry of key group kg, of a
+// state of the given kind (entries of other kinds are ignored), for a
+// caller that reads the snapshot itself (snapshot.Reader.SetTimerReader).
+func (s *Service) RestoreEntry(kg int, kind snapshot.Kind, e snapshot.Entry) error {
+	var q *queue
+	switch kind {
+	case snapshot.KindEventTimers:
+		q = &s.event
+	case snapshot.KindProcTimers:
+		q = &s.proc
+	default:
+		return nil
+	}
+	if !s.rng.Contains(kg) {
+		return nil
+	}
+	if len(e.Value) != 8 {
+		return fmt.Errorf("timers: key group %d: timer value of %d bytes, want 8", kg, len(e.Value))
+	}
+	s.add(q, Timer{Timestamp: int64(binary.BigEndian.Uint64(e.Value)), KeyGroup: kg, Key: e.Key, Namespace: e.Namespace})
 	return nil
 }
 
