@@ -1,14 +1,13 @@
 package barrier
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/internal/goldentrace"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
@@ -16,10 +15,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // TestTraces runs the Handler through the traces in testdata, in the style of
 // etcd-raft's interaction tests.
 //
-// A trace is a sequence of blocks separated by blank lines. Each block is one
-// command, a line "----", and the expected output. Lines starting with # are
-// comments. A trace starts with new; the other commands take the current time
-// (epoch ms) first:
+// The file format is goldentrace's. A trace starts with new; the other
+// commands take the current time (epoch ms) first:
 //
 //	new channels=3 mode=exactly-once     (or mode=at-least-once)
 //	                                     [max-tracked=N] lowers the at-least-once bound
@@ -36,69 +33,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // invariants and the protocol (see caller.apply). Run with -rewrite to
 // regenerate the expected output.
 func TestTraces(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 15 {
-		t.Fatalf("found %d traces, want at least 15", len(files))
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runTrace(t, f) })
-	}
-}
-
-type traceBlock struct {
-	comments []string
-	cmd      string
-	want     []string
-	line     int
-}
-
-func parseTrace(t *testing.T, path string) []traceBlock {
-	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var (
-		blocks   []traceBlock
-		cur      *traceBlock
-		comments []string
-		inWant   bool
-		lineNo   int
-	)
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		lineNo++
-		line := sc.Text()
-		switch {
-		case cur == nil && strings.HasPrefix(line, "#"):
-			comments = append(comments, line)
-		case cur == nil && strings.TrimSpace(line) == "":
-		case cur == nil:
-			blocks = append(blocks, traceBlock{comments: comments, cmd: strings.TrimSpace(line), line: lineNo})
-			comments = nil
-			cur = &blocks[len(blocks)-1]
-		case !inWant:
-			if line != "----" {
-				t.Fatalf("%s:%d: want ---- after the command, got %q", path, lineNo, line)
-			}
-			inWant = true
-		case strings.TrimSpace(line) == "":
-			cur, inWant = nil, false
-		default:
-			cur.want = append(cur.want, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if cur != nil && !inWant {
-		t.Fatalf("%s: last command has no ----", path)
-	}
-	return blocks
+	goldentrace.RunAll(t, "testdata/*.txt", 15, runTrace)
 }
 
 // traceCmd is one parsed command: its name, time and key=value arguments
@@ -150,17 +85,17 @@ func (c traceCmd) int(key string) (int64, error) {
 }
 
 func runTrace(t *testing.T, path string) {
-	blocks := parseTrace(t, path)
+	blocks := goldentrace.Parse(t, path)
+	rec := goldentrace.NewRecorder(path, *rewrite)
 	var (
-		h   *Handler
-		k   *caller
-		out strings.Builder
+		h *Handler
+		k *caller
 	)
-	for bi, blk := range blocks {
+	for _, blk := range blocks {
 		fail := func(format string, args ...any) {
-			t.Fatalf("%s:%d: %s: %s", path, blk.line, blk.cmd, fmt.Sprintf(format, args...))
+			t.Fatalf("%s:%d: %s: %s", path, blk.Line, blk.Cmd, fmt.Sprintf(format, args...))
 		}
-		c, err := parseCmd(blk.cmd)
+		c, err := parseCmd(blk.Cmd)
 		if err != nil {
 			fail("%v", err)
 		}
@@ -234,28 +169,11 @@ func runTrace(t *testing.T, path string) {
 		if c.name != "new" {
 			got = format(a)
 			if err := k.apply(c.now, a); err != nil {
-				t.Errorf("%s:%d: %s: %v", path, blk.line, blk.cmd, err)
+				t.Errorf("%s:%d: %s: %v", path, blk.Line, blk.Cmd, err)
 			}
 		}
 		got = append(got, h.String())
-		if bi > 0 {
-			out.WriteString("\n")
-		}
-		for _, cm := range blk.comments {
-			out.WriteString(cm + "\n")
-		}
-		out.WriteString(blk.cmd + "\n----\n")
-		for _, g := range got {
-			out.WriteString(g + "\n")
-		}
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(blk.want, "\n") {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, blk.line, blk.cmd,
-				strings.Join(got, "\n"), strings.Join(blk.want, "\n"))
-		}
+		rec.Check(t, blk, got)
 	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rec.Finish(t)
 }

@@ -1,14 +1,13 @@
 package network
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/internal/goldentrace"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/ledger/*.txt")
@@ -16,9 +15,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // TestLedgerTraces runs the credit ledger through the traces in
 // testdata/ledger, in the style of etcd-raft's interaction tests.
 //
-// A trace is a sequence of blocks separated by blank lines. Each block is one
-// command, a line "----", and the expected output. Lines starting with # are
-// comments. Commands:
+// The file format is goldentrace's. Commands:
 //
 //	add bN     the producer finishes buffer bN (N a name, any token); a
 //	           name starting with "wm" is a watermark event, one starting
@@ -38,77 +35,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // the test also checks the invariant that a non-empty backlog means zero
 // credit. Run with -rewrite to regenerate the expected output.
 func TestLedgerTraces(t *testing.T) {
-	files, err := filepath.Glob("testdata/ledger/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 6 {
-		t.Fatalf("found %d traces, want at least 6", len(files))
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runLedgerTrace(t, f) })
-	}
-}
-
-type traceBlock struct {
-	comments []string
-	cmd      string
-	want     []string
-	line     int
-}
-
-func parseTrace(t *testing.T, path string) []traceBlock {
-	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var (
-		blocks   []traceBlock
-		cur      *traceBlock
-		comments []string
-		inWant   bool
-		lineNo   int
-	)
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		lineNo++
-		line := sc.Text()
-		switch {
-		case cur == nil && strings.HasPrefix(line, "#"):
-			comments = append(comments, line)
-		case cur == nil && strings.TrimSpace(line) == "":
-		case cur == nil:
-			blocks = append(blocks, traceBlock{comments: comments, cmd: strings.TrimSpace(line), line: lineNo})
-			comments = nil
-			cur = &blocks[len(blocks)-1]
-		case !inWant:
-			if line != "----" {
-				t.Fatalf("%s:%d: want ---- after the command, got %q", path, lineNo, line)
-			}
-			inWant = true
-		case strings.TrimSpace(line) == "":
-			cur, inWant = nil, false
-		default:
-			cur.want = append(cur.want, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if cur != nil && !inWant {
-		t.Fatalf("%s: last command has no ----", path)
-	}
-	return blocks
+	goldentrace.RunAll(t, "testdata/ledger/*.txt", 6, runLedgerTrace)
 }
 
 func runLedgerTrace(t *testing.T, path string) {
-	blocks := parseTrace(t, path)
+	blocks := goldentrace.Parse(t, path)
+	rec := goldentrace.NewRecorder(path, *rewrite)
 	var (
 		l       ledger
 		scratch []*Buffer
-		out     strings.Builder
 	)
 	names := map[*Buffer]string{} // barriers, whose data is binary
 	name := func(b *Buffer) string {
@@ -128,13 +63,13 @@ func runLedgerTrace(t *testing.T, path string) {
 		}
 		return fmt.Sprintf("credit=%d backlog=[%s] sent=%d%s", l.credit, strings.Join(names, " "), l.sent, open)
 	}
-	for bi, blk := range blocks {
-		fields := strings.Fields(blk.cmd)
+	for _, blk := range blocks {
+		fields := strings.Fields(blk.Cmd)
 		var got []string
 		switch fields[0] {
 		case "add":
 			if len(fields) < 2 {
-				t.Fatalf("%s:%d: add needs buffer names", path, blk.line)
+				t.Fatalf("%s:%d: add needs buffer names", path, blk.Line)
 			}
 			for _, n := range fields[1:] {
 				b := &Buffer{Data: []byte(n)}
@@ -146,7 +81,7 @@ func runLedgerTrace(t *testing.T, path string) {
 				case strings.HasPrefix(n, "bar"):
 					id, err := strconv.ParseInt(n[3:], 10, 64)
 					if err != nil {
-						t.Fatalf("%s:%d: bad barrier name %q", path, blk.line, n)
+						t.Fatalf("%s:%d: bad barrier name %q", path, blk.Line, n)
 					}
 					b = NewBarrier(Barrier{ID: id, AlignedTimeout: 10})
 					names[b] = n
@@ -163,7 +98,7 @@ func runLedgerTrace(t *testing.T, path string) {
 			}
 		case "priority":
 			if len(fields) != 2 {
-				t.Fatalf("%s:%d: priority takes one event name", path, blk.line)
+				t.Fatalf("%s:%d: priority takes one event name", path, blk.Line)
 			}
 			b := &Buffer{Data: []byte(fields[1]), Kind: KindBarrier}
 			over, now := l.addPriority(b)
@@ -179,7 +114,7 @@ func runLedgerTrace(t *testing.T, path string) {
 		case "promote":
 			id, err := strconv.ParseInt(fields[len(fields)-1], 10, 64)
 			if len(fields) != 2 || err != nil {
-				t.Fatalf("%s:%d: promote takes one checkpoint id", path, blk.line)
+				t.Fatalf("%s:%d: promote takes one checkpoint id", path, blk.Line)
 			}
 			b, over, now := l.promote(id)
 			if b == nil {
@@ -187,7 +122,7 @@ func runLedgerTrace(t *testing.T, path string) {
 				break
 			}
 			if br := b.Barrier(); !br.Unaligned || !b.priority {
-				t.Errorf("%s:%d: promoted barrier is not an unaligned priority event: %+v", path, blk.line, br)
+				t.Errorf("%s:%d: promoted barrier is not an unaligned priority event: %+v", path, blk.Line, br)
 			}
 			over2 := make([]string, len(over))
 			for i, o := range over {
@@ -200,11 +135,11 @@ func runLedgerTrace(t *testing.T, path string) {
 			got = append(got, line+" overtakes ["+strings.Join(over2, " ")+"]")
 		case "grant":
 			if len(fields) != 2 {
-				t.Fatalf("%s:%d: grant takes one count", path, blk.line)
+				t.Fatalf("%s:%d: grant takes one count", path, blk.Line)
 			}
 			n, err := strconv.Atoi(fields[1])
 			if err != nil || n < 0 {
-				t.Fatalf("%s:%d: bad credit count %q", path, blk.line, fields[1])
+				t.Fatalf("%s:%d: bad credit count %q", path, blk.Line, fields[1])
 			}
 			scratch = l.grant(n, scratch)
 			if len(scratch) == 0 {
@@ -217,35 +152,18 @@ func runLedgerTrace(t *testing.T, path string) {
 				got = append(got, "deliver "+strings.Join(names, " "))
 			}
 		default:
-			t.Fatalf("%s:%d: unknown command %q", path, blk.line, blk.cmd)
+			t.Fatalf("%s:%d: unknown command %q", path, blk.Line, blk.Cmd)
 		}
 		got = append(got, state())
 		if l.open && len(l.backlog) > 0 && (l.credit != 0 || l.backlog[0].IsEvent()) {
-			t.Errorf("%s:%d: invariant broken: backlog of %d with %d credits, head %s", path, blk.line, len(l.backlog), l.credit, l.backlog[0].Kind)
+			t.Errorf("%s:%d: invariant broken: backlog of %d with %d credits, head %s", path, blk.Line, len(l.backlog), l.credit, l.backlog[0].Kind)
 		}
 		for i := 1; i < len(l.backlog); i++ {
 			if l.backlog[i].Kind == KindWatermark && l.backlog[i-1].Kind == KindWatermark {
-				t.Errorf("%s:%d: invariant broken: two watermarks in a row in the backlog", path, blk.line)
+				t.Errorf("%s:%d: invariant broken: two watermarks in a row in the backlog", path, blk.Line)
 			}
 		}
-		if bi > 0 {
-			out.WriteString("\n")
-		}
-		for _, c := range blk.comments {
-			out.WriteString(c + "\n")
-		}
-		out.WriteString(blk.cmd + "\n----\n")
-		for _, g := range got {
-			out.WriteString(g + "\n")
-		}
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(blk.want, "\n") {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, blk.line, blk.cmd,
-				strings.Join(got, "\n"), strings.Join(blk.want, "\n"))
-		}
+		rec.Check(t, blk, got)
 	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rec.Finish(t)
 }

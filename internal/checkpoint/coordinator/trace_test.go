@@ -1,15 +1,14 @@
 package coordinator
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/internal/goldentrace"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
@@ -17,9 +16,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // TestTraces runs the coordinator through the golden traces in testdata, in
 // the style of etcd-raft's interaction tests.
 //
-// A trace is a sequence of blocks separated by blank lines. Each block is one
-// command, a line "----", and the expected output. Lines starting with # are
-// comments. A trace starts with settings and start; times are epoch ms.
+// The file format is goldentrace's. A trace starts with settings and start;
+// times are epoch ms.
 //
 //	settings interval=1000 timeout=5000 min-pause=0 max-concurrent=1
 //	         tolerable=0 retained=1 history=10 mode=at-least-once
@@ -42,69 +40,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // test checks the package's invariants. Run with -rewrite to regenerate the
 // expected output.
 func TestTraces(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 12 {
-		t.Fatalf("found %d traces, want at least 12", len(files))
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runTrace(t, f) })
-	}
-}
-
-type traceBlock struct {
-	comments []string
-	cmd      string
-	want     []string
-	line     int
-}
-
-func parseTrace(t *testing.T, path string) []traceBlock {
-	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var (
-		blocks   []traceBlock
-		cur      *traceBlock
-		comments []string
-		inWant   bool
-		lineNo   int
-	)
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		lineNo++
-		line := sc.Text()
-		switch {
-		case cur == nil && strings.HasPrefix(line, "#"):
-			comments = append(comments, line)
-		case cur == nil && strings.TrimSpace(line) == "":
-		case cur == nil:
-			blocks = append(blocks, traceBlock{comments: comments, cmd: strings.TrimSpace(line), line: lineNo})
-			comments = nil
-			cur = &blocks[len(blocks)-1]
-		case !inWant:
-			if line != "----" {
-				t.Fatalf("%s:%d: want ---- after the command, got %q", path, lineNo, line)
-			}
-			inWant = true
-		case strings.TrimSpace(line) == "":
-			cur, inWant = nil, false
-		default:
-			cur.want = append(cur.want, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if cur != nil && !inWant {
-		t.Fatalf("%s: last command has no ----", path)
-	}
-	return blocks
+	goldentrace.RunAll(t, "testdata/*.txt", 12, runTrace)
 }
 
 // traceArgs is a command's parsed arguments: the leading time, key=value
@@ -208,17 +144,17 @@ func (a *traceArgs) tasks(key string) []TaskID {
 }
 
 func runTrace(t *testing.T, path string) {
-	blocks := parseTrace(t, path)
+	blocks := goldentrace.Parse(t, path)
+	rec := goldentrace.NewRecorder(path, *rewrite)
 	var (
 		s       Settings
 		c       *Coordinator
 		tasks   int
 		sources []TaskID
-		out     strings.Builder
 	)
-	for bi, blk := range blocks {
-		where := fmt.Sprintf("%s:%d", path, blk.line)
-		fields, err := splitArgs(blk.cmd)
+	for _, blk := range blocks {
+		where := fmt.Sprintf("%s:%d", path, blk.Line)
+		fields, err := splitArgs(blk.Cmd)
 		if err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}
@@ -313,28 +249,12 @@ func runTrace(t *testing.T, path string) {
 		if c != nil && cmd != "settings" {
 			got = append(got, formatState(c))
 			if err := c.checkInvariants(); err != nil {
-				t.Errorf("%s: %s: invariant broken: %v", where, blk.cmd, err)
+				t.Errorf("%s: %s: invariant broken: %v", where, blk.Cmd, err)
 			}
 		}
-		if bi > 0 {
-			out.WriteString("\n")
-		}
-		for _, cm := range blk.comments {
-			out.WriteString(cm + "\n")
-		}
-		out.WriteString(blk.cmd + "\n----\n")
-		for _, g := range got {
-			out.WriteString(g + "\n")
-		}
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(blk.want, "\n") {
-			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", where, blk.cmd, strings.Join(got, "\n"), strings.Join(blk.want, "\n"))
-		}
+		rec.Check(t, blk, got)
 	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rec.Finish(t)
 }
 
 func parseSettings(a *traceArgs) Settings {
