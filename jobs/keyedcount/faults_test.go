@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,10 +59,18 @@ func (f *failer[T]) ProcessElement(_ weir.Context, v T, out weir.Collector[T]) e
 // result whatever fails: tasks at random points (in the source chain or the
 // keyed chain), and checkpoint writes that fail or are slow, over many
 // seeds, at random parallelism, both backends, aligned and unaligned.
+// WEIR_FAULT_CASES sets the number of seeds (scripts/soak runs thousands).
 func TestExactlyOnceUnderInjectedFailures(t *testing.T) {
 	cases := 200
 	if testing.Short() {
 		cases = 20
+	}
+	if v := os.Getenv("WEIR_FAULT_CASES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("WEIR_FAULT_CASES=%q: want a whole number of seeds, at least 1", v)
+		}
+		cases = n
 	}
 	base := testseed.New(t)
 	for i := range cases {
