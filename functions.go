@@ -92,6 +92,8 @@ type Finisher[U any] interface {
 // runtimeContext adapts operator.Context to RuntimeContext.
 type runtimeContext struct{ c *operator.Context }
 
+func (r runtimeContext) op() *operator.Context { return r.c }
+
 func (r runtimeContext) OperatorName() string  { return r.c.OperatorName }
 func (r runtimeContext) TaskName() string      { return r.c.TaskName }
 func (r runtimeContext) Subtask() int          { return r.c.Subtask }

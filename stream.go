@@ -24,6 +24,7 @@ type end struct {
 	partition graph.PartitionKind
 	explicit  bool // partition chosen by the user (else forward or rebalance)
 	selector  operator.SelectorFactory
+	tag       string // side output of node ("": its main output)
 }
 
 // newStream is the output of node n. Its default partitioning is decided when
@@ -43,7 +44,7 @@ func addNode[T any](env *Environment, name string, f operator.Factory, sink bool
 	}
 	for in, ends := range inputs {
 		for _, e := range ends {
-			n.Inputs = append(n.Inputs, graph.Edge{From: e.node.ID, Input: in, Partition: e.partition, Default: !e.explicit, Selector: e.selector})
+			n.Inputs = append(n.Inputs, graph.Edge{From: e.node.ID, Input: in, Partition: e.partition, Default: !e.explicit, Selector: e.selector, Tag: e.tag})
 		}
 	}
 	env.sg.Add(n)
@@ -92,7 +93,7 @@ func (s DataStream[T]) WithCodec(c codec.Codec[T]) DataStream[T] {
 func (s DataStream[T]) repartition(k graph.PartitionKind, sel operator.SelectorFactory) DataStream[T] {
 	ends := make([]end, len(s.ends))
 	for i, e := range s.ends {
-		ends[i] = end{node: e.node, partition: k, explicit: true, selector: sel}
+		ends[i] = end{node: e.node, partition: k, explicit: true, selector: sel, tag: e.tag}
 	}
 	return DataStream[T]{env: s.env, ends: ends}
 }

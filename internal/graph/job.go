@@ -49,6 +49,7 @@ type JobEdge struct {
 	Partition      PartitionKind
 	Pattern        Pattern
 	Selector       any
+	Tag            string // the producer's side output ("": main output)
 }
 
 // Compile chains the stream graph into a job graph.
@@ -161,7 +162,7 @@ func Compile(sg *StreamGraph) (*JobGraph, error) {
 			je := &JobEdge{
 				Index: len(jg.Edges), Source: vertexOf[e.From], Target: vertexOf[i],
 				FromNode: sg.Nodes[e.From], ToNode: n, Input: e.Input,
-				Partition: e.Partition, Pattern: e.Partition.Pattern(), Selector: e.Selector,
+				Partition: e.Partition, Pattern: e.Partition.Pattern(), Selector: e.Selector, Tag: e.Tag,
 			}
 			jg.Edges = append(jg.Edges, je)
 			je.Source.Outputs = append(je.Source.Outputs, je)
@@ -231,6 +232,9 @@ func fingerprint(jg *JobGraph) string {
 	}
 	for _, e := range jg.Edges {
 		fmt.Fprintf(h, "edge %s -> %s input %d %s %s\n", jg.OperatorIDs[e.FromNode.ID], e.Target.ID, e.Input, e.Partition, e.Pattern)
+		if e.Tag != "" {
+			fmt.Fprintf(h, "  side output %q\n", e.Tag)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -72,6 +72,9 @@ type Node struct {
 	// opaque here; so is Coordinator (an operator.CoordinatorFactory, for
 	// operators with a part on the JobManager, as a source's enumerator).
 	Factory, OutType, Coordinator any
+	// SideTypes are the node's side outputs (Flink's OutputTag): tag ID ->
+	// operator.StreamType. Edges with a Tag read one of them.
+	SideTypes map[string]any
 	// Validate, if set, checks the operator's configuration at its final
 	// parallelism before the job is deployed (a sink's output path, say), so
 	// a mistake fails the job before any work.
@@ -90,6 +93,17 @@ type Edge struct {
 	// Selector is an operator.SelectorFactory for the partition kinds that
 	// need one; opaque here.
 	Selector any
+	// Tag names the producer's side output this edge reads ("": its main
+	// output).
+	Tag string
+}
+
+// OutputType is the operator.StreamType of the node's output tag ("": main).
+func (n *Node) OutputType(tag string) any {
+	if tag == "" {
+		return n.OutType
+	}
+	return n.SideTypes[tag]
 }
 
 // StreamGraph is every operator a job declared.

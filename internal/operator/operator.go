@@ -81,6 +81,9 @@ type Context struct {
 	Checkpointing bool
 	// SendEvent sends an event to the operator's coordinator (set by the task).
 	SendEvent func(payload []byte)
+	// sideOutputs are the operator's side outputs by tag (each an Input of
+	// the tag's type); see SideOutput.
+	sideOutputs map[string]any
 	// wakeAt is the processing time (ms) at which the task should call the
 	// operator's OnProcessingTime; NoWakeUp when none.
 	wakeAt int64
@@ -146,6 +149,14 @@ func NewContext(current *int, index int) *Context {
 // Enter marks this operator as the one running. Operators call it before user
 // code, and again after their output returns if user code continues.
 func (c *Context) Enter() { *c.current = c.Index }
+
+// SetSideOutputs sets the operator's side outputs by tag (the task, before
+// the operator is created).
+func (c *Context) SetSideOutputs(sides map[string]any) { c.sideOutputs = sides }
+
+// SideOutput returns the side output of the tag (an Input of its type), or
+// nil when the job reads no such side output from this operator.
+func (c *Context) SideOutput(tag string) any { return c.sideOutputs[tag] }
 
 // Describe names the subtask as Flink does: "name (2/4)".
 func (c *Context) Describe() string {

@@ -27,6 +27,28 @@ type StreamType interface {
 	NewReader(in any, channels int, stats *IOStats, name string) RecordReader
 	// Fanout combines several Input[T] into one (none: a discarding one).
 	Fanout(outs []any) any
+	// TeeWatermarks returns main (an Input[T]) forwarding its watermarks to
+	// sides as well: the side outputs of an operator see its event time.
+	TeeWatermarks(main any, sides []WatermarkInput) any
+}
+
+// WatermarkInput is the watermark half of an Input of any type.
+type WatermarkInput interface{ ProcessWatermark(wm int64) }
+
+type teeWatermarks[T any] struct {
+	Input[T]
+	sides []WatermarkInput
+}
+
+func (t *teeWatermarks[T]) ProcessWatermark(wm int64) {
+	for _, s := range t.sides {
+		s.ProcessWatermark(wm)
+	}
+	t.Input.ProcessWatermark(wm)
+}
+
+func (s *streamType[T]) TeeWatermarks(main any, sides []WatermarkInput) any {
+	return &teeWatermarks[T]{Input: main.(Input[T]), sides: sides}
 }
 
 type streamType[T any] struct {

@@ -54,36 +54,13 @@ func (t *Task) build() error {
 	insts := make([]operator.Instance, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n := nodes[i]
-		var outs []any
-		for j := i + 1; j < len(nodes); j++ {
-			m := nodes[j]
-			if m.Inputs[0].From == n.ID {
-				outs = append(outs, insts[j].Inputs[m.Inputs[0].Input])
-			}
-		}
-		for _, o := range t.spec.Outputs {
-			if o.Edge.FromNode != n {
-				continue
-			}
-			st := n.OutType.(operator.StreamType)
-			if err := st.CodecErr(); err != nil {
-				return t.opError(i, fmt.Errorf("its output crosses the network to %q and needs a codec: %w", o.Edge.ToNode.Name, err))
-			}
-			var sel operator.SelectorFactory
-			if o.Edge.Selector != nil {
-				sel = o.Edge.Selector.(operator.SelectorFactory)
-			}
-			w, pw := st.NewWriter(o.Partition, sel, t.spec.Exec.Subtask, o.Edge.Target.MaxParallelism, t.cancel, &t.Stats)
-			outs = append(outs, w)
-			t.writers = append(t.writers, pw)
-			o.Partition.Pool.NotifyOn(t.outputReady)
-		}
-		var out any
-		if n.OutType != nil {
-			out = n.OutType.(operator.StreamType).Fanout(outs)
+		out, sides, err := t.outputs(i, insts)
+		if err != nil {
+			return err
 		}
 		ctx := operator.NewContext(&t.current, i)
 		ctx.OperatorName = n.Name
+		ctx.SetSideOutputs(sides)
 		ctx.OperatorID = t.spec.OperatorIDs[n.ID]
 		ctx.TaskName = t.name
 		ctx.Subtask = t.spec.Exec.Subtask
@@ -142,7 +119,7 @@ func (t *Task) build() error {
 			from := ""
 			for _, e := range v.Inputs {
 				if e.Input == in {
-					st = e.FromNode.OutType.(operator.StreamType)
+					st = e.FromNode.OutputType(e.Tag).(operator.StreamType)
 					from = e.FromNode.Name
 				}
 			}
@@ -158,4 +135,62 @@ func (t *Task) build() error {
 		}
 	}
 	return nil
+}
+
+// outputs wires node i's main output and side outputs (Flink's OutputTag)
+// to its chained successors and network writers: what the node's factory
+// gets as its output, and its side outputs by tag. A node with side outputs
+// forwards its watermarks to them too, as Flink does.
+func (t *Task) outputs(i int, insts []operator.Instance) (out any, sides map[string]any, err error) {
+	nodes := t.spec.Vertex.Nodes
+	n := nodes[i]
+	wire := func(tag string) (any, error) {
+		st, _ := n.OutputType(tag).(operator.StreamType)
+		if st == nil {
+			return nil, nil // a sink
+		}
+		var outs []any
+		for j := i + 1; j < len(nodes); j++ {
+			if in := nodes[j].Inputs[0]; in.From == n.ID && in.Tag == tag {
+				outs = append(outs, insts[j].Inputs[in.Input])
+			}
+		}
+		for _, o := range t.spec.Outputs {
+			if o.Edge.FromNode != n || o.Edge.Tag != tag {
+				continue
+			}
+			if err := st.CodecErr(); err != nil {
+				return nil, t.opError(i, fmt.Errorf("its output crosses the network to %q and needs a codec: %w", o.Edge.ToNode.Name, err))
+			}
+			var sel operator.SelectorFactory
+			if o.Edge.Selector != nil {
+				sel = o.Edge.Selector.(operator.SelectorFactory)
+			}
+			w, pw := st.NewWriter(o.Partition, sel, t.spec.Exec.Subtask, o.Edge.Target.MaxParallelism, t.cancel, &t.Stats)
+			outs = append(outs, w)
+			t.writers = append(t.writers, pw)
+			o.Partition.Pool.NotifyOn(t.outputReady)
+		}
+		return st.Fanout(outs), nil
+	}
+	if out, err = wire(""); err != nil {
+		return nil, nil, err
+	}
+	if len(n.SideTypes) == 0 {
+		return out, nil, nil
+	}
+	sides = make(map[string]any, len(n.SideTypes))
+	var wms []operator.WatermarkInput
+	for tag := range n.SideTypes {
+		side, err := wire(tag)
+		if err != nil {
+			return nil, nil, err
+		}
+		sides[tag] = side
+		wms = append(wms, side.(operator.WatermarkInput))
+	}
+	if out != nil {
+		out = n.OutType.(operator.StreamType).TeeWatermarks(out, wms)
+	}
+	return out, sides, nil
 }
