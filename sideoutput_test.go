@@ -13,10 +13,14 @@ import (
 	"github.com/weirhq/weir"
 )
 
-// collectBoth reads two Collect sinks at once (each backpressures the job
-// while unread) until the job ends.
+// collectBoth runs the job and reads two Collect sinks at once (each
+// backpressures the job while unread) until it ends.
 func collectBoth[A, B any](t *testing.T, env *weir.Environment, a *weir.Collected[A], b *weir.Collected[B]) ([]A, []B) {
 	t.Helper()
+	job, err := env.ExecuteAsync(context.Background(), "two-sinks")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var as []A
 	var bs []B
 	var wg sync.WaitGroup
@@ -33,10 +37,10 @@ func collectBoth[A, B any](t *testing.T, env *weir.Environment, a *weir.Collecte
 			bs = append(bs, v)
 		}
 	}()
-	if _, err := env.Execute(context.Background(), "side-outputs"); err != nil {
+	wg.Wait()
+	if _, err := job.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
 	return as, bs
 }
 

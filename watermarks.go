@@ -20,6 +20,55 @@ type WatermarkStrategy[T any] struct {
 	// Interval is how often watermarks are emitted (default 200ms, Flink's
 	// pipeline.auto-watermark-interval).
 	Interval time.Duration
+	// Generator, if set, makes each subtask's watermark generator instead
+	// of the bounded-out-of-orderness one (MaxOutOfOrderness is then
+	// unused): Flink's WatermarkGenerator, periodic (emitting in
+	// OnPeriodicEmit, called every Interval) or punctuated (emitting in
+	// OnEvent). See PunctuatedWatermarks.
+	Generator func() WatermarkGenerator[T]
+}
+
+// WatermarkGenerator generates watermarks from the elements' timestamps.
+// Watermarks that do not advance are ignored.
+type WatermarkGenerator[T any] interface {
+	OnEvent(v T, ts int64, out WatermarkOutput)
+	OnPeriodicEmit(out WatermarkOutput)
+}
+
+// WatermarkOutput receives a generator's watermarks.
+type WatermarkOutput interface {
+	EmitWatermark(wm int64)
+}
+
+// PunctuatedWatermarks is a generator that emits a watermark after every
+// element that advances it: highest timestamp so far - maxOutOfOrderness - 1.
+// Results then depend only on the order of the input, not on timing.
+func PunctuatedWatermarks[T any](maxOutOfOrderness time.Duration) func() WatermarkGenerator[T] {
+	delay := maxOutOfOrderness.Milliseconds()
+	return func() WatermarkGenerator[T] { return &punctuated[T]{delay: delay, max: math.MinInt64} }
+}
+
+type punctuated[T any] struct{ delay, max int64 }
+
+func (p *punctuated[T]) OnEvent(_ T, ts int64, out WatermarkOutput) {
+	if ts > p.max {
+		p.max = ts
+		if wm, ok := boundedWatermark(p.max, p.delay); ok {
+			out.EmitWatermark(wm)
+		}
+	}
+}
+
+func (p *punctuated[T]) OnPeriodicEmit(WatermarkOutput) {}
+
+// boundedWatermark is max - delay - 1, false when that falls below the
+// int64 range (nothing to emit yet).
+func boundedWatermark(max, delay int64) (int64, bool) {
+	// The distance of max from the minimum, in uint64, must exceed delay.
+	if uint64(max)-(1<<63) > uint64(delay) {
+		return max - delay - 1, true
+	}
+	return 0, false
 }
 
 // AssignTimestampsAndWatermarks sets each element's timestamp and emits
@@ -31,6 +80,11 @@ func AssignTimestampsAndWatermarks[T any](s DataStream[T], ws WatermarkStrategy[
 		interval = 200 * time.Millisecond
 	}
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		if ws.Generator != nil {
+			op := &generatorOp[T]{ts: ws.Timestamp, gen: ws.Generator(), interval: interval.Milliseconds(),
+				out: out.(operator.Input[T]), ctx: ctx, emitted: math.MinInt64}
+			return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
+		}
 		op := &watermarkOp[T]{ts: ws.Timestamp, delay: ws.MaxOutOfOrderness.Milliseconds(), interval: interval.Milliseconds(),
 			out: out.(operator.Input[T]), ctx: ctx, max: math.MinInt64, emitted: math.MinInt64}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
@@ -69,13 +123,54 @@ func (o *watermarkOp[T]) ProcessWatermark(wm int64) {
 }
 
 func (o *watermarkOp[T]) OnProcessingTime(now int64) {
-	// max - delay - 1 without wrapping below math.MinInt64: the distance of
-	// max from the minimum, in uint64, must exceed delay.
-	if uint64(o.max)-(1<<63) > uint64(o.delay) {
-		if wm := o.max - o.delay - 1; wm > o.emitted {
-			o.emitted = wm
-			o.out.ProcessWatermark(wm)
-		}
+	if wm, ok := boundedWatermark(o.max, o.delay); ok && wm > o.emitted {
+		o.emitted = wm
+		o.out.ProcessWatermark(wm)
 	}
+	o.ctx.WakeAt(now + o.interval)
+}
+
+// generatorOp runs a user's WatermarkGenerator.
+type generatorOp[T any] struct {
+	noLifecycle
+	ts       func(T) int64
+	gen      WatermarkGenerator[T]
+	interval int64
+	out      operator.Input[T]
+	ctx      *operator.Context
+	emitted  int64
+}
+
+func (o *generatorOp[T]) Open(ctx *operator.Context) error {
+	ctx.WakeAt(ctx.Clock.NowMillis() + o.interval)
+	return nil
+}
+
+func (o *generatorOp[T]) ProcessElement(v T, _ int64) {
+	o.ctx.Enter()
+	ts := o.ts(v)
+	o.out.ProcessElement(v, ts)
+	o.ctx.Enter()
+	o.gen.OnEvent(v, ts, o)
+}
+
+// EmitWatermark implements WatermarkOutput: only advancing watermarks go on.
+func (o *generatorOp[T]) EmitWatermark(wm int64) {
+	if wm > o.emitted && wm < math.MaxInt64 {
+		o.emitted = wm
+		o.out.ProcessWatermark(wm)
+		o.ctx.Enter()
+	}
+}
+
+func (o *generatorOp[T]) ProcessWatermark(wm int64) {
+	if wm == math.MaxInt64 && o.emitted != wm {
+		o.emitted = wm
+		o.out.ProcessWatermark(wm)
+	}
+}
+
+func (o *generatorOp[T]) OnProcessingTime(now int64) {
+	o.gen.OnPeriodicEmit(o)
 	o.ctx.WakeAt(now + o.interval)
 }

@@ -63,6 +63,13 @@ func (c *Core[K]) SetKeyBytes(b []byte) {
 	c.SetKey(k)
 }
 
+// SetNamespace makes ns the namespace of state and timers (windows: the
+// window's bytes; nil: none).
+func (c *Core[K]) SetNamespace(ns []byte) {
+	c.st.Backend.SetCurrentNamespace(ns)
+	c.st.Timers.SetCurrentNamespace(ns)
+}
+
 func (c *Core[K]) pointTimers() {
 	if !c.timerKey {
 		c.st.Timers.SetCurrentKey(c.keyBuf, c.kg)

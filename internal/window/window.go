@@ -1,0 +1,147 @@
+package window
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Window is the time interval [Start, End) in ms.
+type Window struct{ Start, End int64 }
+
+// MaxTimestamp is the last ms in the window (End-1): when the event-time
+// trigger fires it, and the timestamp of its results.
+func (w Window) MaxTimestamp() int64 { return w.End - 1 }
+
+// Intersects is Flink's TimeWindow.intersects: windows that overlap or touch
+// (one ends where the other starts) merge as sessions.
+func (w Window) Intersects(o Window) bool { return w.Start <= o.End && w.End >= o.Start }
+
+// Cover is the smallest window holding both.
+func (w Window) Cover(o Window) Window { return Window{min(w.Start, o.Start), max(w.End, o.End)} }
+
+func (w Window) String() string { return fmt.Sprintf("[%d, %d)", w.Start, w.End) }
+
+// Start is the start of the window of length size (> 0) holding ts, for
+// windows aligned to offset: ts - ((ts - offset) mod size), the remainder
+// kept non-negative so negative timestamps work too.
+func Start(ts, offset, size int64) int64 {
+	r := (ts%size - offset%size) % size
+	if r < 0 {
+		r += size
+	}
+	if ts < math.MinInt64+r {
+		return math.MinInt64 // the aligned start is below the int64 range
+	}
+	return ts - r
+}
+
+// Tumbling is the tumbling window of size holding ts. A window that would
+// end past math.MaxInt64 ends there.
+func Tumbling(ts, size, offset int64) Window {
+	s := Start(ts, offset, size)
+	return Window{s, end(s, size)}
+}
+
+// Interval is any type laid out as a Window (the public TimeWindow), so
+// assigners append to a caller's slice without converting.
+type Interval interface{ ~struct{ Start, End int64 } }
+
+// Sliding appends to dst every window [s, s+size) with s = k*slide + offset
+// and s <= ts < s+size, latest start first (Flink's order).
+func Sliding[W Interval](dst []W, ts, size, slide, offset int64) []W {
+	for s := Start(ts, offset, slide); end(s, size) > ts; s -= slide {
+		dst = append(dst, W{s, end(s, size)})
+		if s < math.MinInt64+slide {
+			break
+		}
+	}
+	return dst
+}
+
+// Session is the window a session element opens: [ts, ts+gap).
+func Session(ts, gap int64) Window { return Window{ts, end(ts, gap)} }
+
+func end(start, size int64) int64 {
+	if start > math.MaxInt64-size {
+		return math.MaxInt64
+	}
+	return start + size
+}
+
+// CleanupTime is when a window's state goes: its max timestamp plus the
+// allowed lateness (math.MaxInt64 if that overflows), as Flink's
+// WindowOperator.cleanupTime for event time. Processing-time windows pass
+// lateness 0.
+func CleanupTime(w Window, lateness int64) int64 {
+	t := w.MaxTimestamp() + lateness
+	if t < w.MaxTimestamp() {
+		return math.MaxInt64
+	}
+	return t
+}
+
+// IsWindowLate says whether an event-time window is past its cleanup time
+// at watermark wm: an element for it is not added.
+func IsWindowLate(w Window, lateness, wm int64) bool { return CleanupTime(w, lateness) <= wm }
+
+// IsElementLate says whether an element with timestamp ts is late at
+// watermark wm: ts + lateness <= wm.
+func IsElementLate(ts, lateness, wm int64) bool {
+	if ts > math.MaxInt64-lateness {
+		return false
+	}
+	return ts+lateness <= wm
+}
+
+// MergeSession adds the new window w to a key's sessions (disjoint, not
+// touching, sorted by start) the way Flink's MergingWindowSet does: the
+// sessions w intersects merge with it into one window. It returns the
+// resulting sessions, the window w ended up in, and the existing sessions
+// that were merged into it (not including result itself when w fell inside
+// an existing session without extending it: then merged is empty).
+func MergeSession(sessions []Window, w Window) (out []Window, result Window, merged []Window) {
+	result = w
+	out = make([]Window, 0, len(sessions)+1)
+	for _, s := range sessions {
+		if s.Intersects(w) {
+			merged = append(merged, s)
+			result = result.Cover(s)
+		} else {
+			out = append(out, s)
+		}
+	}
+	if len(merged) == 1 && merged[0] == result {
+		merged = nil // w inside an existing session: nothing moves
+	}
+	i, _ := slices.BinarySearchFunc(out, result, func(a, b Window) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	out = slices.Insert(out, i, result)
+	return out, result, merged
+}
+
+// NamespaceLen is the length of a window's namespace.
+const NamespaceLen = 16
+
+// AppendNamespace appends w's namespace: start and end, big-endian with the
+// sign bit flipped, so namespaces sort as windows do.
+func AppendNamespace(b []byte, w Window) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(w.Start)^(1<<63))
+	return binary.BigEndian.AppendUint64(b, uint64(w.End)^(1<<63))
+}
+
+// ParseNamespace reads a window's namespace.
+func ParseNamespace(b []byte) (Window, error) {
+	if len(b) != NamespaceLen {
+		return Window{}, fmt.Errorf("window: namespace of %d bytes, want %d", len(b), NamespaceLen)
+	}
+	return Window{int64(binary.BigEndian.Uint64(b) ^ (1 << 63)), int64(binary.BigEndian.Uint64(b[8:]) ^ (1 << 63))}, nil
+}

@@ -1,0 +1,590 @@
+package weir
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/timers"
+	"github.com/weirhq/weir/internal/window"
+	"github.com/weirhq/weir/state"
+)
+
+// WindowedStream is a keyed stream cut into windows (Flink's
+// WindowedStream); a window function turns it back into a stream.
+type WindowedStream[K comparable, T any] struct {
+	ks       KeyedStream[K, T]
+	assigner WindowAssigner
+	lateness time.Duration
+	lateTag  string
+}
+
+// Window groups each key's elements into the windows a assigns.
+func Window[K comparable, T any](ks KeyedStream[K, T], a WindowAssigner) WindowedStream[K, T] {
+	if a == nil {
+		ks.env.fail(errors.New("weir: Window needs a window assigner"))
+	} else if v, ok := a.(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			ks.env.fail(fmt.Errorf("weir: %w", err))
+		}
+	}
+	return WindowedStream[K, T]{ks: ks, assigner: a}
+}
+
+// AllowedLateness keeps each window's contents for d after the watermark
+// passed its end: an element arriving in that time fires the window again
+// with everything it holds (a late firing). Event-time windows only.
+func (w WindowedStream[K, T]) AllowedLateness(d time.Duration) WindowedStream[K, T] {
+	if d < 0 {
+		w.ks.env.fail(fmt.Errorf("weir: allowed lateness %v is negative", d))
+	}
+	w.lateness = d
+	return w
+}
+
+// SideOutputLateData sends elements that come too late for all their
+// windows to the side output tag (read it with SideOutput on the window
+// function's result) instead of dropping them.
+func (w WindowedStream[K, T]) SideOutputLateData(tag OutputTag[T]) WindowedStream[K, T] {
+	w.lateTag = tag.id
+	return w
+}
+
+// WindowContext is what a process window function sees: the window being
+// fired and its key. Timestamp is the window's max timestamp.
+type WindowContext[K comparable] interface {
+	Context
+	Window() TimeWindow
+	CurrentKey() K
+	CurrentWatermark() int64
+	CurrentProcessingTime() int64
+}
+
+// ProcessWindowFunction computes a window's results from its contents:
+// every element (WindowProcess), or the one aggregate of an incremental
+// function (WindowReduceProcess, WindowAggregateProcess).
+type ProcessWindowFunction[K comparable, IN, OUT any] interface {
+	Process(ctx WindowContext[K], elements []IN, out Collector[OUT]) error
+}
+
+// ProcessWindowFunc adapts a function to ProcessWindowFunction.
+type ProcessWindowFunc[K comparable, IN, OUT any] func(ctx WindowContext[K], elements []IN, out Collector[OUT]) error
+
+// Process implements ProcessWindowFunction.
+func (f ProcessWindowFunc[K, IN, OUT]) Process(ctx WindowContext[K], elements []IN, out Collector[OUT]) error {
+	return f(ctx, elements, out)
+}
+
+// AggregateFunction folds a window's elements into an accumulator, as
+// Flink's AggregateFunction. Merge combines two accumulators (session
+// windows merge theirs). ACC needs a codec (derived, or WithAccCodec).
+type AggregateFunction[IN, ACC, OUT any] interface {
+	CreateAccumulator() ACC
+	Add(v IN, acc ACC) ACC
+	GetResult(acc ACC) OUT
+	Merge(a, b ACC) ACC
+}
+
+// emitter passes a fired window's contents to the window function.
+type emitter[K comparable, R, U any] func(ctx WindowContext[K], r R, out Collector[U]) error
+
+// WindowReduce combines each window's elements with reduce, incrementally:
+// one value per key and window is kept.
+func WindowReduce[K comparable, T any](w WindowedStream[K, T], reduce func(a, b T) T) DataStream[T] {
+	return windowOperator[K, T, T, T](w, "Window(Reduce)", reducer[T](reduce), emitAsIs[K, T])
+}
+
+// WindowReduceProcess reduces incrementally, then passes each fired
+// window's value to fn with the window's metadata.
+func WindowReduceProcess[K comparable, T, U any](w WindowedStream[K, T], reduce func(a, b T) T, fn ProcessWindowFunction[K, T, U]) DataStream[U] {
+	return windowOperator[K, T, T, U](w, "Window(Reduce)", reducer[T](reduce), emitOne(fn))
+}
+
+// WindowAggregate aggregates each window's elements incrementally with agg.
+func WindowAggregate[K comparable, T, ACC, R any](w WindowedStream[K, T], agg AggregateFunction[T, ACC, R]) DataStream[R] {
+	return windowOperator[K, T, R, R](w, "Window(Aggregate)", aggregator[T, ACC, R](agg), emitAsIs[K, R])
+}
+
+// WindowAggregateProcess aggregates incrementally, then passes each fired
+// window's result to fn with the window's metadata.
+func WindowAggregateProcess[K comparable, T, ACC, R, U any](w WindowedStream[K, T], agg AggregateFunction[T, ACC, R], fn ProcessWindowFunction[K, R, U]) DataStream[U] {
+	return windowOperator[K, T, R, U](w, "Window(Aggregate)", aggregator[T, ACC, R](agg), emitOne(fn))
+}
+
+// WindowProcess keeps every element of each window and passes them all to
+// fn when the window fires.
+func WindowProcess[K comparable, T, U any](w WindowedStream[K, T], fn ProcessWindowFunction[K, T, U]) DataStream[U] {
+	c, err := codec.For[T]()
+	contents := func() (windowContents[T, []T], error) {
+		if err != nil {
+			return nil, fmt.Errorf("window contents need a codec for the element type: %w", err)
+		}
+		return &listContents[T]{codec: c}, nil
+	}
+	return windowOperator[K, T, []T, U](w, "Window(Process)", contents, func() (emitter[K, []T, U], any) {
+		f := instanceOf(fn)
+		return f.Process, f
+	})
+}
+
+func emitAsIs[K comparable, R any]() (emitter[K, R, R], any) {
+	return func(_ WindowContext[K], r R, out Collector[R]) error { out.Collect(r); return nil }, nil
+}
+
+// emitOne hands a process window function the one incremental result.
+func emitOne[K comparable, R, U any](fn ProcessWindowFunction[K, R, U]) func() (emitter[K, R, U], any) {
+	return func() (emitter[K, R, U], any) {
+		f := instanceOf(fn)
+		buf := make([]R, 1)
+		return func(ctx WindowContext[K], r R, out Collector[U]) error {
+			buf[0] = r
+			return f.Process(ctx, buf, out)
+		}, f
+	}
+}
+
+func reducer[T any](reduce func(a, b T) T) func() (windowContents[T, T], error) {
+	c, err := codec.For[T]()
+	return func() (windowContents[T, T], error) {
+		if err != nil {
+			return nil, fmt.Errorf("window contents need a codec for the element type: %w", err)
+		}
+		return &valueContents[T, T, T]{codec: c, name: "window-reduce",
+			addFn: func(acc T, ok bool, v T) T {
+				if !ok {
+					return v
+				}
+				return reduce(acc, v)
+			},
+			mergeFn: reduce, resultFn: func(acc T) T { return acc }}, nil
+	}
+}
+
+func aggregator[T, ACC, R any](agg AggregateFunction[T, ACC, R]) func() (windowContents[T, R], error) {
+	c, err := codec.For[ACC]()
+	return func() (windowContents[T, R], error) {
+		if err != nil {
+			return nil, fmt.Errorf("window contents need a codec for the accumulator type: %w", err)
+		}
+		return &valueContents[T, ACC, R]{codec: c, name: "window-aggregate",
+			addFn: func(acc ACC, ok bool, v T) ACC {
+				if !ok {
+					acc = agg.CreateAccumulator()
+				}
+				return agg.Add(v, acc)
+			},
+			mergeFn: agg.Merge, resultFn: agg.GetResult}, nil
+	}
+}
+
+// windowContents keeps a window's elements in keyed state under the
+// current key and namespace (the window): folded into one accumulator, or
+// as a list.
+type windowContents[T, R any] interface {
+	open(store state.KeyedStore)
+	add(v T)
+	// get is what the window function gets; false when the window is empty.
+	get() (R, bool)
+	// take returns the current namespace's contents and clears them;
+	// absorb adds such contents to the current namespace (session merges).
+	take() (any, bool)
+	absorb(raw any)
+	clear()
+}
+
+type valueContents[T, ACC, R any] struct {
+	codec    codec.Codec[ACC]
+	name     string
+	st       state.ValueState[ACC]
+	addFn    func(acc ACC, ok bool, v T) ACC
+	mergeFn  func(a, b ACC) ACC
+	resultFn func(ACC) R
+}
+
+func (c *valueContents[T, ACC, R]) open(store state.KeyedStore) {
+	c.st = state.GetValueState(store, state.ValueDescriptor[ACC]{Name: c.name, Codec: c.codec})
+}
+
+func (c *valueContents[T, ACC, R]) add(v T) {
+	acc, ok := c.st.Value()
+	c.st.Update(c.addFn(acc, ok, v))
+}
+
+func (c *valueContents[T, ACC, R]) get() (R, bool) {
+	acc, ok := c.st.Value()
+	if !ok {
+		var zero R
+		return zero, false
+	}
+	return c.resultFn(acc), true
+}
+
+func (c *valueContents[T, ACC, R]) take() (any, bool) {
+	acc, ok := c.st.Value()
+	if ok {
+		c.st.Clear()
+	}
+	return acc, ok
+}
+
+func (c *valueContents[T, ACC, R]) absorb(raw any) {
+	in := raw.(ACC)
+	if acc, ok := c.st.Value(); ok {
+		in = c.mergeFn(acc, in)
+	}
+	c.st.Update(in)
+}
+
+func (c *valueContents[T, ACC, R]) clear() { c.st.Clear() }
+
+type listContents[T any] struct {
+	codec codec.Codec[T]
+	st    state.ListState[T]
+}
+
+func (c *listContents[T]) open(store state.KeyedStore) {
+	c.st = state.GetListState(store, state.ListDescriptor[T]{Name: "window-contents", Codec: c.codec})
+}
+
+func (c *listContents[T]) add(v T) { c.st.Add(v) }
+
+func (c *listContents[T]) get() ([]T, bool) {
+	l := c.st.Get()
+	return l, len(l) > 0
+}
+
+func (c *listContents[T]) take() (any, bool) {
+	l := c.st.Get()
+	if len(l) == 0 {
+		return nil, false
+	}
+	c.st.Clear()
+	return l, true
+}
+
+func (c *listContents[T]) absorb(raw any) { c.st.AddAll(raw.([]T)) }
+func (c *listContents[T]) clear()         { c.st.Clear() }
+
+// windowOperator declares the window operator of w with the given contents
+// and window function.
+func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name string,
+	contents func() (windowContents[T, R], error), emit func() (emitter[K, R, U], any)) DataStream[U] {
+	ks := w.ks
+	keyCodec, codecErr := ks.keyCodec, ks.codecErr
+	assigner, lateness, lateTag := w.assigner, w.lateness.Milliseconds(), w.lateTag
+	_, merging := assigner.(MergingWindowAssigner)
+	byElement, _ := assigner.(ElementWindowAssigner[T])
+	if assigner != nil && !assigner.IsEventTime() {
+		lateness = 0 // Flink ignores allowed lateness for processing time
+	}
+	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		if keyCodec == nil {
+			return operator.Instance{}, errNoKeyCodec(codecErr)
+		}
+		if assigner == nil {
+			return operator.Instance{}, errors.New("no window assigner")
+		}
+		c, err := contents()
+		if err != nil {
+			return operator.Instance{}, err
+		}
+		em, fn := emit()
+		op := &windowOp[K, T, R, U]{fnHooks: fnHooks{fn}, fn: fn, key: ks.key, keyCodec: keyCodec,
+			assigner: assigner, byElement: byElement, eventTime: assigner.IsEventTime(), merging: merging,
+			lateness: lateness, contents: c, emit: em,
+			col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		if lateTag != "" {
+			op.late = sideInput[T](ctx, lateTag)
+		}
+		return operator.Instance{Op: op, Keyed: true, Inputs: []any{operator.Input[T](op)}}, nil
+	})
+	return newStream[U](ks.env, addNode[U](ks.env, name, fac, false, ks.ends))
+}
+
+// windowOp is Flink's WindowOperator with its default triggers: the
+// event-time trigger (fire when the watermark reaches the window's max
+// timestamp; at once for an element of a window already past it) or the
+// processing-time trigger. See docs/windows.md.
+type windowOp[K comparable, T, R, U any] struct {
+	fnHooks
+	fn        any // the user's window function, for Open/Close hooks
+	key       func(T) K
+	keyCodec  codec.Codec[K]
+	assigner  WindowAssigner
+	byElement ElementWindowAssigner[T]
+	eventTime bool
+	merging   bool
+	lateness  int64
+	contents  windowContents[T, R]
+	sessions  state.ValueState[[]TimeWindow] // merging: the key's live windows
+	emit      emitter[K, R, U]
+	late      operator.Input[T] // nil: late elements are dropped
+	dropped   int64             // late elements dropped (numLateRecordsDropped)
+
+	core *keyed.Core[K]
+	ctx  *operator.Context
+	col  collector[U]
+	wctx windowContext[K]
+	wins []TimeWindow
+	ns   []byte
+	fire func(timers.Timer)
+}
+
+func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
+	core, err := keyed.NewCore(ctx, o.keyCodec)
+	if err != nil {
+		return err
+	}
+	core.ArmProcessingTime() // restored timers
+	o.core, o.ctx = core, ctx
+	o.contents.open(core.Store())
+	if o.merging {
+		c, err := codec.For[[]TimeWindow]()
+		if err != nil {
+			return err
+		}
+		o.sessions = state.GetValueState(core.Store(), state.ValueDescriptor[[]TimeWindow]{Name: "window-sessions", Codec: c})
+	}
+	o.wctx = windowContext[K]{runtimeContext: runtimeContext{ctx}, core: core}
+	o.fire = o.onTimer
+	if op, ok := o.fn.(KeyedOpener); ok {
+		return op.Open(keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
+	}
+	if op, ok := o.fn.(Opener); ok {
+		return op.Open(keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
+	}
+	return nil
+}
+
+func (o *windowOp[K, T, R, U]) Finish() error { return nil }
+func (o *windowOp[K, T, R, U]) Close() error  { return closeFn(o.fn) }
+
+// setWindow makes w the namespace of state and timers.
+func (o *windowOp[K, T, R, U]) setWindow(w TimeWindow) {
+	o.ns = window.AppendNamespace(o.ns[:0], window.Window(w))
+	o.core.SetNamespace(o.ns)
+}
+
+func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
+	o.ctx.Enter()
+	o.core.SetKey(o.key(v))
+	var now int64
+	if !o.eventTime {
+		now = o.ctx.Clock.NowMillis()
+	} else if ts == NoTimestamp {
+		operator.Fail(errors.New("an element without a timestamp reached an event-time window: assign timestamps first (AssignTimestampsAndWatermarks)"))
+	}
+	if o.byElement != nil {
+		o.wins = o.byElement.AssignElement(o.wins[:0], v, ts, now)
+	} else {
+		o.wins = o.assigner.AssignWindows(o.wins[:0], ts, now)
+	}
+	wm := o.core.CurrentWatermark()
+	skipped := true
+	for _, w := range o.wins {
+		if o.merging {
+			var ok bool
+			if w, ok = o.mergeSession(w, wm, now); !ok {
+				continue
+			}
+		} else if o.isLate(w, wm) {
+			continue
+		}
+		skipped = false
+		o.setWindow(w)
+		o.contents.add(v)
+		o.onElement(w, wm)
+		o.registerCleanup(w)
+	}
+	if skipped && o.eventTime && window.IsElementLate(ts, o.lateness, wm) {
+		if o.late != nil {
+			o.late.ProcessElement(v, ts)
+			o.ctx.Enter()
+		} else {
+			o.dropped++
+		}
+	}
+	if o.merging {
+		o.core.SetNamespace(nil)
+	}
+}
+
+func (o *windowOp[K, T, R, U]) isLate(w TimeWindow, wm int64) bool {
+	return o.eventTime && window.IsWindowLate(window.Window(w), o.lateness, wm)
+}
+
+// onElement is the default trigger's onElement: an event-time window whose
+// end the watermark passed fires at once (a late firing); otherwise a
+// timer fires it at its max timestamp.
+func (o *windowOp[K, T, R, U]) onElement(w TimeWindow, wm int64) {
+	switch {
+	case !o.eventTime:
+		o.core.RegisterProcessingTimeTimer(w.MaxTimestamp())
+	case w.MaxTimestamp() <= wm:
+		o.fireWindow(w)
+	default:
+		o.core.RegisterEventTimeTimer(w.MaxTimestamp())
+	}
+}
+
+// registerCleanup registers the timer that clears the window's state:
+// none for a window that ends at the end of time.
+func (o *windowOp[K, T, R, U]) registerCleanup(w TimeWindow) {
+	t := window.CleanupTime(window.Window(w), o.lateness)
+	if t == math.MaxInt64 {
+		return
+	}
+	if o.eventTime {
+		o.core.RegisterEventTimeTimer(t)
+	} else {
+		o.core.RegisterProcessingTimeTimer(t)
+	}
+}
+
+func (o *windowOp[K, T, R, U]) deleteTimers(w TimeWindow) {
+	t := window.CleanupTime(window.Window(w), o.lateness)
+	if o.eventTime {
+		o.core.DeleteEventTimeTimer(w.MaxTimestamp())
+		o.core.DeleteEventTimeTimer(t)
+	} else {
+		o.core.DeleteProcessingTimeTimer(w.MaxTimestamp())
+	}
+}
+
+// mergeSession adds w to the current key's sessions, merging the sessions
+// it touches into one window whose state holds all of theirs. It returns
+// the window the element goes to, or false when that window is late (the
+// element is then skipped).
+func (o *windowOp[K, T, R, U]) mergeSession(w TimeWindow, wm, now int64) (TimeWindow, bool) {
+	o.core.SetNamespace(nil)
+	cur, _ := o.sessions.Value()
+	ws := make([]window.Window, len(cur))
+	for i, s := range cur {
+		ws[i] = window.Window(s)
+	}
+	ws, result, merged := window.MergeSession(ws, window.Window(w))
+	r := TimeWindow(result)
+	if len(merged) > 0 {
+		if o.isLate(r, wm) {
+			// Merging never moves a window's end back, so a merged window
+			// is late only if a trigger failed to clean up: Flink fails too.
+			operator.Fail(fmt.Errorf("window merging produced the late window %v at watermark %d", r, wm))
+		}
+		var raws []any
+		for _, m := range merged {
+			o.setWindow(TimeWindow(m))
+			o.deleteTimers(TimeWindow(m))
+			if raw, ok := o.contents.take(); ok {
+				raws = append(raws, raw)
+			}
+		}
+		o.setWindow(r)
+		for _, raw := range raws {
+			o.contents.absorb(raw)
+		}
+		// The trigger's onMerge: a timer for the merged window's end.
+		if o.eventTime && r.MaxTimestamp() > wm {
+			o.core.RegisterEventTimeTimer(r.MaxTimestamp())
+		} else if !o.eventTime && r.MaxTimestamp() > now {
+			o.core.RegisterProcessingTimeTimer(r.MaxTimestamp())
+		}
+	} else if o.isLate(r, wm) {
+		return r, false // a new, lone late window: never stored (Flink retires it)
+	}
+	out := make([]TimeWindow, len(ws))
+	for i, s := range ws {
+		out[i] = TimeWindow(s)
+	}
+	o.core.SetNamespace(nil)
+	o.sessions.Update(out)
+	return r, true
+}
+
+// fireWindow emits the contents of window w of the current key.
+func (o *windowOp[K, T, R, U]) fireWindow(w TimeWindow) {
+	r, ok := o.contents.get()
+	if !ok {
+		return
+	}
+	ts := w.MaxTimestamp()
+	o.col.ts = ts
+	o.wctx.window, o.wctx.ts = w, ts
+	if err := o.emit(&o.wctx, r, &o.col); err != nil {
+		operator.Fail(err)
+	}
+	o.ctx.Enter()
+}
+
+// onTimer fires or cleans up the window a timer's namespace names.
+func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
+	o.core.SetKeyBytes(tm.Key)
+	ww, err := window.ParseNamespace(tm.Namespace)
+	if err != nil {
+		operator.Fail(fmt.Errorf("a window timer: %w", err))
+	}
+	w := TimeWindow(ww)
+	var sessions []TimeWindow
+	if o.merging {
+		o.core.SetNamespace(nil)
+		sessions, _ = o.sessions.Value()
+		live := false
+		for _, s := range sessions {
+			live = live || s == w
+		}
+		if !live {
+			return // a timer of a window merged away (its timers were deleted; a restored one may remain)
+		}
+	}
+	o.setWindow(w)
+	if tm.Timestamp == w.MaxTimestamp() {
+		o.fireWindow(w)
+	}
+	if tm.Timestamp == window.CleanupTime(ww, o.lateness) {
+		o.contents.clear()
+		if o.merging {
+			o.core.SetNamespace(nil)
+			rest := sessions[:0]
+			for _, s := range sessions {
+				if s != w {
+					rest = append(rest, s)
+				}
+			}
+			if len(rest) == 0 {
+				o.sessions.Clear()
+			} else {
+				o.sessions.Update(rest)
+			}
+		}
+	}
+}
+
+// ProcessWatermark fires the windows the watermark passed, then forwards it.
+func (o *windowOp[K, T, R, U]) ProcessWatermark(wm int64) {
+	o.ctx.Enter()
+	o.core.AdvanceWatermark(wm, o.fire)
+	o.col.out.ProcessWatermark(wm)
+}
+
+// OnProcessingTime implements operator.ProcessingTimer.
+func (o *windowOp[K, T, R, U]) OnProcessingTime(now int64) {
+	o.ctx.Enter()
+	o.core.FireProcessingTime(now, o.fire)
+}
+
+// windowContext implements WindowContext.
+type windowContext[K comparable] struct {
+	runtimeContext
+	core   *keyed.Core[K]
+	window TimeWindow
+	ts     int64
+}
+
+func (c *windowContext[K]) Timestamp() int64             { return c.ts }
+func (c *windowContext[K]) Window() TimeWindow           { return c.window }
+func (c *windowContext[K]) CurrentKey() K                { return c.core.Current() }
+func (c *windowContext[K]) CurrentWatermark() int64      { return c.core.CurrentWatermark() }
+func (c *windowContext[K]) CurrentProcessingTime() int64 { return c.core.CurrentProcessingTime() }
