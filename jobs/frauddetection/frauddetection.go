@@ -3,19 +3,17 @@ package frauddetection
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/internal/jsonline"
 	"github.com/weirhq/weir/state"
 )
 
@@ -62,218 +60,20 @@ func Parse(l file.Line) (Transaction, error) {
 	return tx, nil
 }
 
-// The keys of a transaction; parse's seen is indexed alike.
-var keys = [...]string{"account", "amount", "ts"}
-
 func parse(text string) (Transaction, error) {
 	var tx Transaction
-	if !json.Valid([]byte(text)) {
-		return tx, syntaxError(text)
+	vals, err := jsonline.Object(text, "transaction", "account", "amount", "ts")
+	if err != nil {
+		return tx, err
 	}
-	// Valid JSON from here on, so the scanner need not check its syntax.
-	sc := scanner{s: text}
-	sc.space()
-	if text[sc.i] != '{' {
-		return tx, fmt.Errorf("not a JSON transaction: want an object {\"account\": ..., \"amount\": ..., \"ts\": ...}, got %s", describe(sc.value()))
+	if tx.Account, err = jsonline.String("account", vals[0]); err != nil {
+		return tx, err
 	}
-	var seen [len(keys)]bool
-	for key, v := range sc.members() {
-		i := 0
-		for i < len(keys) && keys[i] != key {
-			i++
-		}
-		if i == len(keys) {
-			continue // not ours: ignored
-		}
-		if seen[i] {
-			return tx, fmt.Errorf("%q appears twice", key)
-		}
-		seen[i] = true
-		switch key {
-		case "account":
-			if v[0] != '"' {
-				return tx, fmt.Errorf("\"account\" must be a JSON string, got %s", describe(v))
-			}
-			tx.Account = unquote(v)
-		case "amount":
-			if !isNumber(v) {
-				return tx, fmt.Errorf("\"amount\" must be a JSON number, got %s", describe(v))
-			}
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return tx, fmt.Errorf("\"amount\" %s is out of range", clip(v))
-			}
-			tx.Amount = f
-		case "ts":
-			if !isNumber(v) {
-				return tx, fmt.Errorf("\"ts\" must be a JSON integer number of milliseconds, got %s", describe(v))
-			}
-			if strings.ContainsAny(v, ".eE") {
-				return tx, fmt.Errorf("\"ts\" %s is not an integer number of milliseconds (write it without fraction or exponent)", clip(v))
-			}
-			ts, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return tx, fmt.Errorf("\"ts\" %s is out of range (milliseconds from %d to %d)", clip(v), int64(math.MinInt64), int64(math.MaxInt64))
-			}
-			tx.TS = ts
-		}
+	if tx.Amount, err = jsonline.Float("amount", vals[1]); err != nil {
+		return tx, err
 	}
-	for i, key := range keys {
-		if seen[i] {
-			continue
-		}
-		sc := scanner{s: text}
-		sc.space()
-		for other := range sc.members() {
-			if strings.EqualFold(other, key) {
-				return tx, fmt.Errorf("no %q (keys are case-sensitive; the line has %q)", key, other)
-			}
-		}
-		return tx, fmt.Errorf("no %q: %.200q", key, text)
-	}
-	return tx, nil
-}
-
-// syntaxError explains why text is not valid JSON.
-func syntaxError(text string) error {
-	if blank(text) {
-		return errors.New("not a JSON transaction: the line is blank")
-	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	var v json.RawMessage
-	err := dec.Decode(&v)
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		return fmt.Errorf("not a JSON transaction: more after the object's closing brace: %.200q", text)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("not a JSON transaction: the line ends inside the JSON: %.200q", text)
-	case errors.As(err, &se):
-		return fmt.Errorf("not a JSON transaction: %s (at byte %d): %.200q", se.Error(), se.Offset, text)
-	}
-	return fmt.Errorf("not a JSON transaction: %.200q", text)
-}
-
-// scanner walks text that is known to be valid JSON.
-type scanner struct {
-	s string
-	i int
-}
-
-func (sc *scanner) space() {
-	for sc.i < len(sc.s) && (sc.s[sc.i] == ' ' || sc.s[sc.i] == '\t' || sc.s[sc.i] == '\n' || sc.s[sc.i] == '\r') {
-		sc.i++
-	}
-}
-
-// members yields the keys (unquoted) and values (as JSON text) of the
-// object at the scanner.
-func (sc *scanner) members() iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		sc.i++ // {
-		for {
-			sc.space()
-			if sc.s[sc.i] == '}' {
-				return
-			}
-			if sc.s[sc.i] == ',' {
-				sc.i++
-				sc.space()
-			}
-			key := unquote(sc.str())
-			sc.space()
-			sc.i++ // :
-			sc.space()
-			if !yield(key, sc.value()) {
-				return
-			}
-		}
-	}
-}
-
-// str returns the JSON string at the scanner, quotes and escapes included.
-func (sc *scanner) str() string {
-	start := sc.i
-	for sc.i++; ; sc.i++ {
-		switch sc.s[sc.i] {
-		case '\\':
-			sc.i++
-		case '"':
-			sc.i++
-			return sc.s[start:sc.i]
-		}
-	}
-}
-
-// value returns the JSON value at the scanner, as text.
-func (sc *scanner) value() string {
-	start := sc.i
-	switch sc.s[sc.i] {
-	case '"':
-		sc.str()
-	case '{', '[':
-		for depth := 0; ; {
-			switch sc.s[sc.i] {
-			case '"':
-				sc.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			sc.i++
-			if depth == 0 {
-				break
-			}
-		}
-	default: // a number, true, false or null
-		for sc.i < len(sc.s) && !strings.ContainsRune(",}] \t\r\n", rune(sc.s[sc.i])) {
-			sc.i++
-		}
-	}
-	return sc.s[start:sc.i]
-}
-
-// unquote returns the value of a valid JSON string.
-func unquote(v string) string {
-	if !strings.ContainsRune(v, '\\') {
-		return v[1 : len(v)-1]
-	}
-	var s string
-	json.Unmarshal([]byte(v), &s)
-	return s
-}
-
-func isNumber(v string) bool { return v[0] == '-' || '0' <= v[0] && v[0] <= '9' }
-
-// describe names the type of a JSON value, and the value, for a message.
-func describe(v string) string {
-	switch v[0] {
-	case '"':
-		return "string " + clip(v)
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "boolean " + v
-	case 'n':
-		return "null"
-	}
-	return "number " + clip(v)
-}
-
-// clip shortens s for a message.
-func clip(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	i := 57
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
+	tx.TS, err = jsonline.Int("ts", vals[2], "milliseconds")
+	return tx, err
 }
 
 // Detector is the keyed process function of the job.
