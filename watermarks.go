@@ -2,9 +2,12 @@ package weir
 
 import (
 	"math"
+	"slices"
 	"time"
 
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/state"
 )
 
 // WatermarkStrategy assigns event timestamps to elements and generates
@@ -99,12 +102,19 @@ type watermarkOp[T any] struct {
 	out             operator.Input[T]
 	ctx             *operator.Context
 	max, emitted    int64
+	saved           watermarkState
 }
 
 func (o *watermarkOp[T]) Open(ctx *operator.Context) error {
+	if wm, ok := o.saved.open(ctx, "emitted-watermark"); ok {
+		o.emitted = wm
+	}
 	ctx.WakeAt(ctx.Clock.NowMillis() + o.interval)
 	return nil
 }
+
+// SnapshotState implements operator.Snapshotter.
+func (o *watermarkOp[T]) SnapshotState(int64) error { o.saved.save(o.emitted); return nil }
 
 func (o *watermarkOp[T]) ProcessElement(v T, _ int64) {
 	o.ctx.Enter()
@@ -139,12 +149,19 @@ type generatorOp[T any] struct {
 	out      operator.Input[T]
 	ctx      *operator.Context
 	emitted  int64
+	saved    watermarkState
 }
 
 func (o *generatorOp[T]) Open(ctx *operator.Context) error {
+	if wm, ok := o.saved.open(ctx, "emitted-watermark"); ok {
+		o.emitted = wm
+	}
 	ctx.WakeAt(ctx.Clock.NowMillis() + o.interval)
 	return nil
 }
+
+// SnapshotState implements operator.Snapshotter.
+func (o *generatorOp[T]) SnapshotState(int64) error { o.saved.save(o.emitted); return nil }
 
 func (o *generatorOp[T]) ProcessElement(v T, _ int64) {
 	o.ctx.Enter()
@@ -174,3 +191,23 @@ func (o *generatorOp[T]) OnProcessingTime(now int64) {
 	o.gen.OnPeriodicEmit(o)
 	o.ctx.WakeAt(now + o.interval)
 }
+
+// watermarkState keeps an operator's watermark in its checkpoints, so that
+// after a restore the operator goes on from the watermark it had rather
+// than from the minimum (where Flink starts again): elements replayed after
+// a failure are then late or on time exactly as in a run without failure,
+// and windows fire alike. Union state: after a change of parallelism every
+// subtask takes the minimum of all.
+type watermarkState struct{ st state.ListState[int64] }
+
+// open declares the state and returns the restored watermark, if any.
+func (w *watermarkState) open(ctx *operator.Context, name string) (int64, bool) {
+	c, _ := codec.For[int64]()
+	w.st = state.GetUnionListState(ctx.OperatorState(), state.ListDescriptor[int64]{Name: name, Codec: c})
+	if vs := w.st.Get(); len(vs) > 0 {
+		return slices.Min(vs), true
+	}
+	return 0, false
+}
+
+func (w *watermarkState) save(wm int64) { w.st.Update([]int64{wm}) }

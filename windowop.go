@@ -324,6 +324,7 @@ type windowOp[K comparable, T, R, U any] struct {
 	emit      emitter[K, R, U]
 	late      operator.Input[T] // nil: late elements are dropped
 	dropped   int64             // late elements dropped (numLateRecordsDropped)
+	saved     watermarkState
 
 	core *keyed.Core[K]
 	ctx  *operator.Context
@@ -341,6 +342,9 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	}
 	core.ArmProcessingTime() // restored timers
 	o.core, o.ctx = core, ctx
+	if wm, ok := o.saved.open(ctx, "window-watermark"); ok {
+		core.RestoreWatermark(wm)
+	}
 	o.contents.open(core.Store())
 	if o.merging {
 		c, err := codec.For[[]TimeWindow]()
@@ -361,7 +365,14 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 }
 
 func (o *windowOp[K, T, R, U]) Finish() error { return nil }
-func (o *windowOp[K, T, R, U]) Close() error  { return closeFn(o.fn) }
+
+// SnapshotState implements operator.Snapshotter: the watermark goes into
+// the checkpoint (see watermarkState), then the function's own hook runs.
+func (o *windowOp[K, T, R, U]) SnapshotState(id int64) error {
+	o.saved.save(o.core.CurrentWatermark())
+	return o.fnHooks.SnapshotState(id)
+}
+func (o *windowOp[K, T, R, U]) Close() error { return closeFn(o.fn) }
 
 // setWindow makes w the namespace of state and timers.
 func (o *windowOp[K, T, R, U]) setWindow(w TimeWindow) {
@@ -563,8 +574,12 @@ func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
 }
 
 // ProcessWatermark fires the windows the watermark passed, then forwards it.
+// A watermark at or below the restored one is not forwarded again.
 func (o *windowOp[K, T, R, U]) ProcessWatermark(wm int64) {
 	o.ctx.Enter()
+	if wm <= o.core.CurrentWatermark() {
+		return
+	}
 	o.core.AdvanceWatermark(wm, o.fire)
 	o.col.out.ProcessWatermark(wm)
 }

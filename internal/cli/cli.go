@@ -21,6 +21,7 @@ import (
 	"github.com/weirhq/weir/jobs/clicks"
 	"github.com/weirhq/weir/jobs/frauddetection"
 	"github.com/weirhq/weir/jobs/keyedcount"
+	"github.com/weirhq/weir/jobs/windowagg"
 	"github.com/weirhq/weir/jobs/wordcount"
 )
 
@@ -60,11 +61,18 @@ Built-in jobs:
               --input PATH --output DIR --checkpoint-dir URL
               [--checkpoint-interval D] [--unaligned] [--rate N] [--retained N]
               [--from latest|PATH]; killed, it resumes with --from latest
+  window-agg  per key and event-time window, count, sum, min and max of JSON
+              lines {"ts": MS, "key": "K", "value": N}: --input PATH
+              --output PATH --window tumbling:SIZE|sliding:SIZE,SLIDE|session:GAP
+              [--out-of-orderness D] [--allowed-lateness D]
+              [--watermarks punctuated|periodic] [--late-output PATH]
+              [--rate N] and the checkpoint flags (outputs are then
+              directories, written exactly once)
 
   PATH may be "-" for standard input or output; an input may be a file, a
   directory of files (names starting with . or _ are skipped) or a pipe.
 
-Checkpoints (keyed-count):
+Checkpoints (keyed-count, window-agg):
   --checkpoint-dir URL   where checkpoints go: a directory, file:///dir, s3://bucket/prefix
   --checkpoint-interval D  between checkpoints (default 1s)
   --unaligned            unaligned checkpoints (barriers overtake in-flight data)
@@ -240,6 +248,9 @@ type jobFlags struct {
 	unaligned     bool
 	from          string
 	retained      int
+	// window-agg
+	window, watermarks, lateOutput string
+	outOfOrderness, lateness       time.Duration
 }
 
 var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "log-level"}
@@ -264,12 +275,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.unaligned, "unaligned", false, "")
 	fs.StringVar(&f.from, "from", "", "")
 	fs.IntVar(&f.retained, "retained", 1, "")
+	fs.StringVar(&f.window, "window", "", "")
+	fs.StringVar(&f.watermarks, "watermarks", "punctuated", "")
+	fs.StringVar(&f.lateOutput, "late-output", "", "")
+	fs.DurationVar(&f.outOfOrderness, "out-of-orderness", 0, "")
+	fs.DurationVar(&f.lateness, "allowed-lateness", 0, "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("run needs exactly one job name (wordcount, clicks or fraud-detection), got %d arguments", len(pos))
+		return usagef("run needs exactly one job name (wordcount, clicks, fraud-detection, keyed-count or window-agg), got %d arguments", len(pos))
 	}
 	job := pos[0]
 	switch job {
@@ -282,12 +298,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err == nil && (f.input == "" || f.output == "") {
 			err = usagef("fraud-detection needs --input and --output")
 		}
-	case "keyed-count":
-		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained")...)
+	case "keyed-count", "window-agg":
+		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained")
+		if job == "window-agg" {
+			flags = append(flags, "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
+		}
+		err = onlyFlags(fs, job, flags...)
 		switch {
 		case err != nil:
-		case f.input == "" || f.output == "" || f.checkpointDir == "":
+		case job == "keyed-count" && (f.input == "" || f.output == "" || f.checkpointDir == ""):
 			err = usagef("keyed-count needs --input, --output and --checkpoint-dir")
+		case job == "window-agg" && (f.input == "" || f.output == "" || f.window == ""):
+			err = usagef("window-agg needs --input, --output and --window")
+		case f.checkpointDir == "" && setFlag(fs, "from"):
+			err = usagef("--from needs --checkpoint-dir")
 		case f.interval < 10*time.Millisecond:
 			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
 		case f.retained < 1 || f.retained > 1000:
@@ -299,7 +323,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			f.rate = 0
 		}
 	default:
-		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection, keyed-count)", job)
+		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection, keyed-count, window-agg)", job)
 	}
 	if err != nil {
 		return err
@@ -314,6 +338,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "fraud-detection":
 		return frauddetection.Run(ctx, frauddetection.Options{Input: f.input, Output: f.output, Parallelism: f.parallelism,
 			StateBackend: f.backend, MaxOutOfOrderness: f.ooo, Config: cfg, Stdout: stdout})
+	case "window-agg":
+		return runWindowAgg(ctx, f, cfg, stderr)
 	case "keyed-count":
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained}
 		cfg.ResumeFrom = f.from
@@ -334,6 +360,34 @@ func setFlag(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// runWindowAgg validates window-agg's own flags and runs it: with
+// --checkpoint-dir, exactly once into output directories.
+func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Writer) error {
+	spec, err := windowagg.ParseSpec(f.window)
+	if err != nil {
+		return usagef("--window: %v", err)
+	}
+	for name, d := range map[string]time.Duration{"out-of-orderness": f.outOfOrderness, "allowed-lateness": f.lateness} {
+		if err := checkDuration(name, d); err != nil {
+			return err
+		}
+	}
+	if f.watermarks != "punctuated" && f.watermarks != "periodic" {
+		return usagef("--watermarks %q: want punctuated or periodic", f.watermarks)
+	}
+	if f.lateOutput != "" && f.lateOutput == f.output {
+		return usagef("--late-output and --output are both %q; they must differ", f.output)
+	}
+	if f.checkpointDir != "" {
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained}
+		cfg.ResumeFrom = f.from
+		announceCheckpoints(&cfg, stderr)
+	}
+	return windowagg.Run(ctx, windowagg.Options{Input: f.input, Output: f.output, LateOutput: f.lateOutput, Window: spec,
+		OutOfOrderness: f.outOfOrderness, AllowedLateness: f.lateness, Punctuated: f.watermarks == "punctuated",
+		RatePerSecond: f.rate, Config: cfg})
 }
 
 // announceCheckpoints makes the CLI say where a job starts from, when it

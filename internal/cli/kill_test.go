@@ -223,3 +223,92 @@ func checkpointNumber(metadata string) int {
 	fmt.Sscanf(filepath.Base(filepath.Dir(metadata)), "chk-%d", &n)
 	return n
 }
+
+// window-agg with checkpoints, killed with SIGKILL at random moments and
+// resumed with --from latest, commits the same results and late elements
+// as an uninterrupted run (punctuated watermarks make both deterministic).
+func TestProcessWindowAggKillAndResume(t *testing.T) {
+	base := testseed.New(t)
+	cases := 3
+	if testing.Short() {
+		cases = 1
+	}
+	for i := range cases {
+		seed := base + uint64(i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 13))
+			dir := t.TempDir()
+			in := filepath.Join(dir, "events.jsonl")
+			lines := 3000 + r.IntN(2000)
+			var b strings.Builder
+			ts := int64(0)
+			for range lines {
+				ts += r.Int64N(20)
+				e := ts - r.Int64N(80)
+				if r.IntN(4) == 0 {
+					e = ts - r.Int64N(2000) // far behind: late
+				}
+				fmt.Fprintf(&b, "{\"ts\": %d, \"key\": \"k%d\", \"value\": %d}\n", e, r.IntN(12), r.Int64N(1000)-500)
+			}
+			os.WriteFile(in, []byte(b.String()), 0o644)
+			window := []string{"tumbling:200ms", "sliding:300ms,70ms", "session:40ms"}[r.IntN(3)]
+			p := 1 + r.IntN(4)
+			backend := []string{"hashmap", "pebble"}[r.IntN(2)]
+			interval := time.Duration(100+r.IntN(300)) * time.Millisecond
+			unaligned := r.IntN(2) == 0
+			args := func(out string) []string {
+				return []string{"run", "window-agg", fmt.Sprintf("--unaligned=%t", unaligned), "--rest-address", "", "--input", in, "--window", window,
+					"--out-of-orderness", "30ms", "--allowed-lateness", "300ms",
+					"--output", filepath.Join(out, "results"), "--late-output", filepath.Join(out, "late"),
+					"--checkpoint-dir", filepath.Join(out, "checkpoints"), "--checkpoint-interval", interval.String(),
+					"--rate", fmt.Sprint(lines / 2), "--parallelism", fmt.Sprint(p), "--state-backend", backend, "--from", "latest"}
+			}
+			t.Logf("%d lines, window %s, parallelism %d, %s, interval %v, unaligned %t", lines, window, p, backend, interval, unaligned)
+
+			whole := filepath.Join(dir, "uninterrupted")
+			pr := startWeir(t, "", args(whole)...)
+			if code, took, _ := pr.wait(t, 120*time.Second); code != ExitOK {
+				t.Fatalf("uninterrupted run: exit %d after %v: %s", code, took, pr.stderr.String())
+			}
+			killed := filepath.Join(dir, "killed")
+			for k := range 2 + r.IntN(3) {
+				pr := startWeir(t, "", args(killed)...)
+				delay := time.Duration(300+r.IntN(1500)) * time.Millisecond
+				time.Sleep(delay)
+				pr.cmd.Process.Signal(syscall.SIGKILL)
+				code, _, _ := pr.wait(t, 30*time.Second)
+				t.Logf("run %d: killed after %v (exit %d); resumed: %t", k, delay, code, strings.Contains(pr.stderr.String(), "resuming from"))
+				if code == ExitOK {
+					break
+				}
+			}
+			pr = startWeir(t, "", args(killed)...)
+			if code, took, _ := pr.wait(t, 120*time.Second); code != ExitOK {
+				t.Fatalf("final run: exit %d after %v: %s", code, took, pr.stderr.String())
+			}
+			for _, out := range []string{"results", "late"} {
+				want, got := committedLines(t, filepath.Join(whole, out)), committedLines(t, filepath.Join(killed, out))
+				if len(want) == 0 && out == "results" {
+					t.Fatal("the uninterrupted run committed no results")
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: %d lines after kills, %d uninterrupted", out, len(got), len(want))
+					seen := map[string]int{}
+					for _, l := range got {
+						seen[l]++
+					}
+					for _, l := range want {
+						seen[l]--
+					}
+					shown := 0
+					for l, n := range seen {
+						if n != 0 && shown < 5 {
+							t.Logf("%s: %+d x %s", out, n, l)
+							shown++
+						}
+					}
+				}
+			}
+		})
+	}
+}

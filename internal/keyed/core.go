@@ -119,6 +119,10 @@ func (c *Core[K]) ArmProcessingTime() {
 	}
 }
 
+// RestoreWatermark sets the watermark a restored operator had at its
+// checkpoint, without firing timers (those it passed had fired then).
+func (c *Core[K]) RestoreWatermark(wm int64) { c.wm = wm }
+
 // AdvanceWatermark fires, in time order, the event-time timers wm passed.
 func (c *Core[K]) AdvanceWatermark(wm int64, fire func(timers.Timer)) {
 	c.wm = wm
