@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/benchjobs"
 	"github.com/weirhq/weir/internal/cpumeter"
 )
@@ -82,5 +83,29 @@ func BenchmarkKeyedCheckpointing(b *testing.B) {
 				cpumeter.Report(b, int64(b.N), start)
 			})
 		}
+	}
+}
+
+// (e) windows: a count per key (100,000 keys) in event-time windows at
+// parallelism 2 on the heap backend: tumbling 10 s, sliding 10 s with
+// size/slide 10, 60 and 3600, and sessions.
+func BenchmarkWindowCount(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		assigner weir.WindowAssigner
+	}{
+		{"tumbling=10s", weir.TumblingEventTimeWindows(10 * time.Second)},
+		{"sliding=10s/1s", weir.SlidingEventTimeWindows(10*time.Second, time.Second)},
+		{"sliding=60s/1s", weir.SlidingEventTimeWindows(60*time.Second, time.Second)},
+		{"sliding=3600s/1s", weir.SlidingEventTimeWindows(3600*time.Second, time.Second)},
+		{"session=100ms", weir.EventTimeSessionWindows(100 * time.Millisecond)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			start := cpumeter.Now()
+			if _, err := benchjobs.WindowCount(context.Background(), int64(b.N), 100_000, 2, "hashmap", tc.assigner); err != nil {
+				b.Fatal(err)
+			}
+			cpumeter.Report(b, int64(b.N), start)
+		})
 	}
 }

@@ -186,7 +186,9 @@ func aggregator[T, ACC, R any](agg AggregateFunction[T, ACC, R]) func() (windowC
 // as a list.
 type windowContents[T, R any] interface {
 	open(store state.KeyedStore)
-	add(v T)
+	// add adds v; fresh is true when the window had no contents before (or
+	// the kind of contents cannot tell cheaply).
+	add(v T) (fresh bool)
 	// get is what the window function gets; false when the window is empty.
 	get() (R, bool)
 	// take returns the current namespace's contents and clears them;
@@ -209,9 +211,10 @@ func (c *valueContents[T, ACC, R]) open(store state.KeyedStore) {
 	c.st = state.GetValueState(store, state.ValueDescriptor[ACC]{Name: c.name, Codec: c.codec})
 }
 
-func (c *valueContents[T, ACC, R]) add(v T) {
+func (c *valueContents[T, ACC, R]) add(v T) bool {
 	acc, ok := c.st.Value()
 	c.st.Update(c.addFn(acc, ok, v))
+	return !ok
 }
 
 func (c *valueContents[T, ACC, R]) get() (R, bool) {
@@ -250,7 +253,7 @@ func (c *listContents[T]) open(store state.KeyedStore) {
 	c.st = state.GetListState(store, state.ListDescriptor[T]{Name: "window-contents", Codec: c.codec})
 }
 
-func (c *listContents[T]) add(v T) { c.st.Add(v) }
+func (c *listContents[T]) add(v T) bool { c.st.Add(v); return true }
 
 func (c *listContents[T]) get() ([]T, bool) {
 	l := c.st.Get()
@@ -300,6 +303,9 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 		if lateTag != "" {
 			op.late = sideInput[T](ctx, lateTag)
 		}
+		if sized, ok := assigner.(interface{ windowSize() int64 }); ok && !merging {
+			op.size = sized.windowSize()
+		}
 		return operator.Instance{Op: op, Keyed: true, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[U](ks.env, addNode[U](ks.env, name, fac, false, ks.ends))
@@ -325,6 +331,7 @@ type windowOp[K comparable, T, R, U any] struct {
 	late      operator.Input[T] // nil: late elements are dropped
 	dropped   int64             // late elements dropped (numLateRecordsDropped)
 	saved     watermarkState
+	size      int64 // > 0: windows have this size, namespaces hold only the start
 
 	core *keyed.Core[K]
 	ctx  *operator.Context
@@ -376,8 +383,19 @@ func (o *windowOp[K, T, R, U]) Close() error { return closeFn(o.fn) }
 
 // setWindow makes w the namespace of state and timers.
 func (o *windowOp[K, T, R, U]) setWindow(w TimeWindow) {
-	o.ns = window.AppendNamespace(o.ns[:0], window.Window(w))
+	if o.size > 0 {
+		o.ns = window.AppendCompactNamespace(o.ns[:0], window.Window(w))
+	} else {
+		o.ns = window.AppendNamespace(o.ns[:0], window.Window(w))
+	}
 	o.core.SetNamespace(o.ns)
+}
+
+func (o *windowOp[K, T, R, U]) parseWindow(ns []byte) (window.Window, error) {
+	if o.size > 0 {
+		return window.ParseNamespaceSized(ns, o.size)
+	}
+	return window.ParseNamespace(ns)
 }
 
 func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
@@ -407,9 +425,16 @@ func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 		}
 		skipped = false
 		o.setWindow(w)
-		o.contents.add(v)
-		o.onElement(w, wm)
-		o.registerCleanup(w)
+		fresh := o.contents.add(v)
+		// A window's timers are registered with its first element: they
+		// live as long as its contents (Flink registers them again for
+		// every element; the timer service would only find them there).
+		if fresh || o.merging {
+			o.onElement(w, wm)
+			o.registerCleanup(w)
+		} else if o.eventTime && w.MaxTimestamp() <= wm {
+			o.fireWindow(w) // a late firing
+		}
 	}
 	if skipped && o.eventTime && window.IsElementLate(ts, o.lateness, wm) {
 		if o.late != nil {
@@ -533,7 +558,7 @@ func (o *windowOp[K, T, R, U]) fireWindow(w TimeWindow) {
 // onTimer fires or cleans up the window a timer's namespace names.
 func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
 	o.core.SetKeyBytes(tm.Key)
-	ww, err := window.ParseNamespace(tm.Namespace)
+	ww, err := o.parseWindow(tm.Namespace)
 	if err != nil {
 		operator.Fail(fmt.Errorf("a window timer: %w", err))
 	}

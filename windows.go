@@ -73,6 +73,7 @@ func (a TumblingWindows) AssignWindows(dst []TimeWindow, ts, now int64) []TimeWi
 }
 
 func (a TumblingWindows) IsEventTime() bool { return !a.ProcessingTime }
+func (a TumblingWindows) windowSize() int64 { return a.Size.Milliseconds() }
 
 func (a TumblingWindows) validate() error { return positiveMs("tumbling window size", a.Size) }
 
@@ -101,6 +102,7 @@ func (a SlidingWindows) AssignWindows(dst []TimeWindow, ts, now int64) []TimeWin
 }
 
 func (a SlidingWindows) IsEventTime() bool { return !a.ProcessingTime }
+func (a SlidingWindows) windowSize() int64 { return a.Size.Milliseconds() }
 
 func (a SlidingWindows) validate() error {
 	if err := positiveMs("sliding window size", a.Size); err != nil {

@@ -138,6 +138,39 @@ func AppendNamespace(b []byte, w Window) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(w.End)^(1<<63))
 }
 
+// CompactLen is the length of the compact namespace of a window whose
+// size the operator knows (tumbling and sliding windows): its start alone in
+// 7 bytes, for starts within ±2^55 ms (a million years of epoch time). Short
+// namespaces keep a window's state key within the heap backend's 16 inline
+// bytes for keys of up to 8 bytes.
+const CompactLen = 7
+
+const compactLimit = 1 << 55
+
+// AppendCompactNamespace appends the compact namespace of w if its start
+// fits, else the full one.
+func AppendCompactNamespace(b []byte, w Window) []byte {
+	if w.Start < -compactLimit || w.Start >= compactLimit {
+		return AppendNamespace(b, w)
+	}
+	u := uint64(w.Start) ^ (1 << 55) // sign flip within 56 bits: sorts by start
+	return append(b, byte(u>>48), byte(u>>40), byte(u>>32), byte(u>>24), byte(u>>16), byte(u>>8), byte(u))
+}
+
+// ParseNamespaceSized reads a namespace written by AppendCompactNamespace
+// for windows of size ms.
+func ParseNamespaceSized(b []byte, size int64) (Window, error) {
+	if len(b) != CompactLen {
+		return ParseNamespace(b)
+	}
+	var u uint64
+	for _, c := range b {
+		u = u<<8 | uint64(c)
+	}
+	start := int64((u^(1<<55))<<8) >> 8 // sign-extend 56 bits
+	return Window{start, end(start, size)}, nil
+}
+
 // ParseNamespace reads a window's namespace.
 func ParseNamespace(b []byte) (Window, error) {
 	if len(b) != NamespaceLen {

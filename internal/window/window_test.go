@@ -170,3 +170,23 @@ func TestNamespaceRoundTripAndOrder(t *testing.T) {
 		t.Fatal("a short namespace must fail")
 	}
 }
+
+func TestCompactNamespace(t *testing.T) {
+	const size = 10
+	for _, start := range []int64{0, -1, 1, -compactLimit, compactLimit - 1, compactLimit, -compactLimit - 1, math.MinInt64, math.MaxInt64 - 5} {
+		w := Window{start, end(start, size)}
+		b := AppendCompactNamespace(nil, w)
+		fits := start >= -compactLimit && start < compactLimit
+		if fits != (len(b) == CompactLen) {
+			t.Errorf("start %d: %d bytes", start, len(b))
+		}
+		got, err := ParseNamespaceSized(b, size)
+		if err != nil || got != w {
+			t.Errorf("start %d: %x -> %v, %v; want %v", start, b, got, err, w)
+		}
+	}
+	a, b := AppendCompactNamespace(nil, Window{-5, 5}), AppendCompactNamespace(nil, Window{3, 13})
+	if string(a) >= string(b) {
+		t.Error("compact namespaces must sort by start")
+	}
+}
