@@ -281,6 +281,18 @@ func (jm *JobManager) finalized(j *job, id int64, err error) {
 // triggerLocked snapshots the operator coordinators and asks the sources to
 // take the checkpoint.
 func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
+	// As Flink's coordinator: a checkpoint starts only once every source
+	// runs. A trigger sent to a source not yet submitted to its TaskManager
+	// would be lost, and the checkpoint would wait for it until it expired
+	// (seen right after a restore, when the first trigger beat deployment).
+	for _, s := range t.Sources {
+		if i := int(s); j.tmOf[i] == nil || !j.deployed[i] || j.state.tasks[i] != rest.TaskRunning {
+			out := j.cp.coord.Decline(j.spec.Clock.NowMillis(), t.ID, s,
+				fmt.Sprintf("not every source runs yet (%s is %s)", j.execs[i], j.state.tasks[i]), false)
+			jm.applyLocked(j, out)
+			return
+		}
+	}
 	p := &pendingCheckpoint{trigger: t, coordState: map[string][]byte{}, acks: map[int]protocol.AcknowledgeCheckpoint{}}
 	j.cp.pending[t.ID] = p
 	for id, oc := range j.coords {

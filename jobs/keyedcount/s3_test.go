@@ -38,7 +38,7 @@ func TestCheckpointsInS3(t *testing.T) {
 	for _, backendKind := range []string{"hashmap", "pebble"} {
 		out := out + "-" + backendKind
 		cfg := weir.Config{Parallelism: 2, StateBackend: backendKind, Checkpointing: &weir.CheckpointConfig{
-			Interval: 50 * time.Millisecond, Dir: url("weir-" + backendKind)}}
+			Interval: 50 * time.Millisecond, Timeout: time.Minute, Dir: url("weir-" + backendKind)}}
 		ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 		err := keyedcount.Run(ctx, keyedcount.Options{Input: in, Output: out, RatePerSecond: 3000, Config: cfg})
 		cancel()
