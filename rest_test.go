@@ -35,7 +35,9 @@ func TestRESTAndCLIAgainstRunningJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.State == rest.JobRunning && len(d.Vertices) == 2 && d.Vertices[1].Metrics.ReadRecords > 0 {
+		// Each task publishes its counters every 50 ms, so the two
+		// vertices' counts show up at slightly different moments.
+		if d.State == rest.JobRunning && len(d.Vertices) == 2 && d.Vertices[1].Metrics.ReadRecords > 0 && d.Vertices[0].Metrics.WriteRecords > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -45,9 +47,6 @@ func TestRESTAndCLIAgainstRunningJob(t *testing.T) {
 	}
 	if d.Name != "visible" || d.Vertices[0].Parallelism != 2 || d.Vertices[1].Name != "Identity -> Sink: Discard" {
 		t.Fatalf("unexpected job details: %+v", d)
-	}
-	if d.Vertices[0].Metrics.WriteRecords == 0 {
-		t.Fatalf("the source vertex reports no written records: %+v", d.Vertices[0].Metrics)
 	}
 	ov, err := c.Overview(ctx)
 	if err != nil || ov.JobsRunning != 1 || ov.SlotsTotal != 2 || ov.TaskManagers != 1 {

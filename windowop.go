@@ -583,7 +583,9 @@ func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
 		o.contents.clear()
 		if o.merging {
 			o.core.SetNamespace(nil)
-			rest := sessions[:0]
+			// A new slice: the one Value returned may be the stored value,
+			// which a snapshot being written still reads.
+			rest := make([]TimeWindow, 0, len(sessions))
 			for _, s := range sessions {
 				if s != w {
 					rest = append(rest, s)

@@ -281,18 +281,6 @@ func (jm *JobManager) finalized(j *job, id int64, err error) {
 // triggerLocked snapshots the operator coordinators and asks the sources to
 // take the checkpoint.
 func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
-	// As Flink's coordinator: a checkpoint starts only once every source
-	// runs. A trigger sent to a source not yet submitted to its TaskManager
-	// would be lost, and the checkpoint would wait for it until it expired
-	// (seen right after a restore, when the first trigger beat deployment).
-	for _, s := range t.Sources {
-		if i := int(s); j.tmOf[i] == nil || !j.deployed[i] || j.state.tasks[i] != rest.TaskRunning {
-			out := j.cp.coord.Decline(j.spec.Clock.NowMillis(), t.ID, s,
-				fmt.Sprintf("not every source runs yet (%s is %s)", j.execs[i], j.state.tasks[i]), false)
-			jm.applyLocked(j, out)
-			return
-		}
-	}
 	p := &pendingCheckpoint{trigger: t, coordState: map[string][]byte{}, acks: map[int]protocol.AcknowledgeCheckpoint{}}
 	j.cp.pending[t.ID] = p
 	for id, oc := range j.coords {
@@ -318,6 +306,13 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	for _, s := range t.Sources {
 		i := int(s)
 		if j.tmOf[i] == nil || !j.deployed[i] {
+			// Not submitted yet (right after a (re)start the first trigger
+			// can beat deployment): decline it as a TaskManager declines a
+			// trigger for a task it does not run, without counting it as a
+			// failure, so the checkpoint does not wait for an
+			// acknowledgement that cannot come until it expires. Async, as
+			// the TaskManager's, so the decline never re-enters this call.
+			go jm.DeclineCheckpoint(protocol.DeclineCheckpoint{Exec: j.execs[i], ID: t.ID, Reason: "the task is not deployed yet"})
 			continue
 		}
 		j.tmOf[i].TriggerCheckpoint(protocol.TriggerCheckpoint{Exec: j.execs[i], ID: t.ID, Timestamp: t.Timestamp, Options: opts})
