@@ -81,7 +81,12 @@ func (f ProcessWindowFunc[K, IN, OUT]) Process(ctx WindowContext[K], elements []
 
 // AggregateFunction folds a window's elements into an accumulator, as
 // Flink's AggregateFunction. Merge combines two accumulators (session
-// windows merge theirs). ACC needs a codec (derived, or WithAccCodec).
+// windows merge theirs). ACC needs a codec (derived from its type).
+//
+// Add and Merge must return their result rather than change, in place, maps
+// or slices inside the accumulator they were given: on the heap backend that
+// accumulator may be the stored one, which a checkpoint is still writing.
+// Value-type accumulators (numbers, structs of them) are always safe.
 type AggregateFunction[IN, ACC, OUT any] interface {
 	CreateAccumulator() ACC
 	Add(v IN, acc ACC) ACC
@@ -93,7 +98,8 @@ type AggregateFunction[IN, ACC, OUT any] interface {
 type emitter[K comparable, R, U any] func(ctx WindowContext[K], r R, out Collector[U]) error
 
 // WindowReduce combines each window's elements with reduce, incrementally:
-// one value per key and window is kept.
+// one value per key and window is kept. reduce must return its result
+// rather than change maps or slices inside a in place (see AggregateFunction).
 func WindowReduce[K comparable, T any](w WindowedStream[K, T], reduce func(a, b T) T) DataStream[T] {
 	return windowOperator[K, T, T, T](w, "Window(Reduce)", reducer[T](reduce), emitAsIs[K, T])
 }
