@@ -84,37 +84,45 @@ func AssignTimestampsAndWatermarks[T any](s DataStream[T], ws WatermarkStrategy[
 	}
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if ws.Generator != nil {
-			op := &generatorOp[T]{ts: ws.Timestamp, gen: ws.Generator(), interval: interval.Milliseconds(),
-				out: out.(operator.Input[T]), ctx: ctx, emitted: math.MinInt64}
+			op := &generatorOp[T]{ts: ws.Timestamp, gen: ws.Generator(), out: out.(operator.Input[T]), ctx: ctx,
+				watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64}}
 			return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 		}
-		op := &watermarkOp[T]{ts: ws.Timestamp, delay: ws.MaxOutOfOrderness.Milliseconds(), interval: interval.Milliseconds(),
-			out: out.(operator.Input[T]), ctx: ctx, max: math.MinInt64, emitted: math.MinInt64}
+		op := &watermarkOp[T]{ts: ws.Timestamp, delay: ws.MaxOutOfOrderness.Milliseconds(), out: out.(operator.Input[T]), ctx: ctx,
+			max: math.MinInt64, watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64}}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[T](s.env, addNode[T](s.env, "Timestamps/Watermarks", fac, false, s.ends))
 }
 
 type watermarkOp[T any] struct {
-	noLifecycle
-	ts              func(T) int64
-	delay, interval int64
-	out             operator.Input[T]
-	ctx             *operator.Context
-	max, emitted    int64
-	saved           watermarkState
+	watermarkEmitter
+	ts    func(T) int64
+	delay int64
+	out   operator.Input[T]
+	ctx   *operator.Context
+	max   int64
 }
 
-func (o *watermarkOp[T]) Open(ctx *operator.Context) error {
-	if wm, ok := o.saved.open(ctx, "emitted-watermark"); ok {
-		o.emitted = wm
+// watermarkEmitter is the lifecycle both watermark operators share: the
+// last watermark emitted, kept in checkpoints, and the periodic wake-up.
+type watermarkEmitter struct {
+	interval, emitted int64
+	saved             watermarkState
+}
+
+func (e *watermarkEmitter) Open(ctx *operator.Context) error {
+	if wm, ok := e.saved.open(ctx, "emitted-watermark"); ok {
+		e.emitted = wm
 	}
-	ctx.WakeAt(ctx.Clock.NowMillis() + o.interval)
+	ctx.WakeAt(ctx.Clock.NowMillis() + e.interval)
 	return nil
 }
 
 // SnapshotState implements operator.Snapshotter.
-func (o *watermarkOp[T]) SnapshotState(int64) error { o.saved.save(o.emitted); return nil }
+func (e *watermarkEmitter) SnapshotState(int64) error { e.saved.save(e.emitted); return nil }
+func (e *watermarkEmitter) Finish() error             { return nil }
+func (e *watermarkEmitter) Close() error              { return nil }
 
 func (o *watermarkOp[T]) ProcessElement(v T, _ int64) {
 	o.ctx.Enter()
@@ -142,26 +150,12 @@ func (o *watermarkOp[T]) OnProcessingTime(now int64) {
 
 // generatorOp runs a user's WatermarkGenerator.
 type generatorOp[T any] struct {
-	noLifecycle
-	ts       func(T) int64
-	gen      WatermarkGenerator[T]
-	interval int64
-	out      operator.Input[T]
-	ctx      *operator.Context
-	emitted  int64
-	saved    watermarkState
+	watermarkEmitter
+	ts  func(T) int64
+	gen WatermarkGenerator[T]
+	out operator.Input[T]
+	ctx *operator.Context
 }
-
-func (o *generatorOp[T]) Open(ctx *operator.Context) error {
-	if wm, ok := o.saved.open(ctx, "emitted-watermark"); ok {
-		o.emitted = wm
-	}
-	ctx.WakeAt(ctx.Clock.NowMillis() + o.interval)
-	return nil
-}
-
-// SnapshotState implements operator.Snapshotter.
-func (o *generatorOp[T]) SnapshotState(int64) error { o.saved.save(o.emitted); return nil }
 
 func (o *generatorOp[T]) ProcessElement(v T, _ int64) {
 	o.ctx.Enter()

@@ -29,7 +29,8 @@ func TestWatermarkNearMinimumDoesNotWrap(t *testing.T) {
 		rec := &watermarkRecorder{}
 		cur := 0
 		ctx := operator.NewContext(&cur, 0)
-		o := &watermarkOp[int64]{ts: func(v int64) int64 { return v }, delay: tc.delay, interval: 200, out: rec, ctx: ctx, max: math.MinInt64, emitted: math.MinInt64}
+		o := &watermarkOp[int64]{ts: func(v int64) int64 { return v }, delay: tc.delay, out: rec, ctx: ctx, max: math.MinInt64,
+			watermarkEmitter: watermarkEmitter{interval: 200, emitted: math.MinInt64}}
 		o.ProcessElement(tc.ts, 0)
 		o.OnProcessingTime(0)
 		got := int64(math.MinInt64)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/internal/jsonline"
 	"github.com/weirhq/weir/jobs/frauddetection"
 	"go.uber.org/goleak"
 )
@@ -225,69 +225,26 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("%q: %q shows %q", text, err, bad)
 			}
 		}
-		// The reference: a decoder that sees duplicate keys.
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.UseNumber()
+		// The reference: encoding/json, seeing duplicate keys.
 		var want frauddetection.Transaction
-		ok := func() bool {
-			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-				return false
+		vals, ok := jsonline.Reference(text, "account", "amount", "ts")
+		if ok {
+			var okAcc bool
+			want.Account, okAcc = vals["account"].(string)
+			amount, okAmount := vals["amount"].(json.Number)
+			if okAmount {
+				a, err := strconv.ParseFloat(string(amount), 64)
+				want.Amount, okAmount = a, err == nil
 			}
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return false
-				}
-				var v any
-				if err := dec.Decode(&v); err != nil {
-					return false
-				}
-				key := k.(string)
-				if key != "account" && key != "amount" && key != "ts" {
-					continue
-				}
-				if seen[key] {
-					return false
-				}
-				seen[key] = true
-				switch key {
-				case "account":
-					s, ok := v.(string)
-					if !ok {
-						return false
-					}
-					want.Account = s
-				case "amount":
-					n, ok := v.(json.Number)
-					if !ok {
-						return false
-					}
-					a, err := strconv.ParseFloat(string(n), 64)
-					if err != nil {
-						return false
-					}
-					want.Amount = a
-				case "ts":
-					n, ok := v.(json.Number)
-					if !ok || strings.ContainsAny(string(n), ".eE") {
-						return false
-					}
-					ts, err := strconv.ParseInt(string(n), 10, 64)
-					if err != nil {
-						return false
-					}
-					want.TS = ts
-				}
+			ts, okTS := vals["ts"].(json.Number)
+			if okTS && !strings.ContainsAny(string(ts), ".eE") {
+				n, err := strconv.ParseInt(string(ts), 10, 64)
+				want.TS, okTS = n, err == nil
+			} else {
+				okTS = false
 			}
-			if _, err := dec.Token(); err != nil {
-				return false
-			}
-			if _, err := dec.Token(); err != io.EOF {
-				return false
-			}
-			return len(seen) == 3
-		}()
+			ok = okAcc && okAmount && okTS
+		}
 		want.Line = 1
 		if ok != (err == nil) {
 			t.Fatalf("%q: Parse error %v, but encoding/json says valid=%v", text, err, ok)

@@ -2,13 +2,13 @@ package windowagg_test
 
 import (
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/internal/jsonline"
 	"github.com/weirhq/weir/jobs/windowagg"
 )
 
@@ -48,61 +48,15 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		e, err := windowagg.Parse(file.Line{Path: "f", Number: 1, Text: text})
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.UseNumber()
 		var want windowagg.Event
-		ok := func() bool {
-			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-				return false
-			}
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return false
-				}
-				var v any
-				if err := dec.Decode(&v); err != nil {
-					return false
-				}
-				key := k.(string)
-				if key != "ts" && key != "key" && key != "value" {
-					continue
-				}
-				if seen[key] {
-					return false
-				}
-				seen[key] = true
-				if key == "key" {
-					s, ok := v.(string)
-					if !ok {
-						return false
-					}
-					want.Key = s
-					continue
-				}
-				n, ok := v.(json.Number)
-				if !ok || strings.ContainsAny(string(n), ".eE") {
-					return false
-				}
-				i, err := strconv.ParseInt(string(n), 10, 64)
-				if err != nil {
-					return false
-				}
-				if key == "ts" {
-					want.TS = i
-				} else {
-					want.Value = i
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return false
-			}
-			if _, err := dec.Token(); err != io.EOF {
-				return false
-			}
-			return len(seen) == 3
-		}()
+		vals, ok := jsonline.Reference(text, "ts", "key", "value")
+		if ok {
+			var okKey, okTS, okVal bool
+			want.Key, okKey = vals["key"].(string)
+			want.TS, okTS = integer(vals["ts"])
+			want.Value, okVal = integer(vals["value"])
+			ok = okKey && okTS && okVal
+		}
 		if ok != (err == nil) {
 			t.Fatalf("%q: Parse error %v, but encoding/json says valid=%v", text, err, ok)
 		}
@@ -111,4 +65,14 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q: Parse = %+v, encoding/json reads %+v", text, e, want)
 		}
 	})
+}
+
+// integer is a JSON number written as an int64 (no fraction or exponent).
+func integer(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok || strings.ContainsAny(string(n), ".eE") {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	return i, err == nil
 }
