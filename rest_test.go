@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +135,61 @@ func TestRESTShowsFailure(t *testing.T) {
 	close(release)
 	if _, err := job.Wait(context.Background()); err == nil {
 		t.Fatal("want failure")
+	}
+}
+
+// /jobs/{id}/vertices/{vid}/watermarks shows each subtask's input and
+// output watermark while the job runs, as Flink's metrics name them.
+func TestRESTWatermarks(t *testing.T) {
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
+	src := weir.AssignTimestampsAndWatermarks(weir.Generate(env, -1, 5000, func(i int64) int64 { return i }),
+		weir.WatermarkStrategy[int64]{Timestamp: func(v int64) int64 { return 1_000_000 + v }, Interval: 10 * time.Millisecond})
+	weir.Discard(weir.Map(src.Rebalance(), func(v int64) int64 { return v }))
+	job, err := env.ExecuteAsync(context.Background(), "watermarks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { job.Cancel(); job.Wait(context.Background()) }()
+	c := rest.NewClient(job.RESTAddr(), nil)
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := c.Job(ctx, job.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in, out []rest.Metric
+		if len(d.Vertices) == 2 {
+			if out, err = c.Watermarks(ctx, job.ID(), d.Vertices[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			if in, err = c.Watermarks(ctx, job.ID(), d.Vertices[1].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Two subtasks, two metrics each; the source vertex's output and
+		// the map's input watermarks advance past the first timestamp.
+		advanced := func(ms []rest.Metric, name string) bool {
+			n := 0
+			for _, m := range ms {
+				if strings.HasSuffix(m.ID, "."+name) {
+					if v, err := strconv.ParseInt(m.Value, 10, 64); err == nil && v >= 1_000_000 {
+						n++
+					}
+				}
+			}
+			return len(ms) == 4 && n == 2
+		}
+		if advanced(out, "currentOutputWatermark") && advanced(in, "currentInputWatermark") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watermarks never advanced: source %v, map %v", out, in)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.Watermarks(ctx, job.ID(), "no-such-vertex"); err == nil {
+		t.Fatal("an unknown vertex must answer 404")
 	}
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/weirhq/weir/internal/jobmanager"
@@ -133,4 +135,27 @@ func (v *view) Cancel(id string) error {
 		return rest.ErrJobNotFound
 	}
 	return err
+}
+
+// Watermarks implements rest.WatermarkReporter: each subtask's
+// currentInputWatermark and currentOutputWatermark, as Flink's metrics
+// name them (math.MinInt64 until the first watermark).
+func (v *view) Watermarks(id, vertexID string) ([]rest.Metric, bool) {
+	info, ok := v.c.JM.Job(id)
+	if !ok {
+		return nil, false
+	}
+	for _, vx := range info.Vertices {
+		if vx.ID != vertexID {
+			continue
+		}
+		ms := make([]rest.Metric, 0, 2*len(vx.Watermarks))
+		for i, wm := range vx.Watermarks {
+			ms = append(ms,
+				rest.Metric{ID: fmt.Sprintf("%d.currentInputWatermark", i), Value: strconv.FormatInt(wm[0], 10)},
+				rest.Metric{ID: fmt.Sprintf("%d.currentOutputWatermark", i), Value: strconv.FormatInt(wm[1], 10)})
+		}
+		return ms, true
+	}
+	return nil, false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -609,8 +610,11 @@ type VertexInfo struct {
 	MaxParallelism int
 	Tasks          []rest.TaskState
 	Stats          protocol.TaskStats
-	Operators      []string // node names of the chain
-	Inputs         []InputInfo
+	// Watermarks are each subtask's input and output watermarks
+	// (math.MinInt64: none yet, or not running).
+	Watermarks [][2]int64
+	Operators  []string // node names of the chain
+	Inputs     []InputInfo
 }
 
 // InputInfo describes a network edge into a vertex.
@@ -658,8 +662,10 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 		}
 		for range v.Parallelism {
 			vi.Tasks = append(vi.Tasks, tasks[k])
+			wm := [2]int64{math.MinInt64, math.MinInt64}
 			if tm := tmOf[k]; tm != nil {
 				if s, ok := tm.TaskStats(execs[k]); ok {
+					wm = [2]int64{s.InputWatermark, s.OutputWatermark}
 					vi.Stats.RecordsIn += s.RecordsIn
 					vi.Stats.RecordsOut += s.RecordsOut
 					vi.Stats.BytesIn += s.BytesIn
@@ -669,6 +675,7 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 					vi.Stats.BusyNanos += s.BusyNanos
 				}
 			}
+			vi.Watermarks = append(vi.Watermarks, wm)
 			k++
 		}
 		info.Vertices = append(info.Vertices, vi)

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"math"
 	"sync/atomic"
 
 	"github.com/weirhq/weir/clock"
@@ -16,6 +17,10 @@ type IOStats struct {
 	BackPressuredNanos int64
 	// IdleNanos is time spent waiting for input; BusyNanos the rest.
 	IdleNanos, BusyNanos int64
+	// InputWatermark is the task's combined input watermark (the minimum
+	// over its inputs), OutputWatermark the last one its writers sent.
+	// Both start at math.MinInt64 (see SetWatermarks).
+	InputWatermark, OutputWatermark int64
 	// Clock measures the waits (nil: the system clock).
 	Clock clock.Clock
 	// Yield asks the readers to stop after the current record: the task has
@@ -23,7 +28,7 @@ type IOStats struct {
 	// ran out of buffers). The task clears it when it takes over.
 	Yield atomic.Bool
 
-	published [7]atomic.Int64
+	published [9]atomic.Int64
 }
 
 // Publish makes the current counters visible to Snapshot.
@@ -35,12 +40,22 @@ func (s *IOStats) Publish() {
 	s.published[4].Store(s.BackPressuredNanos)
 	s.published[5].Store(s.IdleNanos)
 	s.published[6].Store(s.BusyNanos)
+	// Watermarks are stored with the sign bit flipped, so that the zero
+	// value of a never-published snapshot reads as math.MinInt64.
+	s.published[7].Store(s.InputWatermark ^ math.MinInt64)
+	s.published[8].Store(s.OutputWatermark ^ math.MinInt64)
+}
+
+// ResetWatermarks sets both watermarks to math.MinInt64 (nothing seen yet).
+func (s *IOStats) ResetWatermarks() {
+	s.InputWatermark, s.OutputWatermark = math.MinInt64, math.MinInt64
 }
 
 // StatsSnapshot is a copy of published counters.
 type StatsSnapshot struct {
 	RecordsIn, RecordsOut, BytesIn, BytesOut int64
 	BackPressuredNanos, IdleNanos, BusyNanos int64
+	InputWatermark, OutputWatermark          int64
 }
 
 // Snapshot returns the last published counters; safe from any goroutine.
@@ -49,6 +64,7 @@ func (s *IOStats) Snapshot() StatsSnapshot {
 		RecordsIn: s.published[0].Load(), RecordsOut: s.published[1].Load(),
 		BytesIn: s.published[2].Load(), BytesOut: s.published[3].Load(),
 		BackPressuredNanos: s.published[4].Load(), IdleNanos: s.published[5].Load(),
-		BusyNanos: s.published[6].Load(),
+		BusyNanos:      s.published[6].Load(),
+		InputWatermark: s.published[7].Load() ^ math.MinInt64, OutputWatermark: s.published[8].Load() ^ math.MinInt64,
 	}
 }

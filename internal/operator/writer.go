@@ -192,6 +192,7 @@ func (w *Writer[T]) request() *network.Buffer {
 // ProcessWatermark implements Input: flush, then one watermark event per
 // channel. Events need no buffer from the pool, so this never blocks.
 func (w *Writer[T]) ProcessWatermark(wm int64) {
+	w.stats.OutputWatermark = wm
 	for ch := range w.cur {
 		if w.cur[ch] != nil {
 			w.finish(ch)

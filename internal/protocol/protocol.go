@@ -86,6 +86,9 @@ func (f *Failure) Error() string { return f.Message }
 type TaskStats struct {
 	RecordsIn, RecordsOut, BytesIn, BytesOut int64
 	BackPressuredNanos, IdleNanos, BusyNanos int64
+	// InputWatermark and OutputWatermark are math.MinInt64 until the
+	// first watermark.
+	InputWatermark, OutputWatermark int64
 }
 
 // CheckpointKind says why a checkpoint was triggered.

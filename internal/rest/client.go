@@ -91,6 +91,13 @@ func (c *Client) Job(ctx context.Context, id string) (JobDetails, error) {
 	return d, err
 }
 
+// Watermarks fetches GET /jobs/:jobid/vertices/:vertexid/watermarks.
+func (c *Client) Watermarks(ctx context.Context, id, vertexID string) ([]Metric, error) {
+	var ms []Metric
+	err := c.do(ctx, http.MethodGet, "/jobs/"+url.PathEscape(id)+"/vertices/"+url.PathEscape(vertexID)+"/watermarks", &ms)
+	return ms, err
+}
+
 // Exceptions fetches GET /jobs/:jobid/exceptions.
 func (c *Client) Exceptions(ctx context.Context, id string) (JobExceptions, error) {
 	var ex JobExceptions

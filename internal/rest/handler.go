@@ -53,6 +53,7 @@ type handler struct {
 	c    Cluster
 	tms  TaskManagerLister  // nil when c does not implement it
 	cps  CheckpointReporter // nil when c does not implement it
+	wms  WatermarkReporter  // nil when c does not implement it
 	opts options
 }
 
@@ -67,6 +68,7 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 	h := &handler{c: c, opts: buildOptions(opts)}
 	h.tms, _ = c.(TaskManagerLister)
 	h.cps, _ = c.(CheckpointReporter)
+	h.wms, _ = c.(WatermarkReporter)
 
 	routes := map[string]byMethod{
 		"/config":                  {http.MethodGet: h.config},
@@ -84,6 +86,9 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 		routes["/jobs/{jobid}/checkpoints/config"] = byMethod{http.MethodGet: h.withJobID(h.checkpointConfig)}
 		routes["/jobs/{jobid}/checkpoints/details/{checkpointid}"] = byMethod{http.MethodGet: h.withJobID(h.checkpointDetails)}
 		routes["/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}"] = byMethod{http.MethodGet: h.withJobID(h.checkpointSubtasks)}
+	}
+	if h.wms != nil {
+		routes["/jobs/{jobid}/vertices/{vertexid}/watermarks"] = byMethod{http.MethodGet: h.withJobID(h.watermarks)}
 	}
 	mux := http.NewServeMux()
 	for path, m := range routes {

@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/weirhq/weir/internal/barrier"
@@ -195,6 +196,7 @@ func (t *Task) handleEvent(c *network.InputChannel, b *network.Buffer) error {
 	switch b.Kind {
 	case network.KindWatermark:
 		if wm, adv := t.valves[in].watermark(c.Channel, b.Watermark()); adv {
+			t.noteInputWatermark()
 			t.readers[in].ProcessWatermark(wm)
 		}
 	case network.KindEndOfData:
@@ -221,6 +223,16 @@ func (t *Task) handleEvent(c *network.InputChannel, b *network.Buffer) error {
 	return nil
 }
 
+// noteInputWatermark records the task's input watermark for metrics: the
+// minimum over its inputs, as a multi-input operator combines them.
+func (t *Task) noteInputWatermark() {
+	lo := int64(math.MaxInt64)
+	for _, v := range t.valves {
+		lo = min(lo, v.current)
+	}
+	t.Stats.InputWatermark = lo
+}
+
 // endOfData handles a channel's last record: the reader checks no record was
 // cut short, the channel leaves the watermark minimum, and when every
 // channel of every input has ended the operators finish.
@@ -231,6 +243,7 @@ func (t *Task) endOfData(c *network.InputChannel) error {
 		return t.opError(0, err)
 	}
 	if wm, adv := t.valves[in].end(c.Channel); adv {
+		t.noteInputWatermark()
 		t.readers[in].ProcessWatermark(wm)
 	}
 	t.in.dataLive[in]--

@@ -148,6 +148,7 @@ func New(spec Spec) *Task {
 	name := fmt.Sprintf("%s (%d/%d)", spec.Vertex.Name, spec.Exec.Subtask+1, spec.Vertex.Parallelism)
 	t := &Task{spec: spec, name: name, Mailbox: NewMailbox(), outputReady: make(chan struct{}, 1)}
 	t.Stats.Clock = spec.Clock
+	t.Stats.ResetWatermarks()
 	t.Mailbox.interrupt = &t.Stats.Yield
 	if spec.Gate != nil {
 		spec.Gate.SetInterrupt(&t.Stats.Yield)

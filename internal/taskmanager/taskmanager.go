@@ -321,7 +321,8 @@ func (tm *TaskManager) TaskStats(e protocol.ExecutionID) (protocol.TaskStats, bo
 	}
 	s := r.task.Stats.Snapshot()
 	return protocol.TaskStats{RecordsIn: s.RecordsIn, RecordsOut: s.RecordsOut, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
-		BackPressuredNanos: s.BackPressuredNanos, IdleNanos: s.IdleNanos, BusyNanos: s.BusyNanos}, true
+		BackPressuredNanos: s.BackPressuredNanos, IdleNanos: s.IdleNanos, BusyNanos: s.BusyNanos,
+		InputWatermark: s.InputWatermark, OutputWatermark: s.OutputWatermark}, true
 }
 
 // ReleaseJob implements protocol.TaskManagerGateway. Counters of the job's
