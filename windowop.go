@@ -335,7 +335,6 @@ type windowOp[K comparable, T, R, U any] struct {
 	sessions  state.ValueState[[]TimeWindow] // merging: the key's live windows
 	emit      emitter[K, R, U]
 	late      operator.Input[T] // nil: late elements are dropped
-	dropped   int64             // late elements dropped (numLateRecordsDropped)
 	saved     watermarkState
 	size      int64 // > 0: windows have this size, namespaces hold only the start
 
@@ -442,16 +441,12 @@ func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 			o.fireWindow(w) // a late firing
 		}
 	}
-	if skipped && o.eventTime && window.IsElementLate(ts, o.lateness, wm) {
-		if o.late != nil {
-			o.late.ProcessElement(v, ts)
-			o.ctx.Enter()
-		} else {
-			o.dropped++
-		}
-	}
-	if o.merging {
-		o.core.SetNamespace(nil)
+	// A late element goes to the late side output, if the job asked for
+	// one; otherwise it is dropped (not yet counted: numLateRecordsDropped
+	// needs operator metrics in the REST API).
+	if o.late != nil && skipped && o.eventTime && window.IsElementLate(ts, o.lateness, wm) {
+		o.late.ProcessElement(v, ts)
+		o.ctx.Enter()
 	}
 }
 
@@ -504,12 +499,7 @@ func (o *windowOp[K, T, R, U]) deleteTimers(w TimeWindow) {
 func (o *windowOp[K, T, R, U]) mergeSession(w TimeWindow, wm, now int64) (TimeWindow, bool) {
 	o.core.SetNamespace(nil)
 	cur, _ := o.sessions.Value()
-	ws := make([]window.Window, len(cur))
-	for i, s := range cur {
-		ws[i] = window.Window(s)
-	}
-	ws, result, merged := window.MergeSession(ws, window.Window(w))
-	r := TimeWindow(result)
+	sessions, r, merged := window.MergeSession(cur, w)
 	if len(merged) > 0 {
 		if o.isLate(r, wm) {
 			// Merging never moves a window's end back, so a merged window
@@ -518,8 +508,8 @@ func (o *windowOp[K, T, R, U]) mergeSession(w TimeWindow, wm, now int64) (TimeWi
 		}
 		var raws []any
 		for _, m := range merged {
-			o.setWindow(TimeWindow(m))
-			o.deleteTimers(TimeWindow(m))
+			o.setWindow(m)
+			o.deleteTimers(m)
 			if raw, ok := o.contents.take(); ok {
 				raws = append(raws, raw)
 			}
@@ -534,15 +524,13 @@ func (o *windowOp[K, T, R, U]) mergeSession(w TimeWindow, wm, now int64) (TimeWi
 		} else if !o.eventTime && r.MaxTimestamp() > now {
 			o.core.RegisterProcessingTimeTimer(r.MaxTimestamp())
 		}
+	} else if r != w {
+		return r, true // w fell inside an existing session: the list is unchanged
 	} else if o.isLate(r, wm) {
 		return r, false // a new, lone late window: never stored (Flink retires it)
 	}
-	out := make([]TimeWindow, len(ws))
-	for i, s := range ws {
-		out[i] = TimeWindow(s)
-	}
 	o.core.SetNamespace(nil)
-	o.sessions.Update(out)
+	o.sessions.Update(sessions)
 	return r, true
 }
 

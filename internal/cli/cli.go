@@ -369,10 +369,11 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	for name, d := range map[string]time.Duration{"out-of-orderness": f.outOfOrderness, "allowed-lateness": f.lateness} {
-		if err := checkDuration(name, d); err != nil {
-			return err
-		}
+	if err := checkDuration("out-of-orderness", f.outOfOrderness); err != nil {
+		return err
+	}
+	if err := checkDuration("allowed-lateness", f.lateness); err != nil {
+		return err
 	}
 	if f.watermarks != "punctuated" && f.watermarks != "periodic" {
 		return usagef("--watermarks %q: want punctuated or periodic", f.watermarks)

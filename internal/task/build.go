@@ -2,7 +2,9 @@ package task
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/weirhq/weir/internal/barrier"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -181,7 +183,7 @@ func (t *Task) outputs(i int, insts []operator.Instance) (out any, sides map[str
 	}
 	sides = make(map[string]any, len(n.SideTypes))
 	var wms []operator.WatermarkInput
-	for tag := range n.SideTypes {
+	for _, tag := range slices.Sorted(maps.Keys(n.SideTypes)) { // writers in a stable order
 		side, err := wire(tag)
 		if err != nil {
 			return nil, nil, err

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -101,28 +102,26 @@ func IsElementLate(ts, lateness, wm int64) bool {
 // resulting sessions, the window w ended up in, and the existing sessions
 // that were merged into it (not including result itself when w fell inside
 // an existing session without extending it: then merged is empty).
-func MergeSession(sessions []Window, w Window) (out []Window, result Window, merged []Window) {
-	result = w
-	out = make([]Window, 0, len(sessions)+1)
+//
+// The result is a new slice (sessions is not changed), of the caller's
+// window type, so the caller may store it as it is.
+func MergeSession[W Interval](sessions []W, w W) (out []W, result W, merged []W) {
+	res := Window(w)
+	out = make([]W, 0, len(sessions)+1)
 	for _, s := range sessions {
-		if s.Intersects(w) {
+		if ws := Window(s); ws.Intersects(Window(w)) {
 			merged = append(merged, s)
-			result = result.Cover(s)
+			res = res.Cover(ws)
 		} else {
 			out = append(out, s)
 		}
 	}
+	result = W(res)
 	if len(merged) == 1 && merged[0] == result {
 		merged = nil // w inside an existing session: nothing moves
 	}
-	i, _ := slices.BinarySearchFunc(out, result, func(a, b Window) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
+	i, _ := slices.BinarySearchFunc(out, result, func(a, b W) int {
+		return cmp.Compare(Window(a).Start, Window(b).Start)
 	})
 	out = slices.Insert(out, i, result)
 	return out, result, merged
