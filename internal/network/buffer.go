@@ -25,6 +25,9 @@ const (
 	// KindEndOfData says the producer will send no more records (it may
 	// still send barriers until its final checkpoint; FLIP-147).
 	KindEndOfData
+	// KindWatermarkStatus says the producer went idle or active again (one
+	// byte: 1 idle, 0 active); ordered with records like watermarks.
+	KindWatermarkStatus
 )
 
 func (k Kind) String() string {
@@ -41,6 +44,8 @@ func (k Kind) String() string {
 		return "cancel-checkpoint"
 	case KindEndOfData:
 		return "end-of-data"
+	case KindWatermarkStatus:
+		return "watermark-status"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -101,6 +106,49 @@ func (b *Buffer) Watermark() int64 { return int64(binary.LittleEndian.Uint64(b.D
 // NewWatermark returns a watermark event.
 func NewWatermark(wm int64) *Buffer {
 	return &Buffer{Kind: KindWatermark, Data: binary.LittleEndian.AppendUint64(make([]byte, 0, 8), uint64(wm))}
+}
+
+// NewWatermarkStatus returns a watermark-status event: idle, or active.
+func NewWatermarkStatus(idle bool) *Buffer {
+	d := []byte{0}
+	if idle {
+		d[0] = 1
+	}
+	return &Buffer{Kind: KindWatermarkStatus, Data: d}
+}
+
+// Idle decodes a KindWatermarkStatus event.
+func (b *Buffer) Idle() bool { return b.Data[0] == 1 }
+
+// isProgress reports whether b is a watermark or a watermark status: the
+// events that coalesce while they wait (see coalesceProgress).
+func (b *Buffer) isProgress() bool { return b.Kind == KindWatermark || b.Kind == KindWatermarkStatus }
+
+// coalesceProgress appends b to q, keeping the run of watermark and status
+// events at q's tail (after index from) down to at most one watermark and
+// one status after it, so a consumer that does not read cannot pile up
+// events: a watermark replaces the whole run (watermarks only advance, and
+// a watermark makes an idle channel active, so the statuses before it no
+// longer matter); a status replaces an earlier status of the run. The
+// consumer then sees a shorter history with the same final state. It
+// returns the events dropped, for the caller to recycle.
+func coalesceProgress(q []*Buffer, from int, b *Buffer) ([]*Buffer, []*Buffer) {
+	if !b.isProgress() {
+		return append(q, b), nil
+	}
+	i := len(q)
+	for i > from && q[i-1].isProgress() {
+		i--
+	}
+	var dropped []*Buffer
+	if b.Kind == KindWatermark {
+		dropped = append(dropped, q[i:]...)
+		q = q[:i]
+	} else if n := len(q); n > i && q[n-1].Kind == KindWatermarkStatus {
+		dropped = append(dropped, q[n-1])
+		q = q[:n-1]
+	}
+	return append(q, b), dropped
 }
 
 // NewEndOfPartition returns an end-of-partition event.

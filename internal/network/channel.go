@@ -26,8 +26,8 @@ func (s *Subpartition) Add(b *Buffer) {
 		s.send(b)
 	}
 	s.mu.Unlock()
-	if replaced != nil {
-		replaced.Recycle()
+	for _, r := range replaced {
+		r.Recycle()
 	}
 }
 
@@ -129,13 +129,14 @@ type InputChannel struct {
 // with a data buffer of this channel (events cost no credit).
 func (c *InputChannel) ReturnCredit() { c.sender.Grant(1) }
 
-// deliver queues b. A watermark right behind another queued watermark
-// replaces it, so a consumer that does not read cannot pile up events.
+// deliver queues b. Watermarks and statuses right behind queued ones
+// coalesce (coalesceProgress), so a consumer that does not read cannot pile
+// up events.
 func (c *InputChannel) deliver(b *Buffer) {
 	g := c.gate
 	g.mu.Lock()
-	if n := len(c.queue); b.Kind == KindWatermark && n > c.prio && c.queue[n-1].Kind == KindWatermark {
-		c.queue[n-1] = b
+	if n := len(c.queue); b.isProgress() && n > c.prio && c.queue[n-1].isProgress() {
+		c.queue, _ = coalesceProgress(c.queue, c.prio, b)
 		g.mu.Unlock()
 		return
 	}

@@ -13,9 +13,9 @@ import "slices"
 // the ledger): until then even events wait in the backlog.
 //
 // Invariants: buffers leave in the order they were added; once open, a
-// non-empty backlog starts with a data buffer and then credit is zero; the backlog
-// never holds two watermarks in a row (a newer one replaces the older, since
-// watermarks only advance), so events in it are bounded by the data buffers.
+// non-empty backlog starts with a data buffer and then credit is zero; between
+// two other buffers the backlog holds at most one watermark and one watermark
+// status (see coalesceProgress), so events in it are bounded by the data buffers.
 type ledger struct {
 	open    bool // the receiver has connected
 	credit  int
@@ -24,9 +24,9 @@ type ledger struct {
 }
 
 // add queues b and reports whether it may be delivered now (consuming a
-// credit for data). replaced is a watermark that b made obsolete, for the
-// caller to recycle.
-func (l *ledger) add(b *Buffer) (deliverNow bool, replaced *Buffer) {
+// credit for data). replaced are the watermark events that b made obsolete,
+// for the caller to recycle.
+func (l *ledger) add(b *Buffer) (deliverNow bool, replaced []*Buffer) {
 	if l.open && len(l.backlog) == 0 {
 		if b.IsEvent() {
 			l.sent++
@@ -38,13 +38,8 @@ func (l *ledger) add(b *Buffer) (deliverNow bool, replaced *Buffer) {
 			return true, nil
 		}
 	}
-	if n := len(l.backlog); b.Kind == KindWatermark && n > 0 && l.backlog[n-1].Kind == KindWatermark {
-		replaced = l.backlog[n-1]
-		l.backlog[n-1] = b
-		return false, replaced
-	}
-	l.backlog = append(l.backlog, b)
-	return false, nil
+	l.backlog, replaced = coalesceProgress(l.backlog, 0, b)
+	return false, replaced
 }
 
 // grant adds n credits and returns the backlog buffers that may now be

@@ -20,7 +20,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	add bN     the producer finishes buffer bN (N a name, any token); a
 //	           name starting with "wm" is a watermark event, one starting
 //	           with "eop" an end-of-partition event, "barN" the aligned
-//	           barrier of checkpoint N
+//	           barrier of checkpoint N, "idle" or "active" a watermark status
 
 //	grant N    the receiver grants N credits
 //	priority eN  a priority event (an unaligned barrier): it goes at once
@@ -76,6 +76,8 @@ func runLedgerTrace(t *testing.T, path string) {
 				switch {
 				case strings.HasPrefix(n, "wm"):
 					b.Kind = KindWatermark
+				case strings.HasPrefix(n, "idle"), strings.HasPrefix(n, "active"):
+					b.Kind = KindWatermarkStatus
 				case strings.HasPrefix(n, "eop"):
 					b.Kind = KindEndOfPartition
 				case strings.HasPrefix(n, "bar"):
@@ -91,8 +93,8 @@ func runLedgerTrace(t *testing.T, path string) {
 				if now {
 					line = "deliver " + n
 				}
-				if replaced != nil {
-					line += " replaces " + name(replaced)
+				for _, r := range replaced {
+					line += " replaces " + name(r)
 				}
 				got = append(got, line)
 			}
