@@ -87,6 +87,22 @@ type Context struct {
 	// wakeAt is the processing time (ms) at which the task should call the
 	// operator's OnProcessingTime; NoWakeUp when none.
 	wakeAt int64
+	// setIdle, set by the task, records the operator's output status.
+	setIdle func(idle bool)
+}
+
+// SetIdleHook is for the task: where SetIdle goes.
+func (c *Context) SetIdleHook(f func(idle bool)) { c.setIdle = f }
+
+// SetIdle marks the operator's output idle (true) or active again (Flink's
+// WatermarkStatus): while any operator of a chain is idle, or every input
+// channel of the task is, the task's outputs are idle and downstream leaves
+// them out of its watermark minimum. An operator that goes idle must mark
+// itself active before it emits again. Outside a task it does nothing.
+func (c *Context) SetIdle(idle bool) {
+	if c.setIdle != nil {
+		c.setIdle(idle)
+	}
 }
 
 // StateConfig says where keyed operators keep their state.

@@ -21,6 +21,8 @@ type IOStats struct {
 	// over its inputs), OutputWatermark the last one its writers sent.
 	// Both start at math.MinInt64 (see SetWatermarks).
 	InputWatermark, OutputWatermark int64
+	// OutputIdle: the task's outputs are idle (WatermarkStatus).
+	OutputIdle bool
 	// Clock measures the waits (nil: the system clock).
 	Clock clock.Clock
 	// Yield asks the readers to stop after the current record: the task has

@@ -26,6 +26,10 @@ type PartitionWriter interface {
 	Barrier(b network.Barrier, onSent func()) (overtaken [][][]byte)
 	// CancelCheckpoint sends a cancel marker for checkpoint id on every channel.
 	CancelCheckpoint(id int64)
+	// WatermarkStatus flushes and announces idle or active on every channel.
+	// While idle the writer drops watermarks, except the maximum one (the
+	// end of input), which makes it active again.
+	WatermarkStatus(idle bool)
 	// Partition is the result partition written to.
 	Partition() *network.ResultPartition
 }
@@ -48,6 +52,8 @@ type Writer[T any] struct {
 	// memSize > 0 when T's encoding is its memory (codec.MemorySize): records
 	// are then copied into the buffer without calling the codec.
 	memSize int
+	// idle: the last status announced was idle (see WatermarkStatus).
+	idle bool
 }
 
 // NewWriter returns a writer over rp. sel picks the channel of a record; nil
@@ -192,6 +198,12 @@ func (w *Writer[T]) request() *network.Buffer {
 // ProcessWatermark implements Input: flush, then one watermark event per
 // channel. Events need no buffer from the pool, so this never blocks.
 func (w *Writer[T]) ProcessWatermark(wm int64) {
+	if w.idle {
+		if wm != MaxWatermark {
+			return
+		}
+		w.WatermarkStatus(false)
+	}
 	w.stats.OutputWatermark = wm
 	for ch := range w.cur {
 		if w.cur[ch] != nil {
@@ -212,6 +224,15 @@ func (w *Writer[T]) Flush() {
 
 // EndOfData implements PartitionWriter.
 func (w *Writer[T]) EndOfData() { w.event(network.NewEndOfData) }
+
+// WatermarkStatus implements PartitionWriter.
+func (w *Writer[T]) WatermarkStatus(idle bool) {
+	if idle == w.idle {
+		return
+	}
+	w.idle = idle
+	w.event(func() *network.Buffer { return network.NewWatermarkStatus(idle) })
+}
 
 // CancelCheckpoint implements PartitionWriter.
 func (w *Writer[T]) CancelCheckpoint(id int64) {

@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/statebackend"
 	"github.com/weirhq/weir/internal/timers"
+	"github.com/weirhq/weir/internal/watermark"
 	"github.com/weirhq/weir/state"
 )
 
@@ -74,6 +75,7 @@ func (t *Task) build() error {
 		ctx.SendEvent = func(p []byte) {
 			t.spec.Reporter.SendEvent(protocol.OperatorEvent{Exec: t.spec.Exec, OperatorID: opID, Payload: append([]byte(nil), p...)})
 		}
+		ctx.SetIdleHook(func(idle bool) { t.operatorIdle(i, idle) })
 		ctx.Mode = t.spec.Mode
 		ctx.Clock = t.spec.Clock
 		ctx.Cancel = t.cancel
@@ -115,7 +117,7 @@ func (t *Task) build() error {
 		t.initInputs()
 		head := insts[0]
 		t.readers = make([]operator.RecordReader, len(t.spec.ChannelsPerInput))
-		t.valves = make([]*valve, len(t.spec.ChannelsPerInput))
+		t.valves = make([]*watermark.Valve, len(t.spec.ChannelsPerInput))
 		for in, n := range t.spec.ChannelsPerInput {
 			var st operator.StreamType
 			from := ""
@@ -133,7 +135,7 @@ func (t *Task) build() error {
 			}
 			name := fmt.Sprintf("task %q input %d", t.name, in)
 			t.readers[in] = st.NewReader(head.Inputs[in], n, &t.Stats, name)
-			t.valves[in] = newValve(n)
+			t.valves[in] = watermark.NewValve(n)
 		}
 	}
 	return nil

@@ -368,7 +368,7 @@ queue:
 			}
 			n--
 			continue
-		case network.KindWatermark:
+		case network.KindWatermark, network.KindWatermarkStatus:
 			continue
 		case network.KindBarrier:
 			if b.Barrier().ID < r.id {

@@ -151,6 +151,11 @@ func (t *Task) pollInput() (bool, error) {
 	}
 	t.current = 0
 	if b.Kind == network.KindData {
+		if t.valves[c.Input].ChannelIdle(c.Channel) {
+			// Records wake an idle channel (its producer should have
+			// said ACTIVE first; this keeps a lost status harmless).
+			t.applyValve(c.Input, t.valves[c.Input].Active(c.Channel))
+		}
 		t.recordInput(c.Index, b)
 		t.in.cur, t.in.curCh, t.in.curPos = b, c, 0
 		return true, t.readCurrent()
@@ -195,9 +200,12 @@ func (t *Task) handleEvent(c *network.InputChannel, b *network.Buffer) error {
 	in := c.Input
 	switch b.Kind {
 	case network.KindWatermark:
-		if wm, adv := t.valves[in].watermark(c.Channel, b.Watermark()); adv {
-			t.noteInputWatermark()
-			t.readers[in].ProcessWatermark(wm)
+		t.applyValve(in, t.valves[in].Watermark(c.Channel, b.Watermark()))
+	case network.KindWatermarkStatus:
+		if b.Idle() {
+			t.applyValve(in, t.valves[in].Idle(c.Channel))
+		} else {
+			t.applyValve(in, t.valves[in].Active(c.Channel))
 		}
 	case network.KindEndOfData:
 		return t.endOfData(c)
@@ -228,7 +236,7 @@ func (t *Task) handleEvent(c *network.InputChannel, b *network.Buffer) error {
 func (t *Task) noteInputWatermark() {
 	lo := int64(math.MaxInt64)
 	for _, v := range t.valves {
-		lo = min(lo, v.current)
+		lo = min(lo, v.Current())
 	}
 	t.Stats.InputWatermark = lo
 }
@@ -242,10 +250,7 @@ func (t *Task) endOfData(c *network.InputChannel) error {
 	if err := t.readers[in].ChannelEnded(c.Channel); err != nil {
 		return t.opError(0, err)
 	}
-	if wm, adv := t.valves[in].end(c.Channel); adv {
-		t.noteInputWatermark()
-		t.readers[in].ProcessWatermark(wm)
-	}
+	t.applyValve(in, t.valves[in].End(c.Channel))
 	t.in.dataLive[in]--
 	if t.in.dataLive[in] == 0 {
 		if ie, ok := t.ops[0].(InputEnder); ok {

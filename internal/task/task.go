@@ -16,6 +16,7 @@ import (
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/watermark"
 )
 
 // ErrCanceled is returned by Run when the task was canceled.
@@ -108,7 +109,12 @@ type Task struct {
 	opened   int       // ops[len-opened:] are open
 	source   operator.Source
 	readers  []operator.RecordReader
-	valves   []*valve
+	valves   []*watermark.Valve
+	// opIdle: operators of the chain that marked their output idle (a
+	// source, a watermark assigner with idleness); outIdle: the status the
+	// writers last announced.
+	opIdle   map[int]bool
+	outIdle  bool
 	writers  []operator.PartitionWriter
 	flushers []int // indexes of ops that are operator.OutputFlushers
 	timed    []int // indexes of ops that are operator.ProcessingTimers
