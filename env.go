@@ -46,6 +46,10 @@ type Config struct {
 	// before it is sent (default 100ms; negative: only when full; 0: after
 	// every batch of work).
 	BufferTimeout time.Duration
+	// AutoWatermarkInterval is how often watermark generators emit, in
+	// processing time (Flink's pipeline.auto-watermark-interval; default
+	// 200ms). A WatermarkStrategy's own Interval overrides it.
+	AutoWatermarkInterval time.Duration
 	// BufferSize is the size of network buffers (default 32 KiB).
 	BufferSize int
 	// BuffersPerChannel is the credit of each input channel (default 2);
@@ -107,6 +111,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BufferSize <= 0 {
 		c.BufferSize = 32 << 10
+	}
+	if c.AutoWatermarkInterval <= 0 {
+		c.AutoWatermarkInterval = 200 * time.Millisecond
 	}
 	if c.BuffersPerChannel <= 0 {
 		c.BuffersPerChannel = 2

@@ -20,9 +20,17 @@ type WatermarkStrategy[T any] struct {
 	// MaxOutOfOrderness is how late an element may be (0: timestamps only
 	// increase, Flink's monotonous strategy).
 	MaxOutOfOrderness time.Duration
-	// Interval is how often watermarks are emitted (default 200ms, Flink's
-	// pipeline.auto-watermark-interval).
+	// Interval is how often watermarks are emitted (default:
+	// Config.AutoWatermarkInterval, Flink's pipeline.auto-watermark-interval).
 	Interval time.Duration
+	// IdleTimeout > 0 marks a subtask's output idle when it has seen no
+	// element for that long (Flink's withIdleness): downstream then leaves
+	// it out of the watermark minimum, so an input without data does not
+	// hold back event time. The next element makes it active again; its
+	// watermark counts again once it has caught up with downstream's (the
+	// combined watermark never goes back, so its elements may be late).
+	// Idleness is checked every Interval.
+	IdleTimeout time.Duration
 	// Generator, if set, makes each subtask's watermark generator instead
 	// of the bounded-out-of-orderness one (MaxOutOfOrderness is then
 	// unused): Flink's WatermarkGenerator, periodic (emitting in
@@ -80,16 +88,20 @@ func boundedWatermark(max, delay int64) (int64, bool) {
 func AssignTimestampsAndWatermarks[T any](s DataStream[T], ws WatermarkStrategy[T]) DataStream[T] {
 	interval := ws.Interval
 	if interval <= 0 {
-		interval = 200 * time.Millisecond
+		interval = s.env.cfg.AutoWatermarkInterval
+	}
+	idle := ws.IdleTimeout.Milliseconds()
+	if ws.IdleTimeout > 0 {
+		idle = max(idle, 1)
 	}
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if ws.Generator != nil {
 			op := &generatorOp[T]{ts: ws.Timestamp, gen: ws.Generator(), out: out.(operator.Input[T]), ctx: ctx,
-				watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64}}
+				watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64, idleTimeout: idle}}
 			return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 		}
 		op := &watermarkOp[T]{ts: ws.Timestamp, delay: ws.MaxOutOfOrderness.Milliseconds(), out: out.(operator.Input[T]), ctx: ctx,
-			max: math.MinInt64, watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64}}
+			max: math.MinInt64, watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64, idleTimeout: idle}}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[T](s.env, addNode[T](s.env, "Timestamps/Watermarks", fac, false, s.ends))
@@ -109,13 +121,40 @@ type watermarkOp[T any] struct {
 type watermarkEmitter struct {
 	interval, emitted int64
 	saved             watermarkState
+	// Idleness (idleTimeout > 0): events counts elements; at each periodic
+	// wake-up the output goes idle when none came for idleTimeout ms.
+	idleTimeout, events, seenEvents, lastActive int64
+	idle                                        bool
+}
+
+// noteEvent is called per element when idleness is on: an idle output
+// becomes active before the element goes out.
+func (e *watermarkEmitter) noteEvent(ctx *operator.Context) {
+	e.events++
+	if e.idle {
+		e.idle = false
+		ctx.SetIdle(false)
+	}
+}
+
+// checkIdle runs at each periodic wake-up (Flink's IdlenessTimer).
+func (e *watermarkEmitter) checkIdle(ctx *operator.Context, now int64) {
+	if e.events != e.seenEvents {
+		e.seenEvents, e.lastActive = e.events, now
+		return
+	}
+	if !e.idle && now-e.lastActive >= e.idleTimeout {
+		e.idle = true
+		ctx.SetIdle(true)
+	}
 }
 
 func (e *watermarkEmitter) Open(ctx *operator.Context) error {
 	if wm, ok := e.saved.open(ctx, "emitted-watermark"); ok {
 		e.emitted = wm
 	}
-	ctx.WakeAt(ctx.Clock.NowMillis() + e.interval)
+	e.lastActive = ctx.Clock.NowMillis()
+	ctx.WakeAt(e.lastActive + e.interval)
 	return nil
 }
 
@@ -126,6 +165,9 @@ func (e *watermarkEmitter) Close() error              { return nil }
 
 func (o *watermarkOp[T]) ProcessElement(v T, _ int64) {
 	o.ctx.Enter()
+	if o.idleTimeout > 0 {
+		o.noteEvent(o.ctx)
+	}
 	ts := o.ts(v)
 	if ts > o.max {
 		o.max = ts
@@ -145,6 +187,9 @@ func (o *watermarkOp[T]) OnProcessingTime(now int64) {
 		o.emitted = wm
 		o.out.ProcessWatermark(wm)
 	}
+	if o.idleTimeout > 0 {
+		o.checkIdle(o.ctx, now)
+	}
 	o.ctx.WakeAt(now + o.interval)
 }
 
@@ -159,6 +204,9 @@ type generatorOp[T any] struct {
 
 func (o *generatorOp[T]) ProcessElement(v T, _ int64) {
 	o.ctx.Enter()
+	if o.idleTimeout > 0 {
+		o.noteEvent(o.ctx)
+	}
 	ts := o.ts(v)
 	o.out.ProcessElement(v, ts)
 	o.ctx.Enter()
@@ -183,6 +231,9 @@ func (o *generatorOp[T]) ProcessWatermark(wm int64) {
 
 func (o *generatorOp[T]) OnProcessingTime(now int64) {
 	o.gen.OnPeriodicEmit(o)
+	if o.idleTimeout > 0 {
+		o.checkIdle(o.ctx, now)
+	}
 	o.ctx.WakeAt(now + o.interval)
 }
 
