@@ -19,6 +19,41 @@ func FromSource[T, S any](env *Environment, src source.Source[T, S], name string
 	return newStream[T](env, n)
 }
 
+// FromSourceWithWatermarks is FromSource with a watermark strategy on the
+// source itself (Flink's env.fromSource(source, strategy, name)): readers
+// that emit per split (source.Output.ForSplit) get a watermark generator
+// and idleness per split, and the source's watermark is the minimum over
+// its active splits, so a split read ahead of another does not make the
+// other's records late. Records collected directly share one more
+// generator. ws.Timestamp may be nil: the reader's timestamps are kept.
+func FromSourceWithWatermarks[T, S any](env *Environment, src source.Source[T, S], ws WatermarkStrategy[T], name string) DataStream[T] {
+	interval := ws.Interval
+	if interval <= 0 {
+		interval = env.cfg.AutoWatermarkInterval
+	}
+	sw := operator.SourceWatermarks[T]{Timestamp: ws.Timestamp, Delay: ws.MaxOutOfOrderness.Milliseconds(),
+		Interval: max(interval.Milliseconds(), 1)}
+	if ws.IdleTimeout > 0 {
+		sw.IdleTimeout = max(ws.IdleTimeout.Milliseconds(), 1)
+	}
+	if g := ws.Generator; g != nil {
+		sw.NewGenerator = func() operator.WatermarkGenerator[T] { return generatorAdapter[T]{g()} }
+	}
+	fac, coord := operator.NewSourceFactoryWithWatermarks(src, sw)
+	n := addNode[T](env, "Source: "+name, fac, false)
+	n.IsSource = true
+	n.Coordinator = coord
+	return newStream[T](env, n)
+}
+
+// generatorAdapter lets the engine call a user's WatermarkGenerator.
+type generatorAdapter[T any] struct{ g WatermarkGenerator[T] }
+
+func (a generatorAdapter[T]) OnEvent(v T, ts int64, out operator.WatermarkEmitter) {
+	a.g.OnEvent(v, ts, out)
+}
+func (a generatorAdapter[T]) OnPeriodicEmit(out operator.WatermarkEmitter) { a.g.OnPeriodicEmit(out) }
+
 // FromSlice emits the elements of items, in order. Like Flink's fromData it
 // runs at parallelism 1.
 func FromSlice[T any](env *Environment, items []T) DataStream[T] {

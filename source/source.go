@@ -91,6 +91,35 @@ type Output[T any] interface {
 	// MoreAvailable when it is set; one that ignores it stays correct, but
 	// under backpressure it blocks while emitting and delays checkpoints.
 	ShouldYield() bool
+	// ForSplit returns the output for the records of one split (Flink's
+	// ReaderOutput.createOutputForSplit): with a watermark strategy on the
+	// source (weir.FromSourceWithWatermarks) each split gets its own
+	// watermark generator and idleness, and the source's watermark is the
+	// minimum over its splits, so splits read at different speeds do not
+	// make each other's records late. Call it once per split and keep the
+	// result (it is a lookup); the same id returns the same output until
+	// ReleaseSplit. Create the outputs of the splits a reader holds before
+	// it emits records of any of them: a split without an output does not
+	// hold the watermark back yet. Without a strategy it returns this
+	// output.
+	ForSplit(splitID string) SplitOutput[T]
+	// ReleaseSplit says that a split is finished: its output leaves the
+	// source's watermark minimum.
+	ReleaseSplit(splitID string)
+}
+
+// SplitOutput receives the records of one split (Flink's SourceOutput).
+type SplitOutput[T any] interface {
+	Collect(v T)
+	CollectWithTimestamp(v T, ts int64)
+	CollectBatch(vs []T)
+	// EmitWatermark emits a watermark for this split (readers whose
+	// storage knows event-time progress); it makes an idle split active.
+	// Without a strategy on the source it is ignored.
+	EmitWatermark(wm int64)
+	// MarkIdle leaves the split out of the source's watermark until it
+	// emits again.
+	MarkIdle()
 }
 
 // Status is what a reader reports after a poll.

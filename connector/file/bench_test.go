@@ -128,3 +128,11 @@ func BenchmarkSink(b *testing.B) {
 		os.Remove(filepath.Join(dir, cs[0].Final))
 	}
 }
+
+func (o *countOutput[T]) ForSplit(string) source.SplitOutput[T] { return countOutputSplit[T]{o} }
+func (o *countOutput[T]) ReleaseSplit(string)                   {}
+
+type countOutputSplit[T any] struct{ *countOutput[T] }
+
+func (countOutputSplit[T]) EmitWatermark(int64) {}
+func (countOutputSplit[T]) MarkIdle()           {}

@@ -286,3 +286,11 @@ func TestSplitCodec(t *testing.T) {
 		t.Error("a truncated enumerator state was restored")
 	}
 }
+
+func (o *listOutput[T]) ForSplit(string) source.SplitOutput[T] { return listOutputSplit[T]{o} }
+func (o *listOutput[T]) ReleaseSplit(string)                   {}
+
+type listOutputSplit[T any] struct{ *listOutput[T] }
+
+func (listOutputSplit[T]) EmitWatermark(int64) {}
+func (listOutputSplit[T]) MarkIdle()           {}

@@ -47,6 +47,18 @@ func (o *sourceOutput[T]) Collect(v T)                        { o.in.ProcessElem
 func (o *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) { o.in.ProcessElement(v, ts) }
 func (o *sourceOutput[T]) ShouldYield() bool                  { return o.yield != nil && o.yield.Load() }
 
+// ForSplit implements source.Output: without a strategy a split's records
+// go straight out.
+func (o *sourceOutput[T]) ForSplit(string) source.SplitOutput[T] { return plainSplit[T]{o} }
+
+// ReleaseSplit implements source.Output.
+func (o *sourceOutput[T]) ReleaseSplit(string) {}
+
+type plainSplit[T any] struct{ *sourceOutput[T] }
+
+func (plainSplit[T]) EmitWatermark(int64) {}
+func (plainSplit[T]) MarkIdle()           {}
+
 func (o *sourceOutput[T]) CollectBatch(vs []T) {
 	in := o.in
 	for _, v := range vs {
@@ -164,7 +176,11 @@ func (s *SourceOperator[T, S]) HandleOperatorEvent(p []byte) error {
 // PollNext implements Source. At the end of input it emits the maximum
 // watermark, so every event-time timer downstream fires.
 func (s *SourceOperator[T, S]) PollNext() (Status, <-chan struct{}, int64, error) {
-	st, wake, retry, err := s.reader.PollNext(&s.out)
+	return s.pollWith(&s.out)
+}
+
+func (s *SourceOperator[T, S]) pollWith(out source.Output[T]) (Status, <-chan struct{}, int64, error) {
+	st, wake, retry, err := s.reader.PollNext(out)
 	if err != nil {
 		return 0, nil, 0, err
 	}

@@ -275,6 +275,20 @@ func (r *Reader[T, S]) CollectBatch(vs []T) {
 	}
 }
 
+// ForSplit implements source.Output: records of every split land in Out.
+func (r *Reader[T, S]) ForSplit(string) source.SplitOutput[T] { return splitOut[T, S]{r} }
+
+// ReleaseSplit implements source.Output.
+func (r *Reader[T, S]) ReleaseSplit(string) {}
+
+type splitOut[T, S any] struct{ r *Reader[T, S] }
+
+func (o splitOut[T, S]) Collect(v T)                        { o.r.Collect(v) }
+func (o splitOut[T, S]) CollectWithTimestamp(v T, ts int64) { o.r.CollectWithTimestamp(v, ts) }
+func (o splitOut[T, S]) CollectBatch(vs []T)                { o.r.CollectBatch(vs) }
+func (o splitOut[T, S]) EmitWatermark(int64)                {}
+func (o splitOut[T, S]) MarkIdle()                          {}
+
 // ShouldYield implements source.Output.
 func (r *Reader[T, S]) ShouldYield() bool { return r.YieldEvery > 0 && r.N%r.YieldEvery == 0 }
 
