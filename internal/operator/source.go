@@ -188,6 +188,7 @@ func (s *SourceOperator[T, S]) pollWith(out source.Output[T]) (Status, <-chan st
 	case source.EndOfInput:
 		if !s.ended {
 			s.ended = true
+			s.ctx.SetIdle(false) // active again for the final watermark
 			s.ctx.Enter()
 			s.out.in.ProcessWatermark(MaxWatermark)
 		}

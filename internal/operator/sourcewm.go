@@ -75,11 +75,7 @@ func (w *watermarkedSource[T, S]) Open(ctx *Context) error {
 // PollNext implements Source: the reader emits through the watermarked
 // output; at the end the source is active again for the final watermark.
 func (w *watermarkedSource[T, S]) PollNext() (Status, <-chan struct{}, int64, error) {
-	st, wake, retry, err := w.pollWith(&w.main)
-	if st == EndOfInput {
-		w.ctx.SetIdle(false)
-	}
-	return st, wake, retry, err
+	return w.pollWith(&w.main)
 }
 
 // OnProcessingTime implements ProcessingTimer: every split's periodic emit
