@@ -24,12 +24,38 @@ func orderedWithin(rng *rand.Rand, n, keys, step, disorder, idBase int64) []join
 	return out
 }
 
-func joinSource(env *weir.Environment, in []joinEv, disorder int64) weir.KeyedStream[int64, joinEv] {
+// joinSources reads both sides from one source, interleaved in order of
+// their timestamps' base (left and right IDs tell them apart), and splits
+// them with a side output: both sides advance together, so buffers are
+// cleaned while the other side still sends, as in a live job (two separate
+// slice sources would let one side finish before the other starts).
+func joinSources(env *weir.Environment, left, right []joinEv, disorder int64) (weir.KeyedStream[int64, joinEv], weir.KeyedStream[int64, joinEv]) {
+	var in []joinEv
+	for i := range max(len(left), len(right)) {
+		if i < len(left) {
+			in = append(in, left[i])
+		}
+		if i < len(right) {
+			in = append(in, right[i])
+		}
+	}
 	s := weir.AssignTimestampsAndWatermarks(weir.FromSlice(env, in).SetParallelism(1), weir.WatermarkStrategy[joinEv]{
 		Timestamp: func(e joinEv) int64 { return e.Ts },
 		Generator: weir.PunctuatedWatermarks[joinEv](time.Duration(disorder) * time.Millisecond)}).SetParallelism(1)
-	return weir.KeyBy(s, func(e joinEv) int64 { return e.Key })
+	rightTag := weir.NewOutputTag[joinEv]("right")
+	l := weir.Process(s, weir.ProcessFunc[joinEv, joinEv](func(ctx weir.Context, e joinEv, out weir.Collector[joinEv]) error {
+		if e.ID >= rightIDs {
+			rightTag.Output(ctx, e)
+		} else {
+			out.Collect(e)
+		}
+		return nil
+	})).SetParallelism(1)
+	key := func(e joinEv) int64 { return e.Key }
+	return weir.KeyBy(l, key), weir.KeyBy(weir.SideOutput(l, rightTag), key)
 }
+
+const rightIDs = 1_000_000
 
 // withTimestamp appends each element's record timestamp, as a downstream
 // operator sees it.
@@ -57,7 +83,7 @@ func TestIntervalJoinMatchesNestedLoops(t *testing.T) {
 				keys := 1 + rng.Int64N(50)
 				disorder := rng.Int64N(30)
 				left := orderedWithin(rng, n, keys, 2, disorder, 0)
-				right := orderedWithin(rng, n+rng.Int64N(500), keys, 2, disorder, 1_000_000)
+				right := orderedWithin(rng, n+rng.Int64N(500), keys, 2, disorder, rightIDs)
 				lo, hi := b.lower, b.upper
 				if b.lowerExcl {
 					lo++
@@ -75,7 +101,8 @@ func TestIntervalJoinMatchesNestedLoops(t *testing.T) {
 					}
 				}
 				env := weir.NewEnvironment(weir.Config{Parallelism: p, StateBackend: backend, StateDir: t.TempDir()})
-				j := weir.IntervalJoin(joinSource(env, left, disorder), joinSource(env, right, disorder)).
+				ls, rs := joinSources(env, left, right, disorder)
+				j := weir.IntervalJoin(ls, rs).
 					Between(time.Duration(b.lower)*time.Millisecond, time.Duration(b.upper)*time.Millisecond)
 				if b.lowerExcl {
 					j = j.LowerBoundExclusive()
