@@ -138,6 +138,16 @@ type intervalJoinFn[K comparable, A, B, U any] struct {
 	left                state.MapState[int64, []A]
 	right               state.MapState[int64, []B]
 	jctx                joinContext
+	// The element being joined and the visitors of the other side's
+	// buckets, built once in Open: a range-over-func loop body would be a
+	// new closure per element (the iterator is called through an interface).
+	curA      A
+	curB      B
+	curTs     int64
+	col       *collector[U]
+	err       error
+	joinLeft  func(int64, []B) bool
+	joinRight func(int64, []A) bool
 }
 
 type joinContext struct {
@@ -155,10 +165,43 @@ func (f *intervalJoinFn[K, A, B, U]) Open(ctx KeyedRuntimeContext) error {
 	}
 	f.left = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []A]{Name: "interval-join-left", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.ca)})
 	f.right = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []B]{Name: "interval-join-right", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.cb)})
+	f.joinLeft, f.joinRight = f.visitRight, f.visitLeft
 	if op, ok := f.fn.(Opener); ok {
 		return op.Open(ctx)
 	}
 	return nil
+}
+
+// visitRight joins the current left element with one right bucket.
+func (f *intervalJoinFn[K, A, B, U]) visitRight(rts int64, bs []B) bool {
+	ts := f.curTs
+	if rts < ts+f.lower || rts > ts+f.upper {
+		return true
+	}
+	f.jctx.right = rts
+	f.col.ts = max(ts, rts)
+	for i := range bs {
+		if f.err = f.fn.ProcessElement(&f.jctx, f.curA, bs[i], f.col); f.err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// visitLeft joins the current right element with one left bucket.
+func (f *intervalJoinFn[K, A, B, U]) visitLeft(lts int64, as []A) bool {
+	ts := f.curTs
+	if lts < ts-f.upper || lts > ts-f.lower {
+		return true
+	}
+	f.jctx.left = lts
+	f.col.ts = max(ts, lts)
+	for i := range as {
+		if f.err = f.fn.ProcessElement(&f.jctx, as[i], f.curB, f.col); f.err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *intervalJoinFn[K, A, B, U]) Close() error { return closeFn(f.fn) }
@@ -184,19 +227,13 @@ func (f *intervalJoinFn[K, A, B, U]) ProcessElement1(ctx KeyedContext[K], a A, o
 	}
 	bucket, _ := f.left.Get(ts)
 	f.left.Put(ts, append(bucket, a))
-	col := out.(*collector[U])
+	f.col, f.curA, f.curTs = out.(*collector[U]), a, ts
 	f.jctx.Context, f.jctx.left = ctx, ts
-	for rts, bs := range f.right.All() {
-		if rts < ts+f.lower || rts > ts+f.upper {
-			continue
-		}
-		f.jctx.right = rts
-		col.ts = max(ts, rts)
-		for _, b := range bs {
-			if err := f.fn.ProcessElement(&f.jctx, a, b, col); err != nil {
-				return err
-			}
-		}
+	f.right.All()(f.joinLeft)
+	var zero A
+	f.curA = zero // do not keep the element alive
+	if f.err != nil {
+		return f.err
 	}
 	// The left element can meet right elements up to ts+upper; once the
 	// watermark passes that, none can come (they would be late).
@@ -218,19 +255,13 @@ func (f *intervalJoinFn[K, A, B, U]) ProcessElement2(ctx KeyedContext[K], b B, o
 	}
 	bucket, _ := f.right.Get(ts)
 	f.right.Put(ts, append(bucket, b))
-	col := out.(*collector[U])
+	f.col, f.curB, f.curTs = out.(*collector[U]), b, ts
 	f.jctx.Context, f.jctx.right = ctx, ts
-	for lts, as := range f.left.All() {
-		if lts < ts-f.upper || lts > ts-f.lower {
-			continue
-		}
-		f.jctx.left = lts
-		col.ts = max(ts, lts)
-		for _, a := range as {
-			if err := f.fn.ProcessElement(&f.jctx, a, b, col); err != nil {
-				return err
-			}
-		}
+	f.left.All()(f.joinRight)
+	var zero B
+	f.curB = zero
+	if f.err != nil {
+		return f.err
 	}
 	cleanup := ts
 	if f.lower < 0 {
