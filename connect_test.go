@@ -1,11 +1,13 @@
 package weir_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/codec"
@@ -170,4 +172,79 @@ func (c coSplit) ProcessElement2(ctx weir.Context, s string, out weir.Collector[
 		out.Collect("s" + s)
 	}
 	return nil
+}
+
+// coFiresOnce registers a processing-time timer for the key of every
+// element of either side and emits the key, with its side's mark in keyed
+// state, when the timer fires.
+type coFiresOnce struct{ side state.ValueState[string] }
+
+func (c *coFiresOnce) Open(ctx weir.KeyedRuntimeContext) error {
+	c.side = state.GetValueState(ctx.State(), state.ValueDescriptor[string]{Name: "side", Codec: codec.String()})
+	return nil
+}
+
+func (c *coFiresOnce) register(ctx weir.KeyedContext[string], side string) error {
+	c.side.Update(side)
+	ts := ctx.TimerService()
+	ts.RegisterProcessingTimeTimer(ts.CurrentProcessingTime() + 20)
+	return nil
+}
+
+func (c *coFiresOnce) ProcessElement1(ctx weir.KeyedContext[string], _ string, _ weir.Collector[string]) error {
+	return c.register(ctx, "1")
+}
+
+func (c *coFiresOnce) ProcessElement2(ctx weir.KeyedContext[string], _ int64, _ weir.Collector[string]) error {
+	return c.register(ctx, "2")
+}
+
+func (c *coFiresOnce) OnTimer(ctx weir.OnTimerContext[string], _ int64, out weir.Collector[string]) error {
+	if ctx.TimeDomain() != weir.ProcessingTime {
+		return fmt.Errorf("want a processing-time timer")
+	}
+	s, _ := c.side.Value()
+	out.Collect(ctx.CurrentKey() + s)
+	return nil
+}
+
+// Processing-time timers of a keyed co-process function fire for keys of
+// both sides, with the keyed state each side wrote.
+func TestKeyedCoProcessProcessingTimeTimers(t *testing.T) {
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
+	// Unbounded: pending processing-time timers are dropped at end of input.
+	a := weir.KeyBy(weir.Generate(env, -1, 50, func(i int64) string { return []string{"a", "b", "c"}[i%3] }), func(s string) string { return s })
+	b := weir.KeyBy(weir.Generate(env, -1, 50, func(i int64) int64 { return i % 2 }), func(i int64) string { return []string{"d", "e"}[i] })
+	fired := weir.Collect(weir.KeyedCoProcess[string, string, int64, string](weir.ConnectKeyed(a, b), &coFiresOnce{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	job, err := env.ExecuteAsync(ctx, "co-timers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string)
+	go func() {
+		for v := range fired.All() {
+			select {
+			case seen <- v:
+			case <-job.Done():
+			}
+		}
+	}()
+	want := map[string]bool{"a1": true, "b1": true, "c1": true, "d2": true, "e2": true}
+	got := map[string]bool{}
+	deadline := time.After(10 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case v := <-seen:
+			if !want[v] {
+				t.Fatalf("timer fired for %q, want one of %v", v, want)
+			}
+			got[v] = true
+		case <-deadline:
+			t.Fatalf("timers fired only for %v", got)
+		}
+	}
+	cancel()
+	job.Wait(context.Background())
 }
