@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
 )
 
@@ -203,20 +202,7 @@ type keyedCoOp[K comparable, A, B, U any] struct {
 }
 
 func (o *keyedCoOp[K, A, B, U]) Open(ctx *operator.Context) error {
-	core, err := keyed.NewCore(ctx, o.keyCodec)
-	if err != nil {
-		return err
-	}
-	core.ArmProcessingTime() // restored timers
-	o.pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.Store()}, core: core}
-	o.keyedTimers.init(core, o.fn, &o.col, &o.pctx)
-	if op, ok := o.fn.(KeyedOpener); ok {
-		return op.Open(o.pctx.keyedRuntimeContext)
-	}
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(o.pctx.keyedRuntimeContext)
-	}
-	return nil
+	return openKeyedProcess(ctx, o.keyCodec, o.fn, &o.keyedTimers, &o.col, &o.pctx)
 }
 
 // watermark fires the event-time timers the combined watermark passed, then

@@ -121,6 +121,28 @@ func (t *keyedTimers[K, U]) fireTimer(tm timers.Timer) {
 	t.col.ctx.Enter()
 }
 
+// openKeyedProcess opens a keyed operator that runs a user function with a
+// keyed process context (ProcessKeyed, KeyedCoProcess): the keyed core,
+// restored processing-time timers armed, the context and timers pointed at
+// it, then the function's Open.
+func openKeyedProcess[K comparable, U any](ctx *operator.Context, keyCodec codec.Codec[K], fn any,
+	t *keyedTimers[K, U], col *collector[U], pctx *keyedProcessContext[K]) error {
+	core, err := keyed.NewCore(ctx, keyCodec)
+	if err != nil {
+		return err
+	}
+	core.ArmProcessingTime() // restored timers
+	*pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.Store()}, core: core}
+	t.init(core, fn, col, pctx)
+	if op, ok := fn.(KeyedOpener); ok {
+		return op.Open(pctx.keyedRuntimeContext)
+	}
+	if op, ok := fn.(Opener); ok {
+		return op.Open(pctx.keyedRuntimeContext)
+	}
+	return nil
+}
+
 // closeFn closes a function that is a Closer. (Keyed state belongs to the
 // task, which closes it.)
 func closeFn(fn any) error {
@@ -163,20 +185,7 @@ type keyedProcessOp[K comparable, T, U any] struct {
 }
 
 func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
-	core, err := keyed.NewCore(ctx, o.keyCodec)
-	if err != nil {
-		return err
-	}
-	core.ArmProcessingTime() // restored timers
-	o.pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.Store()}, core: core}
-	o.keyedTimers.init(core, o.fn, &o.col, &o.pctx)
-	if op, ok := o.fn.(KeyedOpener); ok {
-		return op.Open(o.pctx.keyedRuntimeContext)
-	}
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(o.pctx.keyedRuntimeContext)
-	}
-	return nil
+	return openKeyedProcess(ctx, o.keyCodec, o.fn, &o.keyedTimers, &o.col, &o.pctx)
 }
 
 func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
