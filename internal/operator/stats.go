@@ -23,6 +23,9 @@ type IOStats struct {
 	InputWatermark, OutputWatermark int64
 	// OutputIdle: the task's outputs are idle (WatermarkStatus).
 	OutputIdle bool
+	// Metrics are the operators' own counters (Context.Counter), published
+	// with the fields above.
+	Metrics Metrics
 	// Clock measures the waits (nil: the system clock).
 	Clock clock.Clock
 	// Yield asks the readers to stop after the current record: the task has
@@ -30,7 +33,7 @@ type IOStats struct {
 	// ran out of buffers). The task clears it when it takes over.
 	Yield atomic.Bool
 
-	published [9]atomic.Int64
+	published [10]atomic.Int64
 }
 
 // Publish makes the current counters visible to Snapshot.
@@ -46,6 +49,12 @@ func (s *IOStats) Publish() {
 	// value of a never-published snapshot reads as math.MinInt64.
 	s.published[7].Store(s.InputWatermark ^ math.MinInt64)
 	s.published[8].Store(s.OutputWatermark ^ math.MinInt64)
+	var idle int64
+	if s.OutputIdle {
+		idle = 1
+	}
+	s.published[9].Store(idle)
+	s.Metrics.publish()
 }
 
 // ResetWatermarks sets both watermarks to math.MinInt64 (nothing seen yet).
@@ -58,6 +67,7 @@ type StatsSnapshot struct {
 	RecordsIn, RecordsOut, BytesIn, BytesOut int64
 	BackPressuredNanos, IdleNanos, BusyNanos int64
 	InputWatermark, OutputWatermark          int64
+	OutputIdle                               bool
 }
 
 // Snapshot returns the last published counters; safe from any goroutine.
@@ -68,5 +78,6 @@ func (s *IOStats) Snapshot() StatsSnapshot {
 		BackPressuredNanos: s.published[4].Load(), IdleNanos: s.published[5].Load(),
 		BusyNanos:      s.published[6].Load(),
 		InputWatermark: s.published[7].Load() ^ math.MinInt64, OutputWatermark: s.published[8].Load() ^ math.MinInt64,
+		OutputIdle: s.published[9].Load() != 0,
 	}
 }
