@@ -78,6 +78,17 @@ func (m *Metrics) publish() {
 	}
 }
 
+// unpublished reports whether a counter changed since publish (the task
+// goroutine only).
+func (m *Metrics) unpublished() bool {
+	for _, r := range m.list {
+		if r.c.pub.Load() != r.c.n {
+			return true
+		}
+	}
+	return false
+}
+
 // Snapshot returns the published values in registration order; safe from
 // any goroutine.
 func (m *Metrics) Snapshot() []OperatorMetric {
