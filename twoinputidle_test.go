@@ -58,7 +58,8 @@ func (broadcastTenthTimers) ProcessBroadcastElement(weir.BroadcastContext, int64
 }
 
 // timersJob wires twoSides into KeyedCoProcess or ConnectBroadcast with
-// one key and collects the fired timers.
+// one key and collects the fired timers (for CoMap, which has none, the
+// starts of the windows its output watermark fires downstream).
 func timersJob(kind string, idle time.Duration) (*weir.Environment, *weir.Collected[int64]) {
 	env := weir.NewEnvironment(weir.Config{Parallelism: 1})
 	l, r := twoSides(env, idle, func(i int64) int64 { return i })
@@ -69,6 +70,16 @@ func timersJob(kind string, idle time.Duration) (*weir.Environment, *weir.Collec
 		out = weir.KeyedCoProcess(weir.ConnectKeyed(weir.KeyBy(l, key), weir.KeyBy(r, key)), weir.KeyedCoProcessFunction[string, int64, int64, int64](tenthTimers{}))
 	case "broadcast":
 		out = weir.ConnectBroadcast(weir.KeyBy(l, key), weir.BroadcastTo(r), weir.KeyedBroadcastProcessFunction[string, int64, int64, int64](broadcastTenthTimers{}))
+	case "co-map":
+		// No timers of its own (non-keyed): its output watermark drives
+		// tumbling windows of 10 ms downstream, which emit their start.
+		co := weir.CoMap(weir.Connect(l, r), func(v int64) int64 { return v }, func(v int64) int64 { return v })
+		below := weir.Filter(co, func(v int64) bool { return v < 1000 })
+		ws := weir.Window(weir.KeyBy(below, key), weir.TumblingEventTimeWindows(10*time.Millisecond))
+		out = weir.WindowProcess(ws, weir.ProcessWindowFunc[string, int64, int64](func(ctx weir.WindowContext[string], els []int64, out weir.Collector[int64]) error {
+			out.Collect(ctx.Window().Start)
+			return nil
+		}))
 	}
 	return env, weir.Collect(out)
 }
@@ -77,7 +88,7 @@ func timersJob(kind string, idle time.Duration) (*weir.Environment, *weir.Collec
 // AbstractStreamOperator): the first input alone drives event time, so its
 // timers fire, in order.
 func TestIdleInputLeavesTwoInputWatermark(t *testing.T) {
-	for _, kind := range []string{"keyed-co-process", "broadcast"} {
+	for _, kind := range []string{"keyed-co-process", "broadcast", "co-map"} {
 		t.Run(kind, func(t *testing.T) {
 			env, out := timersJob(kind, 50*time.Millisecond)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -108,7 +119,7 @@ func TestSilentInputHoldsBackTwoInputWatermark(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits a second")
 	}
-	for _, kind := range []string{"keyed-co-process", "broadcast"} {
+	for _, kind := range []string{"keyed-co-process", "broadcast", "co-map"} {
 		t.Run(kind, func(t *testing.T) {
 			env, out := timersJob(kind, 0)
 			job, err := env.ExecuteAsync(context.Background(), kind)

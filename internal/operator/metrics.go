@@ -50,12 +50,13 @@ type registered struct {
 }
 
 // Counter registers a counter named name for operator op and returns it.
-// Registering a name twice for one operator returns the same counter (an
-// operator that is opened again after a restart keeps counting), as
-// Flink's metric groups return the existing metric.
+// Registering a name twice for one operator returns the same counter, as
+// Flink's metric groups return the existing metric. (A restarted subtask
+// is a new task with new metrics: counts start again from zero, as in
+// Flink, where metrics belong to one execution attempt.)
 func (m *Metrics) Counter(op, name string) *Counter {
-	if len(op) > MaxOperatorNameLen {
-		op = op[:MaxOperatorNameLen]
+	if r := []rune(op); len(r) > MaxOperatorNameLen {
+		op = string(r[:MaxOperatorNameLen])
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
