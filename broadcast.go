@@ -1,8 +1,6 @@
 package weir
 
 import (
-	"math"
-
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/keyed"
@@ -58,7 +56,7 @@ func ConnectBroadcast[K comparable, T, B, U any](ks KeyedStream[K, T], bs Broadc
 			return operator.Instance{}, errNoKeyCodec(codecErr)
 		}
 		op := &broadcastOp[K, T, B, U]{fn: instanceOf(fn), key: ks.key, keyCodec: keyCodec,
-			col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}, wms: [2]int64{math.MinInt64, math.MinInt64}, wm: math.MinInt64}
+			col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}, wm: newTwoWatermarks()}
 		return operator.Instance{Op: op, Keyed: true, Inputs: []any{operator.Input[T](keyedSide[K, T, B, U]{op}), operator.Input[B](broadcastSide[K, T, B, U]{op})}}, nil
 	})
 	n := addNode[U](ks.env, "Co-Process-Broadcast-Keyed", fac, false, ks.ends, bs.ends)
@@ -79,8 +77,7 @@ type broadcastOp[K comparable, T, B, U any] struct {
 	col      collector[U]
 	kctx     keyedBroadcastContext[K]
 	bctx     broadcastContext
-	wms      [2]int64 // per input
-	wm       int64    // combined: the minimum
+	wm       twoWatermarks
 }
 
 type keyedBroadcastContext[K comparable] struct {
@@ -144,18 +141,26 @@ func (s broadcastSide[K, T, B, U]) ProcessElement(v B, ts int64) {
 
 func (s broadcastSide[K, T, B, U]) ProcessWatermark(wm int64) { s.o.watermark(1, wm) }
 
-// watermark combines the two inputs' watermarks (the minimum), fires the
-// keyed side's event-time timers and forwards the combined watermark.
+// watermark combines the two inputs' watermarks (twoWatermarks: the
+// minimum over the inputs that are not idle), fires the keyed side's
+// event-time timers and forwards the combined watermark.
 func (o *broadcastOp[K, T, B, U]) watermark(input int, wm int64) {
 	o.col.ctx.Enter()
-	o.wms[input] = max(o.wms[input], wm)
-	combined := min(o.wms[0], o.wms[1])
-	if combined <= o.wm {
-		return
+	if o.wm.update(input, wm) {
+		o.advance(o.wm.wm)
+		o.col.out.ProcessWatermark(o.wm.wm)
 	}
-	o.wm = combined
-	o.advance(combined)
-	o.col.out.ProcessWatermark(combined)
+}
+
+// ProcessInputStatus implements operator.InputStatusReceiver: a quiet
+// broadcast side (rules that rarely change) marked idle no longer holds
+// back the keyed side's timers.
+func (o *broadcastOp[K, T, B, U]) ProcessInputStatus(input int, idle bool) {
+	o.col.ctx.Enter()
+	if o.wm.setIdle(input, idle) {
+		o.advance(o.wm.wm)
+		o.col.out.ProcessWatermark(o.wm.wm)
+	}
 }
 
 func (o *broadcastOp[K, T, B, U]) Finish() error { return nil }

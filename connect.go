@@ -9,7 +9,8 @@ import (
 
 // ConnectedStreams are two streams, possibly of different types, feeding one
 // two-input operator (Flink's DataStream.connect). Each side keeps its own
-// partitioning; the operator's watermark is the minimum of the two inputs'.
+// partitioning; the operator's watermark is the minimum of the two inputs'
+// (an idle input leaves it, as in Flink).
 type ConnectedStreams[A, B any] struct {
 	env    *Environment
 	first  []end
@@ -51,10 +52,14 @@ type KeyedCoProcessFunction[K comparable, A, B, U any] interface {
 	ProcessElement2(ctx KeyedContext[K], b B, out Collector[U]) error
 }
 
-// twoWatermarks combines the watermarks of two inputs as their minimum.
+// twoWatermarks combines the watermarks of two inputs as Flink's
+// operators do (IndexedCombinedWatermarkStatus): the minimum over the
+// inputs that are not idle; when both are idle, the larger of the two
+// (FLINK-38454: nothing holds it back any more); never going back.
 type twoWatermarks struct {
-	wms [2]int64
-	wm  int64
+	wms  [2]int64
+	wm   int64
+	idle [2]bool // set by the task (operator.InputStatusReceiver)
 }
 
 func newTwoWatermarks() twoWatermarks {
@@ -64,7 +69,28 @@ func newTwoWatermarks() twoWatermarks {
 // update records input's watermark and reports whether the combined one rose.
 func (w *twoWatermarks) update(input int, wm int64) bool {
 	w.wms[input] = max(w.wms[input], wm)
-	combined := min(w.wms[0], w.wms[1])
+	return w.combine()
+}
+
+// setIdle records input's status and reports whether the combined
+// watermark rose (an idle input no longer holds it back).
+func (w *twoWatermarks) setIdle(input int, idle bool) bool {
+	w.idle[input] = idle
+	return w.combine()
+}
+
+func (w *twoWatermarks) combine() bool {
+	var combined int64
+	switch {
+	case w.idle[0] && w.idle[1]:
+		combined = max(w.wms[0], w.wms[1])
+	case w.idle[0]:
+		combined = w.wms[1]
+	case w.idle[1]:
+		combined = w.wms[0]
+	default:
+		combined = min(w.wms[0], w.wms[1])
+	}
 	if combined <= w.wm {
 		return false
 	}
@@ -101,6 +127,14 @@ func (o *coProcessOp[A, B, U]) Open(*operator.Context) error {
 func (o *coProcessOp[A, B, U]) watermark(input int, wm int64) {
 	o.col.ctx.Enter()
 	if o.wm.update(input, wm) {
+		o.col.out.ProcessWatermark(o.wm.wm)
+	}
+}
+
+// ProcessInputStatus implements operator.InputStatusReceiver.
+func (o *coProcessOp[A, B, U]) ProcessInputStatus(input int, idle bool) {
+	o.col.ctx.Enter()
+	if o.wm.setIdle(input, idle) {
 		o.col.out.ProcessWatermark(o.wm.wm)
 	}
 }
@@ -210,6 +244,16 @@ func (o *keyedCoOp[K, A, B, U]) Open(ctx *operator.Context) error {
 func (o *keyedCoOp[K, A, B, U]) watermark(input int, wm int64) {
 	o.col.ctx.Enter()
 	if o.wm.update(input, wm) {
+		o.advance(o.wm.wm)
+		o.col.out.ProcessWatermark(o.wm.wm)
+	}
+}
+
+// ProcessInputStatus implements operator.InputStatusReceiver: an idle
+// input leaves the combined watermark, which may fire timers at once.
+func (o *keyedCoOp[K, A, B, U]) ProcessInputStatus(input int, idle bool) {
+	o.col.ctx.Enter()
+	if o.wm.setIdle(input, idle) {
 		o.advance(o.wm.wm)
 		o.col.out.ProcessWatermark(o.wm.wm)
 	}

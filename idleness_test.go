@@ -3,10 +3,13 @@ package weir_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/rest"
 )
 
 // idleJob: a generated source of parallelism 2 whose subtask 1 filters all
@@ -83,5 +86,66 @@ func TestWithoutIdlenessWindowsAreHeldBack(t *testing.T) {
 	job.Wait(context.Background())
 	if len(got) > 0 {
 		t.Fatalf("windows fired although subtask 1 never sent a watermark: %q", got)
+	}
+}
+
+// The watermarks endpoint shows which subtask's output is idle:
+// currentOutputWatermarkStatus is IDLE for the source subtask whose
+// elements are all filtered away (IdleTimeout), ACTIVE for the one that
+// keeps emitting (the control in the same job), and the same on the
+// vertex's metrics. Downstream, one active input channel keeps the window
+// subtasks active.
+func TestRESTShowsIdleSubtask(t *testing.T) {
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2, AutoWatermarkInterval: 20 * time.Millisecond, RESTAddr: "127.0.0.1:0"})
+	src := weir.Filter(weir.Generate(env, -1, 2000, func(i int64) int64 { return i }), func(i int64) bool { return i%2 == 0 })
+	ts := weir.AssignTimestampsAndWatermarks(src, weir.WatermarkStrategy[int64]{
+		Timestamp: func(i int64) int64 { return i }, IdleTimeout: 50 * time.Millisecond})
+	ws := weir.Window(weir.KeyBy(ts, func(i int64) int64 { return i % 4 }), weir.TumblingEventTimeWindows(100*time.Millisecond))
+	weir.Discard(weir.WindowReduce(ws, func(a, b int64) int64 { return a + b }))
+	job, err := env.ExecuteAsync(context.Background(), "idle-rest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { job.Cancel(); job.Wait(context.Background()) }()
+	c := rest.NewClient(job.RESTAddr(), nil)
+	ctx := context.Background()
+	srcID := vertexNamed(t, c, job.ID(), "Timestamps/Watermarks")
+	winID := vertexNamed(t, c, job.ID(), "Window(Reduce)")
+	status := func(ms []rest.Metric) map[string]string {
+		out := map[string]string{}
+		for _, m := range ms {
+			if strings.HasSuffix(m.ID, ".currentOutputWatermarkStatus") {
+				out[m.ID] = m.Value
+			}
+		}
+		return out
+	}
+	want := map[string]string{"0.currentOutputWatermarkStatus": "ACTIVE", "1.currentOutputWatermarkStatus": "IDLE"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		wms, err := c.Watermarks(ctx, job.ID(), srcID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := status(wms); maps.Equal(got, want) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("source statuses %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ms, err := c.VertexMetrics(ctx, job.ID(), srcID, "0.currentOutputWatermarkStatus", "1.currentOutputWatermarkStatus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := status(ms); !maps.Equal(got, want) {
+		t.Fatalf("vertex metrics say %v, want %v", got, want)
+	}
+	wms, err := c.Watermarks(ctx, job.ID(), winID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := status(wms); !maps.Equal(got, map[string]string{"0.currentOutputWatermarkStatus": "ACTIVE", "1.currentOutputWatermarkStatus": "ACTIVE"}) {
+		t.Fatalf("window statuses %v: an active input channel keeps them active", got)
 	}
 }

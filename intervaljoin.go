@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/state"
 )
 
@@ -148,6 +149,10 @@ type intervalJoinFn[K comparable, A, B, U any] struct {
 	err       error
 	joinLeft  func(int64, []B) bool
 	joinRight func(int64, []A) bool
+
+	// dropped is Flink's numLateRecordsDropped: late elements of either
+	// side without a late output.
+	dropped *operator.Counter
 }
 
 type joinContext struct {
@@ -166,6 +171,10 @@ func (f *intervalJoinFn[K, A, B, U]) Open(ctx KeyedRuntimeContext) error {
 	f.left = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []A]{Name: "interval-join-left", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.ca)})
 	f.right = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []B]{Name: "interval-join-right", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.cb)})
 	f.joinLeft, f.joinRight = f.visitRight, f.visitLeft
+	f.dropped = &operator.Counter{}
+	if oc, ok := ctx.(interface{ op() *operator.Context }); ok {
+		f.dropped = oc.op().Counter("numLateRecordsDropped")
+	}
 	if op, ok := f.fn.(Opener); ok {
 		return op.Open(ctx)
 	}
@@ -222,6 +231,8 @@ func (f *intervalJoinFn[K, A, B, U]) ProcessElement1(ctx KeyedContext[K], a A, o
 	if err != nil || isLate {
 		if isLate && f.lateLeft != "" {
 			NewOutputTag[A](f.lateLeft).Output(ctx, a)
+		} else if isLate {
+			f.dropped.Inc()
 		}
 		return err
 	}
@@ -250,6 +261,8 @@ func (f *intervalJoinFn[K, A, B, U]) ProcessElement2(ctx KeyedContext[K], b B, o
 	if err != nil || isLate {
 		if isLate && f.lateRight != "" {
 			NewOutputTag[B](f.lateRight).Output(ctx, b)
+		} else if isLate {
+			f.dropped.Inc()
 		}
 		return err
 	}

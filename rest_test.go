@@ -168,7 +168,8 @@ func TestRESTWatermarks(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Two subtasks, two metrics each; the source vertex's output and
+		// Two subtasks, three metrics each (the two watermarks and the
+		// output's status); the source vertex's output and
 		// the map's input watermarks advance past the first timestamp.
 		advanced := func(ms []rest.Metric, name string) bool {
 			n := 0
@@ -179,7 +180,7 @@ func TestRESTWatermarks(t *testing.T) {
 					}
 				}
 			}
-			return len(ms) == 4 && n == 2
+			return len(ms) == 6 && n == 2
 		}
 		if advanced(out, "currentOutputWatermark") && advanced(in, "currentInputWatermark") {
 			break

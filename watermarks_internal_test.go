@@ -42,3 +42,42 @@ func TestWatermarkNearMinimumDoesNotWrap(t *testing.T) {
 		}
 	}
 }
+
+// twoWatermarks follows Flink's IndexedCombinedWatermarkStatus: the
+// minimum over inputs that are not idle, the larger of both when both are
+// idle, never going back.
+func TestTwoWatermarksIdleness(t *testing.T) {
+	type step struct {
+		input int
+		wm    int64 // 0: a status step
+		idle  bool
+		want  int64 // the combined watermark after the step
+		rose  bool
+	}
+	w := newTwoWatermarks()
+	for i, s := range []step{
+		{input: 0, wm: 100, want: math.MinInt64},
+		{input: 1, idle: true, want: 100, rose: true}, // input 1 leaves the minimum
+		{input: 0, wm: 150, want: 150, rose: true},
+		{input: 1, idle: false, want: 150},            // back, behind: holds, never goes back
+		{input: 0, wm: 200, want: 150},                // held by input 1 at the minimum
+		{input: 1, wm: 170, want: 170, rose: true},    // caught up partly
+		{input: 0, idle: true, want: 170},             // only input 1 counts
+		{input: 1, idle: true, want: 200, rose: true}, // both idle: the larger
+		{input: 0, idle: false, want: 200},
+		{input: 0, wm: 190, want: 200}, // still behind
+		{input: 1, idle: false, want: 200},
+		{input: 0, wm: 260, want: 200},
+		{input: 1, wm: 250, want: 250, rose: true},
+	} {
+		var rose bool
+		if s.wm != 0 {
+			rose = w.update(s.input, s.wm)
+		} else {
+			rose = w.setIdle(s.input, s.idle)
+		}
+		if w.wm != s.want || rose != s.rose {
+			t.Fatalf("step %d %+v: combined %d (rose %v), want %d (rose %v)", i, s, w.wm, rose, s.want, s.rose)
+		}
+	}
+}

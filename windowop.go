@@ -335,6 +335,7 @@ type windowOp[K comparable, T, R, U any] struct {
 	sessions  state.ValueState[[]TimeWindow] // merging: the key's live windows
 	emit      emitter[K, R, U]
 	late      operator.Input[T] // nil: late elements are dropped
+	dropped   *operator.Counter // numLateRecordsDropped: late elements without a late output
 	saved     watermarkState
 	size      int64 // > 0: windows have this size, namespaces hold only the start
 
@@ -354,6 +355,7 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	}
 	core.ArmProcessingTime() // restored timers
 	o.core, o.ctx = core, ctx
+	o.dropped = ctx.Counter("numLateRecordsDropped")
 	if wm, ok := o.saved.open(ctx, "window-watermark"); ok {
 		core.RestoreWatermark(wm)
 	}
@@ -442,11 +444,12 @@ func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 		}
 	}
 	// A late element goes to the late side output, if the job asked for
-	// one; otherwise it is dropped (not yet counted: numLateRecordsDropped
-	// needs operator metrics in the REST API).
+	// one; otherwise it is dropped and counted (Flink's numLateRecordsDropped).
 	if o.late != nil && skipped && o.eventTime && window.IsElementLate(ts, o.lateness, wm) {
 		o.late.ProcessElement(v, ts)
 		o.ctx.Enter()
+	} else if o.late == nil && skipped && o.eventTime && window.IsElementLate(ts, o.lateness, wm) {
+		o.dropped.Inc()
 	}
 }
 

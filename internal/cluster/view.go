@@ -137,25 +137,81 @@ func (v *view) Cancel(id string) error {
 	return err
 }
 
+// vertex finds a vertex of a job.
+func (v *view) vertex(id, vertexID string) (jobmanager.VertexInfo, bool) {
+	info, ok := v.c.JM.Job(id)
+	if !ok {
+		return jobmanager.VertexInfo{}, false
+	}
+	for _, vx := range info.Vertices {
+		if vx.ID == vertexID {
+			return vx, true
+		}
+	}
+	return jobmanager.VertexInfo{}, false
+}
+
+// watermarkStatus is the value of currentOutputWatermarkStatus: the names
+// of Flink's WatermarkStatus (docs/windows.md, decision 16).
+func watermarkStatus(idle bool) string {
+	if idle {
+		return "IDLE"
+	}
+	return "ACTIVE"
+}
+
 // Watermarks implements rest.WatermarkReporter: each subtask's
 // currentInputWatermark and currentOutputWatermark, as Flink's metrics
-// name them (math.MinInt64 until the first watermark).
+// name them (math.MinInt64 until the first watermark), and
+// currentOutputWatermarkStatus, ACTIVE or IDLE (Weir's; see
+// docs/windows.md, decision 16).
 func (v *view) Watermarks(id, vertexID string) ([]rest.Metric, bool) {
-	info, ok := v.c.JM.Job(id)
+	vx, ok := v.vertex(id, vertexID)
 	if !ok {
 		return nil, false
 	}
-	for _, vx := range info.Vertices {
-		if vx.ID != vertexID {
+	ms := make([]rest.Metric, 0, 3*len(vx.Watermarks))
+	for i, wm := range vx.Watermarks {
+		idle := vx.Subtasks[i] != nil && vx.Subtasks[i].OutputIdle
+		ms = append(ms,
+			rest.Metric{ID: fmt.Sprintf("%d.currentInputWatermark", i), Value: strconv.FormatInt(wm[0], 10)},
+			rest.Metric{ID: fmt.Sprintf("%d.currentOutputWatermark", i), Value: strconv.FormatInt(wm[1], 10)},
+			rest.Metric{ID: fmt.Sprintf("%d.currentOutputWatermarkStatus", i), Value: watermarkStatus(idle)})
+	}
+	return ms, true
+}
+
+// SubtaskMetrics implements rest.MetricReporter: per subtask, the task's
+// counters under Flink's task metric names (times in milliseconds,
+// watermarks as Watermarks gives them) and each operator's own counters as
+// "<operator name>.<name>" (numLateRecordsDropped). A subtask no
+// TaskManager reports has none.
+func (v *view) SubtaskMetrics(id, vertexID string) ([]map[string]string, bool) {
+	vx, ok := v.vertex(id, vertexID)
+	if !ok {
+		return nil, false
+	}
+	out := make([]map[string]string, len(vx.Subtasks))
+	for i, s := range vx.Subtasks {
+		m := map[string]string{}
+		out[i] = m
+		if s == nil {
 			continue
 		}
-		ms := make([]rest.Metric, 0, 2*len(vx.Watermarks))
-		for i, wm := range vx.Watermarks {
-			ms = append(ms,
-				rest.Metric{ID: fmt.Sprintf("%d.currentInputWatermark", i), Value: strconv.FormatInt(wm[0], 10)},
-				rest.Metric{ID: fmt.Sprintf("%d.currentOutputWatermark", i), Value: strconv.FormatInt(wm[1], 10)})
+		num := func(name string, n int64) { m[name] = strconv.FormatInt(n, 10) }
+		num("numRecordsIn", s.RecordsIn)
+		num("numRecordsOut", s.RecordsOut)
+		num("numBytesIn", s.BytesIn)
+		num("numBytesOut", s.BytesOut)
+		num("accumulatedBusyTime", s.BusyNanos/1e6)
+		num("accumulatedIdleTime", s.IdleNanos/1e6)
+		num("accumulatedBackPressuredTime", s.BackPressuredNanos/1e6)
+		num("currentInputWatermark", s.InputWatermark)
+		num("currentOutputWatermark", s.OutputWatermark)
+		m["currentOutputWatermarkStatus"] = watermarkStatus(s.OutputIdle)
+		for _, om := range s.Operators {
+			num(om.Operator+"."+om.Name, om.Value)
 		}
-		return ms, true
 	}
-	return nil, false
+	return out, true
 }

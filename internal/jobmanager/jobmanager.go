@@ -613,8 +613,11 @@ type VertexInfo struct {
 	// Watermarks are each subtask's input and output watermarks
 	// (math.MinInt64: none yet, or not running).
 	Watermarks [][2]int64
-	Operators  []string // node names of the chain
-	Inputs     []InputInfo
+	// Subtasks are each subtask's published counters, nil for a subtask
+	// whose execution no TaskManager reports (not deployed yet).
+	Subtasks  []*protocol.TaskStats
+	Operators []string // node names of the chain
+	Inputs    []InputInfo
 }
 
 // InputInfo describes a network edge into a vertex.
@@ -663,8 +666,10 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 		for range v.Parallelism {
 			vi.Tasks = append(vi.Tasks, tasks[k])
 			wm := [2]int64{math.MinInt64, math.MinInt64}
+			var sub *protocol.TaskStats
 			if tm := tmOf[k]; tm != nil {
 				if s, ok := tm.TaskStats(execs[k]); ok {
+					sub = &s
 					wm = [2]int64{s.InputWatermark, s.OutputWatermark}
 					vi.Stats.RecordsIn += s.RecordsIn
 					vi.Stats.RecordsOut += s.RecordsOut
@@ -676,6 +681,7 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 				}
 			}
 			vi.Watermarks = append(vi.Watermarks, wm)
+			vi.Subtasks = append(vi.Subtasks, sub)
 			k++
 		}
 		info.Vertices = append(info.Vertices, vi)

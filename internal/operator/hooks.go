@@ -59,3 +59,16 @@ type CoordinatorContext interface {
 type CoordinatorFactory interface {
 	CreateCoordinator(ctx CoordinatorContext, restored []byte) (Coordinator, error)
 }
+
+// InputStatusReceiver is implemented by operators with several inputs that
+// combine their inputs' watermarks themselves (Flink's AbstractStreamOperator
+// with its IndexedCombinedWatermarkStatus): the task tells them when an
+// input as a whole (every live channel of it) goes idle or active again, so
+// an idle input leaves their combined watermark. Operator inputs carry no
+// status themselves (docs/windows.md, decision 10); this is the one place
+// that needs it. The task calls it on its goroutine, for idle after the
+// input's last watermark and for active before its next one, and then
+// decides its own output status (idle when every input is).
+type InputStatusReceiver interface {
+	ProcessInputStatus(input int, idle bool)
+}

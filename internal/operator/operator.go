@@ -89,6 +89,23 @@ type Context struct {
 	wakeAt int64
 	// setIdle, set by the task, records the operator's output status.
 	setIdle func(idle bool)
+	// metrics is the subtask's operator metrics (nil outside a task).
+	metrics *Metrics
+}
+
+// SetMetrics is for the task: where Counter registers.
+func (c *Context) SetMetrics(m *Metrics) { c.metrics = m }
+
+// Counter registers the operator's counter named name (Flink's
+// getMetricGroup().counter(name)); REST shows it on the vertex as
+// "<subtask>.<operator name>.<name>". Call it in Open (or when the operator
+// is created), not per record. Outside a task the counter is not
+// published but still counts.
+func (c *Context) Counter(name string) *Counter {
+	if c.metrics == nil {
+		return &Counter{}
+	}
+	return c.metrics.Counter(c.OperatorName, name)
 }
 
 // SetIdleHook is for the task: where SetIdle goes.

@@ -89,6 +89,16 @@ type TaskStats struct {
 	// InputWatermark and OutputWatermark are math.MinInt64 until the
 	// first watermark.
 	InputWatermark, OutputWatermark int64
+	// OutputIdle: the execution's outputs are idle (WatermarkStatus).
+	OutputIdle bool
+	// Operators are the operators' own counters (numLateRecordsDropped).
+	Operators []OperatorMetric
+}
+
+// OperatorMetric is one operator counter of an execution.
+type OperatorMetric struct {
+	Operator, Name string
+	Value          int64
 }
 
 // CheckpointKind says why a checkpoint was triggered.

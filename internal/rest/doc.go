@@ -4,8 +4,9 @@
 // It owns three things:
 //   - the wire vocabulary: typed response structs whose JSON field names are
 //     exactly Flink's (/overview, /jobs, /jobs/overview, /jobs/:jobid,
-//     /jobs/:jobid/exceptions, /config, /taskmanagers), the job and task state
-//     names, and the job-id format (32 lowercase hex characters);
+//     /jobs/:jobid/exceptions, /config, /taskmanagers, the checkpoint,
+//     watermark and metric endpoints), the job and task state names, and
+//     the job-id format (32 lowercase hex characters);
 //   - the server side: NewHandler turns a Cluster (implemented by the
 //     JobManager) into an http.Handler, and Server gives it a lifecycle
 //     (Start on an address, Shutdown) with no goroutine left behind;
@@ -14,6 +15,9 @@
 //
 // The package knows nothing about how jobs run. The handler reads a snapshot
 // from the Cluster per request and only shapes it; the only value it fills in
-// itself is the "now" timestamp, from an injected clock. Every route is also
+// itself is the "now" timestamp, from an injected clock; the metric
+// endpoints shape a vertex's per-subtask metrics (MetricReporter) into
+// Flink's three views: the vertex's "<subtask>.<name>" list, one subtask's,
+// and the aggregates over subtasks. Every route is also
 // served under the /v1 prefix, as Flink does.
 package rest

@@ -54,6 +54,7 @@ type handler struct {
 	tms  TaskManagerLister  // nil when c does not implement it
 	cps  CheckpointReporter // nil when c does not implement it
 	wms  WatermarkReporter  // nil when c does not implement it
+	mets MetricReporter     // nil when c does not implement it
 	opts options
 }
 
@@ -69,6 +70,7 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 	h.tms, _ = c.(TaskManagerLister)
 	h.cps, _ = c.(CheckpointReporter)
 	h.wms, _ = c.(WatermarkReporter)
+	h.mets, _ = c.(MetricReporter)
 
 	routes := map[string]byMethod{
 		"/config":                  {http.MethodGet: h.config},
@@ -89,6 +91,11 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 	}
 	if h.wms != nil {
 		routes["/jobs/{jobid}/vertices/{vertexid}/watermarks"] = byMethod{http.MethodGet: h.withJobID(h.watermarks)}
+	}
+	if h.mets != nil {
+		routes["/jobs/{jobid}/vertices/{vertexid}/metrics"] = byMethod{http.MethodGet: h.withJobID(h.vertexMetrics)}
+		routes["/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics"] = byMethod{http.MethodGet: h.withJobID(h.aggregatedMetrics)}
+		routes["/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/metrics"] = byMethod{http.MethodGet: h.withJobID(h.subtaskMetrics)}
 	}
 	mux := http.NewServeMux()
 	for path, m := range routes {

@@ -76,6 +76,7 @@ func (t *Task) build() error {
 			t.spec.Reporter.SendEvent(protocol.OperatorEvent{Exec: t.spec.Exec, OperatorID: opID, Payload: append([]byte(nil), p...)})
 		}
 		ctx.SetIdleHook(func(idle bool) { t.operatorIdle(i, idle) })
+		ctx.SetMetrics(&t.Stats.Metrics)
 		ctx.Mode = t.spec.Mode
 		ctx.Clock = t.spec.Clock
 		ctx.Cancel = t.cancel

@@ -265,6 +265,9 @@ func (t *Task) endOfData(c *network.InputChannel) error {
 	return t.finishOperators()
 }
 
+// publishInterval is how often the task publishes its counters.
+const publishInterval = 50 * time.Millisecond
+
 // tick runs what is due: processing-time timers, the barrier handler's
 // timeout, flushes and counter publication.
 func (t *Task) tick() {
@@ -278,7 +281,7 @@ func (t *Task) tick() {
 	if bt := t.spec.BufferTimeout; bt >= 0 && now.Sub(t.lastFlush) >= bt {
 		t.flush(now)
 	}
-	if now.Sub(t.lastPub) >= 50*time.Millisecond {
+	if now.Sub(t.lastPub) >= publishInterval {
 		t.lastPub = now
 		t.publish(now)
 	}
@@ -320,6 +323,12 @@ func (t *Task) nextDue() time.Duration {
 	}
 	if t.in.barrierWake > 0 {
 		earlier(time.Duration(t.in.barrierWake-nowMs) * time.Millisecond)
+	}
+	if t.Stats.Unpublished() {
+		// Without this, the last records before a pause stay unpublished
+		// until something else wakes the task: REST would show stale
+		// counts and watermarks for as long as the input is quiet.
+		earlier(publishInterval - now.Sub(t.lastPub))
 	}
 	return d
 }

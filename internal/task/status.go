@@ -1,12 +1,21 @@
 package task
 
-import "github.com/weirhq/weir/internal/watermark"
+import (
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/watermark"
+)
 
 // applyValve applies what input in's valve decided, in the order that keeps
 // downstream right: going active is announced before the watermark that
 // follows it, going idle after the last watermark.
+//
+// A head operator with several inputs (operator.InputStatusReceiver) learns
+// of each input's status before the task's outputs change theirs: an input
+// going idle may advance its combined watermark, which must go out while the
+// outputs are still active.
 func (t *Task) applyValve(in int, r watermark.Result) {
 	if r.Status && !r.Idle {
+		t.inputStatus(in, false)
 		t.updateStatus()
 	}
 	if r.Advanced {
@@ -14,7 +23,20 @@ func (t *Task) applyValve(in int, r watermark.Result) {
 		t.readers[in].ProcessWatermark(r.Watermark)
 	}
 	if r.Status && r.Idle {
+		t.inputStatus(in, true)
 		t.updateStatus()
+	}
+}
+
+// inputStatus tells a multi-input head operator that input in went idle or
+// active.
+func (t *Task) inputStatus(in int, idle bool) {
+	if len(t.valves) < 2 {
+		return // one input: the valve's output is the operator's
+	}
+	if r, ok := t.ops[0].(operator.InputStatusReceiver); ok {
+		t.current = 0
+		r.ProcessInputStatus(in, idle)
 	}
 }
 

@@ -320,9 +320,14 @@ func (tm *TaskManager) TaskStats(e protocol.ExecutionID) (protocol.TaskStats, bo
 		return protocol.TaskStats{}, false
 	}
 	s := r.task.Stats.Snapshot()
+	ms := r.task.Stats.Metrics.Snapshot()
+	ops := make([]protocol.OperatorMetric, len(ms))
+	for i, m := range ms {
+		ops[i] = protocol.OperatorMetric{Operator: m.Operator, Name: m.Name, Value: m.Value}
+	}
 	return protocol.TaskStats{RecordsIn: s.RecordsIn, RecordsOut: s.RecordsOut, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
 		BackPressuredNanos: s.BackPressuredNanos, IdleNanos: s.IdleNanos, BusyNanos: s.BusyNanos,
-		InputWatermark: s.InputWatermark, OutputWatermark: s.OutputWatermark}, true
+		InputWatermark: s.InputWatermark, OutputWatermark: s.OutputWatermark, OutputIdle: s.OutputIdle, Operators: ops}, true
 }
 
 // ReleaseJob implements protocol.TaskManagerGateway. Counters of the job's
