@@ -56,7 +56,7 @@ func (w WindowedStream[K, T]) Trigger(t Trigger[T]) WindowedStream[K, T] {
 		return w
 	}
 	if _, merging := w.assigner.(MergingWindowAssigner); merging && !t.CanMerge() {
-		w.ks.env.fail(fmt.Errorf("weir: trigger %v cannot merge windows (CanMerge is false) but the assigner %T merges them", t, w.assigner))
+		w.ks.env.fail(fmt.Errorf("weir: trigger %s cannot merge windows (CanMerge is false) but the assigner %T merges them", describe(t), w.assigner))
 	}
 	w.trigger = t
 	if w.assigner != nil {
@@ -69,6 +69,15 @@ func (w WindowedStream[K, T]) Trigger(t Trigger[T]) WindowedStream[K, T] {
 		}
 	}
 	return w
+}
+
+// describe names a user's trigger or evictor in errors: its type, and
+// what its String says.
+func describe(v any) string {
+	if s, ok := v.(fmt.Stringer); ok {
+		return fmt.Sprintf("%T (%s)", v, s)
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // Evictor removes elements from each window before and/or after the window
