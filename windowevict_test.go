@@ -1,8 +1,10 @@
 package weir_test
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -272,3 +274,67 @@ func TestSessionsWithMergingCustomTriggerMatchModel(t *testing.T) {
 		sameLines(t, "sessions with a merging trigger", run(t, env, weir.WindowAggregateProcess(ws, sumCountAgg{}, emitSumCount)), want)
 	})
 }
+
+// keepAll evicts nothing: it only moves a window onto the trigger path.
+type keepAll struct{}
+
+func (keepAll) EvictBefore(els []weir.TimestampedValue[keyTs], _ weir.TimeWindow, _ weir.EvictorContext) []weir.TimestampedValue[keyTs] {
+	return els
+}
+func (keepAll) EvictAfter(els []weir.TimestampedValue[keyTs], _ weir.TimeWindow, _ weir.EvictorContext) []weir.TimestampedValue[keyTs] {
+	return els
+}
+
+// The trigger path with Flink's EventTimeTrigger (forced by an evictor
+// that keeps everything, and by setting the trigger on a wrapper the fast
+// path does not recognize) gives what the fast path gives, late firings,
+// merges and late data included, on out-of-order input with allowed
+// lateness: tumbling, sliding and session windows.
+func TestTriggerPathMatchesFastPath(t *testing.T) {
+	rng := testseed.Rand(t, 15)
+	n := 300 + rng.IntN(300)
+	in := make([]keyTs, n)
+	for i := range in {
+		in[i] = keyTs{F0: "k" + fmt.Sprint(rng.IntN(4)), F1: int64(i) + int64(rng.IntN(40)) - 20}
+	}
+	assigners := map[string]weir.WindowAssigner{
+		"tumbling": weir.TumblingEventTimeWindows(time.Duration(5+rng.IntN(20)) * time.Millisecond),
+		"sliding":  weir.SlidingEventTimeWindows(time.Duration(10+rng.IntN(20))*time.Millisecond, time.Duration(1+rng.IntN(9))*time.Millisecond),
+		"session":  weir.EventTimeSessionWindows(time.Duration(1+rng.IntN(5)) * time.Millisecond),
+	}
+	for name, a := range assigners {
+		t.Run(name, func(t *testing.T) {
+			results := func(backend string, path func(weir.WindowedStream[string, keyTs]) weir.WindowedStream[string, keyTs]) ([]string, []keyTs) {
+				env := weir.NewEnvironment(weir.Config{Parallelism: 2, StateBackend: backend, StateDir: t.TempDir()})
+				late := weir.NewOutputTag[keyTs]("late")
+				ws := weir.Window(weir.KeyBy(punctuatedSource(env, in, 10*time.Millisecond), keyOf), a).
+					AllowedLateness(15 * time.Millisecond).SideOutputLateData(late)
+				res := weir.WindowAggregateProcess(path(ws), sumCountAgg{}, emitSumCount)
+				got, lateGot := collectBoth(t, env, weir.Collect(res), weir.Collect(weir.SideOutput(res, late)))
+				slices.Sort(got)
+				slices.SortFunc(lateGot, func(x, y keyTs) int { return cmp.Or(cmp.Compare(x.F0, y.F0), cmp.Compare(x.F1, y.F1)) })
+				return got, lateGot
+			}
+			want, wantLate := results("hashmap", func(ws weir.WindowedStream[string, keyTs]) weir.WindowedStream[string, keyTs] { return ws })
+			for _, backend := range []string{"hashmap", "pebble"} {
+				for pname, path := range map[string]func(weir.WindowedStream[string, keyTs]) weir.WindowedStream[string, keyTs]{
+					"evictor": func(ws weir.WindowedStream[string, keyTs]) weir.WindowedStream[string, keyTs] {
+						return ws.Evictor(keepAll{})
+					},
+					"trigger": func(ws weir.WindowedStream[string, keyTs]) weir.WindowedStream[string, keyTs] {
+						return ws.Trigger(wrapped{weir.EventTimeTrigger[keyTs]()})
+					},
+				} {
+					got, gotLate := results(backend, path)
+					sameLines(t, backend+"/"+pname, got, want)
+					if !slices.Equal(gotLate, wantLate) {
+						t.Errorf("%s/%s: late %v, want %v", backend, pname, gotLate, wantLate)
+					}
+				}
+			}
+		})
+	}
+}
+
+// wrapped hides a trigger's type, so the operator cannot tell it is the default.
+type wrapped struct{ weir.Trigger[keyTs] }
