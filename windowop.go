@@ -41,7 +41,7 @@ func Window[K comparable, T any](ks KeyedStream[K, T], a WindowAssigner) Windowe
 		}
 	}
 	ws := WindowedStream[K, T]{ks: ks, assigner: a}
-	if _, ok := a.(GlobalWindows); ok {
+	if isGlobal(a) {
 		ws.trigger = NeverTrigger[T]() // the global window never ends: nothing fires it by time
 	}
 	return ws
@@ -63,8 +63,7 @@ func (w WindowedStream[K, T]) Trigger(t Trigger[T]) WindowedStream[K, T] {
 		// The assigner's own default trigger keeps the fast path.
 		_, ev := t.(eventTimeTrigger[T])
 		_, pt := t.(processingTimeTrigger[T])
-		_, global := w.assigner.(GlobalWindows)
-		if !global && ((ev && w.assigner.IsEventTime()) || (pt && !w.assigner.IsEventTime())) {
+		if !isGlobal(w.assigner) && ((ev && w.assigner.IsEventTime()) || (pt && !w.assigner.IsEventTime())) {
 			w.trigger = nil
 		}
 	}

@@ -40,6 +40,13 @@ func (GlobalWindows) AssignWindows(dst []TimeWindow, _, _ int64) []TimeWindow {
 	return append(dst, GlobalWindow)
 }
 func (GlobalWindows) IsEventTime() bool { return false }
+func (GlobalWindows) globalWindows()    {}
+
+// isGlobal says whether a is GlobalWindows (or a pointer to it).
+func isGlobal(a WindowAssigner) bool {
+	_, ok := a.(interface{ globalWindows() })
+	return ok
+}
 
 func (w TimeWindow) String() string { return fmt.Sprintf("[%d, %d)", w.Start, w.End) }
 
