@@ -395,10 +395,13 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 	return newStream[U](ks.env, addNode[U](ks.env, name, fac, false, ks.ends))
 }
 
-// windowOp is Flink's WindowOperator with its default triggers: the
-// event-time trigger (fire when the watermark reaches the window's max
-// timestamp; at once for an element of a window already past it) or the
-// processing-time trigger. See docs/windows.md.
+// windowOp is Flink's WindowOperator. Without a trigger field it runs the
+// fast path with the default triggers inlined: the event-time trigger (fire
+// when the watermark reaches the window's max timestamp; at once for an
+// element of a window already past it) or the processing-time trigger.
+// With one (a custom trigger, or any evictor) it runs the trigger path of
+// windowtrigger.go (EvictingWindowOperator too, when evicting is set). See
+// docs/windows.md (decisions 3, 16-18).
 type windowOp[K comparable, T, R, U any] struct {
 	fnHooks
 	fn        any // the user's window function, for Open/Close hooks
