@@ -15,17 +15,20 @@ import (
 
 type kv = tuple.T2[int64, int64]
 
-// Count windows fail once after a checkpoint and restart from it: the
-// count trigger's state (how many elements each key's window has since it
-// last fired) and the windows' contents (the reduce value; the evicting
-// window's list) come back, and the committed output is what a per-key
-// model gives, each result exactly once.
-func TestCountWindowsSurviveFailure(t *testing.T) {
+// Count windows and a continuous event-time trigger fail once after a
+// checkpoint and restart from it: the count trigger's state (how many
+// elements each key's window has since it last fired), the continuous
+// trigger's state and timers (the next firing, in the window's namespace)
+// and the windows' contents (the reduce value; the evicting window's list)
+// come back, and the committed output is what the models give, each result
+// exactly once.
+func TestCountWindowsAndTriggersSurviveFailure(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 17))
 	n := 3000 + rng.Int64N(2000)
 	keys := 3 + rng.Int64N(10)
 	size, slide := 2+rng.Int64N(6), 1+rng.Int64N(4)
-	t.Logf("%d elements, %d keys, size %d slide %d", n, keys, size, slide)
+	winSize, interval := 20+rng.Int64N(200), 1+rng.Int64N(50)
+	t.Logf("%d elements, %d keys, count size %d slide %d, window %d ms, continuous interval %d ms", n, keys, size, slide, winSize, interval)
 	elem := func(i int64) kv { return kv{F0: (i * 7919) % keys, F1: i} }
 	perKey := map[int64][]int64{}
 	var wantT, wantS []string
@@ -41,6 +44,11 @@ func TestCountWindowsSurviveFailure(t *testing.T) {
 			wantS = append(wantS, fmt.Sprintf("k%d %v", e.F0, l[max(0, m-size):]))
 		}
 	}
+	timed := make([]keyTs, n) // timestamp = index: sorted, so nothing is late
+	for i := range n {
+		timed[i] = keyTs{F0: fmt.Sprintf("k%d", elem(i).F0), F1: i}
+	}
+	wantC := continuousModel(timed, winSize, interval, false)
 	for _, backend := range []string{"hashmap", "pebble"} {
 		t.Run(backend, func(t *testing.T) {
 			var passed, armed atomic.Int64
@@ -82,9 +90,14 @@ func TestCountWindowsSurviveFailure(t *testing.T) {
 					out.Collect(fmt.Sprintf("k%d %v", ctx.CurrentKey(), vs))
 					return nil
 				}))
-			tDir, sDir := t.TempDir(), t.TempDir()
+			withTs := weir.AssignTimestampsAndWatermarks(weir.Map(evs, func(e kv) keyTs { return keyTs{F0: fmt.Sprintf("k%d", e.F0), F1: e.F1} }).SetParallelism(1),
+				weir.WatermarkStrategy[keyTs]{Timestamp: func(e keyTs) int64 { return e.F1 }, Generator: weir.PunctuatedWatermarks[keyTs](0)}).SetParallelism(1)
+			continuous := weir.WindowAggregateProcess(weir.Window(weir.KeyBy(withTs, keyOf), weir.TumblingEventTimeWindows(time.Duration(winSize)*time.Millisecond)).
+				Trigger(weir.ContinuousEventTimeTrigger[keyTs](time.Duration(interval)*time.Millisecond)), sumCountAgg{}, emitSumCount)
+			tDir, sDir, cDir := t.TempDir(), t.TempDir(), t.TempDir()
 			weir.WriteFiles(tumbling, tDir, nil)
 			weir.WriteFiles(sliding, sDir, nil)
+			weir.WriteFiles(continuous, cDir, nil)
 			if _, err := env.Execute(context.Background(), "count-window-failure"); err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +108,7 @@ func TestCountWindowsSurviveFailure(t *testing.T) {
 			t.Logf("restored from checkpoint %d", restoredFrom.Load())
 			sameLines(t, "tumbling count windows", readCommitted(t, tDir), wantT)
 			sameLines(t, "sliding count windows", readCommitted(t, sDir), wantS)
+			sameLines(t, "continuous event-time trigger", readCommitted(t, cDir), wantC)
 		})
 	}
 }
