@@ -13,5 +13,5 @@ func CountWindow[K comparable, T any](ks KeyedStream[K, T], size int64) Windowed
 // key's last size elements (Flink's countWindow(size, slide)): the
 // GlobalWindow with CountEvictor(size) and CountTrigger(slide).
 func CountWindowSliding[K comparable, T any](ks KeyedStream[K, T], size, slide int64) WindowedStream[K, T] {
-	return Window(ks, GlobalWindows{}).Evictor(CountEvictor[T](int(size))).Trigger(CountTrigger[T](slide))
+	return Window(ks, GlobalWindows{}).Evictor(CountEvictor[T](size)).Trigger(CountTrigger[T](slide))
 }

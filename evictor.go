@@ -36,15 +36,15 @@ type Evictor[T any] interface {
 
 // CountEvictor keeps the last n elements of a window, evicting before the
 // window function runs (Flink's CountEvictor.of(n)).
-func CountEvictor[T any](n int) Evictor[T] { return countEvictor[T]{max: checkCount(n)} }
+func CountEvictor[T any](n int64) Evictor[T] { return countEvictor[T]{max: checkCount(n)} }
 
 // CountEvictorAfter keeps the last n elements, evicting after the window
 // function ran (Flink's CountEvictor.of(n, true)).
-func CountEvictorAfter[T any](n int) Evictor[T] {
+func CountEvictorAfter[T any](n int64) Evictor[T] {
 	return countEvictor[T]{max: checkCount(n), after: true}
 }
 
-func checkCount(n int) int {
+func checkCount(n int64) int64 {
 	if n < 1 {
 		panic(fmt.Sprintf("weir: count evictor of %d elements: want at least 1", n))
 	}
@@ -52,15 +52,15 @@ func checkCount(n int) int {
 }
 
 type countEvictor[T any] struct {
-	max   int
+	max   int64
 	after bool
 }
 
 func (e countEvictor[T]) evict(els []TimestampedValue[T]) []TimestampedValue[T] {
-	if len(els) <= e.max {
+	if int64(len(els)) <= e.max {
 		return els
 	}
-	return els[len(els)-e.max:]
+	return els[int64(len(els))-e.max:]
 }
 
 func (e countEvictor[T]) EvictBefore(els []TimestampedValue[T], _ TimeWindow, _ EvictorContext) []TimestampedValue[T] {

@@ -23,7 +23,7 @@ func sumKeyTs(a, b keyTs) keyTs { return keyTs{F0: a.F0, F1: a.F1 + b.F1} }
 func TestEvictorsMatchModel(t *testing.T) {
 	rng := testseed.Rand(t, 7)
 	size := int64(20 + rng.IntN(40))
-	keep := 1 + rng.IntN(5)
+	keep := int64(1 + rng.IntN(5))
 	span := int64(rng.IntN(int(size)))
 	in := sortedEvents(t, 8, 300+rng.IntN(300), 4, 3)
 	t.Logf("size %d, count evictor %d, time evictor %dms", size, keep, span)
@@ -38,7 +38,7 @@ func TestEvictorsMatchModel(t *testing.T) {
 	}
 	var wantCount, wantTime, wantCountList, wantTimeList []string
 	for k, els := range wins {
-		last := els[max(0, len(els)-keep):]
+		last := els[max(0, len(els)-int(keep)):]
 		var recent []int64
 		for _, ts := range els {
 			if ts > els[len(els)-1]-span { // sorted: the last is the largest
@@ -85,7 +85,7 @@ func TestEvictorsMatchModel(t *testing.T) {
 // keep elements) plus the new ones.
 func TestCountEvictorAfterMatchesModel(t *testing.T) {
 	rng := testseed.Rand(t, 9)
-	every, keep := int64(1+rng.IntN(4)), 1+rng.IntN(4)
+	every, keep := int64(1+rng.IntN(4)), int64(1+rng.IntN(4))
 	in := sortedEvents(t, 10, 200+rng.IntN(200), 5, 3)
 	perKey, since := map[string][]int64{}, map[string]int64{}
 	var want []string
@@ -94,7 +94,7 @@ func TestCountEvictorAfterMatchesModel(t *testing.T) {
 		if since[e.F0]++; since[e.F0] == every {
 			since[e.F0] = 0
 			want = append(want, fmt.Sprintf("%s n=%d sum=%d", e.F0, len(l), sum(l)))
-			l = append([]int64(nil), l[max(0, len(l)-keep):]...)
+			l = append([]int64(nil), l[max(0, len(l)-int(keep)):]...)
 		}
 		perKey[e.F0] = l
 	}
