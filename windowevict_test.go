@@ -219,7 +219,8 @@ func (mergingCountTrigger) Clear(w weir.TimeWindow, ctx weir.TriggerContext) {
 
 // Session windows with a custom trigger that merges, against a simulation:
 // sessions merge as Flink's (touching windows too), the early count of the
-// merged windows adds up, and the merged session fires at its end.
+// merged windows adds up, and the merged session fires at its end. The
+// built-in CountTrigger merges its count the same way.
 func TestSessionsWithMergingCustomTriggerMatchModel(t *testing.T) {
 	rng := testseed.Rand(t, 13)
 	gap := int64(3 + rng.IntN(10))
@@ -230,48 +231,58 @@ func TestSessionsWithMergingCustomTriggerMatchModel(t *testing.T) {
 		n, sum     int64
 		early      int64
 	}
-	live := map[string][]*session{}
-	var want []string
-	line := func(k string, s *session) string {
-		return fmt.Sprintf("%s [%d, %d) n=%d sum=%d", k, s.start, s.end, s.n, s.sum)
-	}
-	advance := func(wm int64) {
-		for k, ss := range live {
+	// model: with endFire the custom trigger, without it the built-in
+	// CountTrigger(3) (which does not fire at the session's end).
+	model := func(endFire bool) []string {
+		live := map[string][]*session{}
+		var want []string
+		line := func(k string, s *session) string {
+			return fmt.Sprintf("%s [%d, %d) n=%d sum=%d", k, s.start, s.end, s.n, s.sum)
+		}
+		advance := func(wm int64) {
+			for k, ss := range live {
+				var rest []*session
+				for _, s := range ss {
+					if s.end-1 <= wm {
+						if endFire {
+							want = append(want, line(k, s))
+						}
+					} else {
+						rest = append(rest, s)
+					}
+				}
+				live[k] = rest
+			}
+		}
+		for _, e := range in {
+			nw := &session{start: e.F1, end: e.F1 + gap}
 			var rest []*session
-			for _, s := range ss {
-				if s.end-1 <= wm {
-					want = append(want, line(k, s))
+			for _, s := range live[e.F0] {
+				if s.start <= nw.end && s.end >= nw.start {
+					nw.start, nw.end = min(nw.start, s.start), max(nw.end, s.end)
+					nw.n, nw.sum, nw.early = nw.n+s.n, nw.sum+s.sum, nw.early+s.early
 				} else {
 					rest = append(rest, s)
 				}
 			}
-			live[k] = rest
-		}
-	}
-	for _, e := range in {
-		nw := &session{start: e.F1, end: e.F1 + gap}
-		var rest []*session
-		for _, s := range live[e.F0] {
-			if s.start <= nw.end && s.end >= nw.start {
-				nw.start, nw.end = min(nw.start, s.start), max(nw.end, s.end)
-				nw.n, nw.sum, nw.early = nw.n+s.n, nw.sum+s.sum, nw.early+s.early
-			} else {
-				rest = append(rest, s)
+			nw.n, nw.sum, nw.early = nw.n+1, nw.sum+e.F1, nw.early+1
+			if nw.early >= 3 {
+				nw.early = 0
+				want = append(want, line(e.F0, nw))
 			}
+			live[e.F0] = append(rest, nw)
+			advance(e.F1 - 1)
 		}
-		nw.n, nw.sum, nw.early = nw.n+1, nw.sum+e.F1, nw.early+1
-		if nw.early >= 3 {
-			nw.early = 0
-			want = append(want, line(e.F0, nw))
-		}
-		live[e.F0] = append(rest, nw)
-		advance(e.F1 - 1)
+		advance(math.MaxInt64)
+		return want
 	}
-	advance(math.MaxInt64)
+	want, wantCount := model(true), model(false)
 	eachBackendAndParallelism(t, []int{1, 3}, func(t *testing.T, env *weir.Environment) {
-		ws := weir.Window(weir.KeyBy(punctuatedSource(env, in, 0), keyOf), weir.EventTimeSessionWindows(time.Duration(gap)*time.Millisecond)).
-			Trigger(mergingCountTrigger{})
-		sameLines(t, "sessions with a merging trigger", run(t, env, weir.WindowAggregateProcess(ws, sumCountAgg{}, emitSumCount)), want)
+		ws := weir.Window(weir.KeyBy(punctuatedSource(env, in, 0), keyOf), weir.EventTimeSessionWindows(time.Duration(gap)*time.Millisecond))
+		got, gotCount := collectBoth(t, env, weir.Collect(weir.WindowAggregateProcess(ws.Trigger(mergingCountTrigger{}), sumCountAgg{}, emitSumCount)),
+			weir.Collect(weir.WindowAggregateProcess(ws.Trigger(weir.CountTrigger[keyTs](3)), sumCountAgg{}, emitSumCount)))
+		sameLines(t, "sessions with a merging custom trigger", got, want)
+		sameLines(t, "sessions with CountTrigger", gotCount, wantCount)
 	})
 }
 
