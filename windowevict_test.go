@@ -217,6 +217,48 @@ func (mergingCountTrigger) Clear(w weir.TimeWindow, ctx weir.TriggerContext) {
 	ctx.DeleteEventTimeTimer(w.MaxTimestamp())
 }
 
+// listValueTrigger is mergingCountTrigger with its count kept twice: as a
+// list of timestamps (merged with MergeListState) and as a value (merged
+// with MergeValueState); the two must agree.
+type listValueTrigger struct{ mergingCountTrigger }
+
+var (
+	seenList  = state.ListDescriptor[int64]{Name: "seen-list", Codec: int64Codec()}
+	seenValue = state.ValueDescriptor[int64]{Name: "seen-value", Codec: int64Codec()}
+)
+
+func (listValueTrigger) OnElement(_ keyTs, ts int64, w weir.TimeWindow, ctx weir.TriggerContext) weir.TriggerResult {
+	ctx.RegisterEventTimeTimer(w.MaxTimestamp())
+	l, v := state.GetListState(ctx.State(), seenList), state.GetValueState(ctx.State(), seenValue)
+	l.Add(ts)
+	n, _ := v.Value()
+	n++
+	v.Update(n)
+	if got := int64(len(l.Get())); got != n {
+		panic(fmt.Sprintf("trigger state disagrees: list of %d, count %d", got, n))
+	}
+	if n >= 3 {
+		l.Clear()
+		v.Clear()
+		return weir.Fire
+	}
+	return weir.Continue
+}
+
+func (listValueTrigger) OnMerge(w weir.TimeWindow, ctx weir.OnMergeContext) {
+	weir.MergeListState(ctx, seenList)
+	weir.MergeValueState(ctx, seenValue, func(a, b int64) int64 { return a + b })
+	if w.MaxTimestamp() > ctx.CurrentWatermark() {
+		ctx.RegisterEventTimeTimer(w.MaxTimestamp())
+	}
+}
+
+func (listValueTrigger) Clear(w weir.TimeWindow, ctx weir.TriggerContext) {
+	state.GetListState(ctx.State(), seenList).Clear()
+	state.GetValueState(ctx.State(), seenValue).Clear()
+	ctx.DeleteEventTimeTimer(w.MaxTimestamp())
+}
+
 // Session windows with a custom trigger that merges, against a simulation:
 // sessions merge as Flink's (touching windows too), the early count of the
 // merged windows adds up, and the merged session fires at its end. The
@@ -283,6 +325,10 @@ func TestSessionsWithMergingCustomTriggerMatchModel(t *testing.T) {
 			weir.Collect(weir.WindowAggregateProcess(ws.Trigger(weir.CountTrigger[keyTs](3)), sumCountAgg{}, emitSumCount)))
 		sameLines(t, "sessions with a merging custom trigger", got, want)
 		sameLines(t, "sessions with CountTrigger", gotCount, wantCount)
+	})
+	eachBackendAndParallelism(t, []int{3}, func(t *testing.T, env *weir.Environment) {
+		ws := weir.Window(weir.KeyBy(punctuatedSource(env, in, 0), keyOf), weir.EventTimeSessionWindows(time.Duration(gap)*time.Millisecond))
+		sameLines(t, "sessions with list and value trigger state", run(t, env, weir.WindowAggregateProcess(ws.Trigger(listValueTrigger{}), sumCountAgg{}, emitSumCount)), want)
 	})
 }
 
