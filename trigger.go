@@ -397,12 +397,18 @@ func (t *continuousTrigger[T]) OnElement(_ T, ts int64, w TimeWindow, ctx Trigge
 		if w.MaxTimestamp() <= ctx.CurrentWatermark() {
 			return Fire // the watermark is past the window already
 		}
-		ctx.RegisterEventTimeTimer(w.MaxTimestamp())
 	} else {
 		ts = ctx.CurrentProcessingTime()
 	}
 	st := t.st(ctx)
 	if _, ok := st.Get(); !ok {
+		// The window's first element (since Clear): Flink registers the
+		// end timer with every element; it stays until Clear, as the
+		// next-firing state does, so once is enough (a timer lookup per
+		// element saved).
+		if t.eventTime {
+			ctx.RegisterEventTimeTimer(w.MaxTimestamp())
+		}
 		t.next(ctx, st, t.alignDown(ts), w)
 	}
 	return Continue
