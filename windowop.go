@@ -21,7 +21,15 @@ type WindowedStream[K comparable, T any] struct {
 	assigner WindowAssigner
 	lateness time.Duration
 	lateTag  string
+	trigger  Trigger[T] // nil: the assigner's default (event- or processing-time), run without the interface
+	evictor  Evictor[T] // nil: none
 }
+
+// hasDefaultTrigger says whether w fires with its assigner's default time
+// trigger and keeps no evictor: the window operator then runs its fast
+// path (timers registered with a window's first element only, incremental
+// contents). A custom trigger or an evictor needs the trigger path.
+func (w WindowedStream[K, T]) hasDefaultTrigger() bool { return w.trigger == nil && w.evictor == nil }
 
 // Window groups each key's elements into the windows a assigns.
 func Window[K comparable, T any](ks KeyedStream[K, T], a WindowAssigner) WindowedStream[K, T] {
@@ -32,7 +40,56 @@ func Window[K comparable, T any](ks KeyedStream[K, T], a WindowAssigner) Windowe
 			ks.env.fail(fmt.Errorf("weir: %w", err))
 		}
 	}
-	return WindowedStream[K, T]{ks: ks, assigner: a}
+	ws := WindowedStream[K, T]{ks: ks, assigner: a}
+	if isGlobal(a) {
+		ws.trigger = NeverTrigger[T]() // the global window never ends: nothing fires it by time
+	}
+	return ws
+}
+
+// Trigger replaces the assigner's default trigger with t (Flink's
+// WindowedStream.trigger). Merging assigners (sessions) need a trigger
+// that can merge.
+func (w WindowedStream[K, T]) Trigger(t Trigger[T]) WindowedStream[K, T] {
+	if t == nil {
+		w.ks.env.fail(errors.New("weir: Trigger(nil)"))
+		return w
+	}
+	if _, merging := w.assigner.(MergingWindowAssigner); merging && !t.CanMerge() {
+		w.ks.env.fail(fmt.Errorf("weir: trigger %s cannot merge windows (CanMerge is false) but the assigner %T merges them", describe(t), w.assigner))
+	}
+	w.trigger = t
+	if w.assigner != nil {
+		// The assigner's own default trigger keeps the fast path.
+		_, ev := t.(eventTimeTrigger[T])
+		_, pt := t.(processingTimeTrigger[T])
+		if !isGlobal(w.assigner) && ((ev && w.assigner.IsEventTime()) || (pt && !w.assigner.IsEventTime())) {
+			w.trigger = nil
+		}
+	}
+	return w
+}
+
+// describe names a user's trigger or evictor in errors: its type, and
+// what its String says.
+func describe(v any) string {
+	if s, ok := v.(fmt.Stringer); ok {
+		return fmt.Sprintf("%T (%s)", v, s)
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Evictor removes elements from each window before and/or after the window
+// function runs (Flink's WindowedStream.evictor). With an evictor the
+// operator keeps every element with its timestamp, even for reduce and
+// aggregate functions, and applies them when the window fires.
+func (w WindowedStream[K, T]) Evictor(e Evictor[T]) WindowedStream[K, T] {
+	if e == nil {
+		w.ks.env.fail(errors.New("weir: Evictor(nil)"))
+		return w
+	}
+	w.evictor = e
+	return w
 }
 
 // AllowedLateness keeps each window's contents for d after the watermark
@@ -101,40 +158,43 @@ type emitter[K comparable, R, U any] func(ctx WindowContext[K], r R, out Collect
 // one value per key and window is kept. reduce must return its result
 // rather than change maps or slices inside a in place (see AggregateFunction).
 func WindowReduce[K comparable, T any](w WindowedStream[K, T], reduce func(a, b T) T) DataStream[T] {
-	return windowOperator[K, T, T, T](w, "Window(Reduce)", reducer[T](reduce), emitAsIs[K, T])
+	return windowOperator[K, T, T, T](w, "Window(Reduce)", evictable(w, reducer[T](reduce), reduceAll(reduce)), emitAsIs[K, T])
 }
 
 // WindowReduceProcess reduces incrementally, then passes each fired
 // window's value to fn with the window's metadata.
 func WindowReduceProcess[K comparable, T, U any](w WindowedStream[K, T], reduce func(a, b T) T, fn ProcessWindowFunction[K, T, U]) DataStream[U] {
-	return windowOperator[K, T, T, U](w, "Window(Reduce)", reducer[T](reduce), emitOne(fn))
+	return windowOperator[K, T, T, U](w, "Window(Reduce)", evictable(w, reducer[T](reduce), reduceAll(reduce)), emitOne(fn))
 }
 
 // WindowAggregate aggregates each window's elements incrementally with agg.
 func WindowAggregate[K comparable, T, ACC, R any](w WindowedStream[K, T], agg AggregateFunction[T, ACC, R]) DataStream[R] {
-	return windowOperator[K, T, R, R](w, "Window(Aggregate)", aggregator[T, ACC, R](agg), emitAsIs[K, R])
+	return windowOperator[K, T, R, R](w, "Window(Aggregate)", evictable(w, aggregator[T, ACC, R](agg), aggregateAll(agg)), emitAsIs[K, R])
 }
 
 // WindowAggregateProcess aggregates incrementally, then passes each fired
 // window's result to fn with the window's metadata.
 func WindowAggregateProcess[K comparable, T, ACC, R, U any](w WindowedStream[K, T], agg AggregateFunction[T, ACC, R], fn ProcessWindowFunction[K, R, U]) DataStream[U] {
-	return windowOperator[K, T, R, U](w, "Window(Aggregate)", aggregator[T, ACC, R](agg), emitOne(fn))
+	return windowOperator[K, T, R, U](w, "Window(Aggregate)", evictable(w, aggregator[T, ACC, R](agg), aggregateAll(agg)), emitOne(fn))
 }
 
 // WindowProcess keeps every element of each window and passes them all to
 // fn when the window fires.
 func WindowProcess[K comparable, T, U any](w WindowedStream[K, T], fn ProcessWindowFunction[K, T, U]) DataStream[U] {
+	return windowOperator[K, T, []T, U](w, "Window(Process)", evictable(w, lister[T](), listAll[T]), func() (emitter[K, []T, U], any) {
+		f := instanceOf(fn)
+		return f.Process, f
+	})
+}
+
+func lister[T any]() func() (windowContents[T, []T], error) {
 	c, err := codec.For[T]()
-	contents := func() (windowContents[T, []T], error) {
+	return func() (windowContents[T, []T], error) {
 		if err != nil {
 			return nil, fmt.Errorf("window contents need a codec for the element type: %w", err)
 		}
 		return &listContents[T]{codec: c}, nil
 	}
-	return windowOperator[K, T, []T, U](w, "Window(Process)", contents, func() (emitter[K, []T, U], any) {
-		f := instanceOf(fn)
-		return f.Process, f
-	})
 }
 
 func emitAsIs[K comparable, R any]() (emitter[K, R, R], any) {
@@ -290,6 +350,17 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 	if assigner != nil && !assigner.IsEventTime() {
 		lateness = 0 // Flink ignores allowed lateness for processing time
 	}
+	trigger := w.trigger
+	if trigger == nil && w.evictor != nil && assigner != nil {
+		// An evictor keeps every element: the default trigger runs through
+		// the trigger path, which handles contents that are not incremental.
+		if assigner.IsEventTime() {
+			trigger = EventTimeTrigger[T]()
+		} else {
+			trigger = ProcessingTimeTrigger[T]()
+		}
+	}
+	evictor := w.evictor
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
 			return operator.Instance{}, errNoKeyCodec(codecErr)
@@ -306,6 +377,13 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 			assigner: assigner, byElement: byElement, eventTime: assigner.IsEventTime(), merging: merging,
 			lateness: lateness, contents: c, emit: em,
 			col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		if trigger != nil {
+			op.trigger = triggerInstance(trigger)
+		}
+		if ev, ok := c.(evictingHooks); ok && evictor != nil {
+			op.evicting = ev
+			ev.setEvictor(instanceOf(evictor), &op.wctx)
+		}
 		if lateTag != "" {
 			op.late = sideInput[T](ctx, lateTag)
 		}
@@ -317,10 +395,13 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 	return newStream[U](ks.env, addNode[U](ks.env, name, fac, false, ks.ends))
 }
 
-// windowOp is Flink's WindowOperator with its default triggers: the
-// event-time trigger (fire when the watermark reaches the window's max
-// timestamp; at once for an element of a window already past it) or the
-// processing-time trigger. See docs/windows.md.
+// windowOp is Flink's WindowOperator. Without a trigger field it runs the
+// fast path with the default triggers inlined: the event-time trigger (fire
+// when the watermark reaches the window's max timestamp; at once for an
+// element of a window already past it) or the processing-time trigger.
+// With one (a custom trigger, or any evictor) it runs the trigger path of
+// windowtrigger.go (EvictingWindowOperator too, when evicting is set). See
+// docs/windows.md (decisions 3, 16-18).
 type windowOp[K comparable, T, R, U any] struct {
 	fnHooks
 	fn        any // the user's window function, for Open/Close hooks
@@ -336,6 +417,9 @@ type windowOp[K comparable, T, R, U any] struct {
 	emit      emitter[K, R, U]
 	late      operator.Input[T] // nil: late elements are dropped
 	dropped   *operator.Counter // numLateRecordsDropped: late elements without a late output
+	trigger   Trigger[T]        // nil: the default time trigger, inlined (the fast path)
+	evicting  evictingHooks     // non-nil: contents are evicting (every element with its timestamp)
+	tctx      triggerContext[K]
 	saved     watermarkState
 	size      int64 // > 0: windows have this size, namespaces hold only the start
 
@@ -345,7 +429,11 @@ type windowOp[K comparable, T, R, U any] struct {
 	wctx windowContext[K]
 	wins []TimeWindow
 	ns   []byte
-	fire func(timers.Timer)
+	fire func(timers.Timer) // event-time timers
+	// fireProc fires processing-time timers: the same as fire on the fast
+	// path (its timers are all of the window's domain); a trigger needs to
+	// know the domain.
+	fireProc func(timers.Timer)
 }
 
 func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
@@ -369,6 +457,13 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	}
 	o.wctx = windowContext[K]{runtimeContext: runtimeContext{ctx}, core: core}
 	o.fire = o.onTimer
+	if o.trigger != nil {
+		o.tctx = triggerContext[K]{core: core, setWindow: o.setWindow}
+		o.fire = func(tm timers.Timer) { o.onTriggerTimer(tm, true) }
+		o.fireProc = func(tm timers.Timer) { o.onTriggerTimer(tm, false) }
+	} else {
+		o.fireProc = o.fire
+	}
 	if op, ok := o.fn.(KeyedOpener); ok {
 		return op.Open(keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
 	}
@@ -432,6 +527,10 @@ func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 		}
 		skipped = false
 		o.setWindow(w)
+		if o.trigger != nil {
+			o.elementWithTrigger(v, ts, w)
+			continue
+		}
 		fresh := o.contents.add(v)
 		// A window's timers are registered with its first element: they
 		// live as long as its contents (Flink registers them again for
@@ -474,7 +573,7 @@ func (o *windowOp[K, T, R, U]) onElement(w TimeWindow, wm int64) {
 // registerCleanup registers the timer that clears the window's state:
 // none for a window that ends at the end of time.
 func (o *windowOp[K, T, R, U]) registerCleanup(w TimeWindow) {
-	t := window.CleanupTime(window.Window(w), o.lateness)
+	t := o.cleanupTime(w)
 	if t == math.MaxInt64 {
 		return
 	}
@@ -512,7 +611,9 @@ func (o *windowOp[K, T, R, U]) mergeSession(w TimeWindow, wm, now int64) (TimeWi
 		var raws []any
 		for _, m := range merged {
 			o.setWindow(m)
-			o.deleteTimers(m)
+			if o.trigger == nil {
+				o.deleteTimers(m)
+			}
 			if raw, ok := o.contents.take(); ok {
 				raws = append(raws, raw)
 			}
@@ -521,8 +622,9 @@ func (o *windowOp[K, T, R, U]) mergeSession(w TimeWindow, wm, now int64) (TimeWi
 		for _, raw := range raws {
 			o.contents.absorb(raw)
 		}
-		// The trigger's onMerge: a timer for the merged window's end.
-		if o.eventTime && r.MaxTimestamp() > wm {
+		if o.trigger != nil {
+			o.mergeTrigger(r, merged)
+		} else if o.eventTime && r.MaxTimestamp() > wm { // the default trigger's onMerge: a timer for the merged window's end
 			o.core.RegisterEventTimeTimer(r.MaxTimestamp())
 		} else if !o.eventTime && r.MaxTimestamp() > now {
 			o.core.RegisterProcessingTimeTimer(r.MaxTimestamp())
@@ -539,6 +641,10 @@ func (o *windowOp[K, T, R, U]) mergeSession(w TimeWindow, wm, now int64) (TimeWi
 
 // fireWindow emits the contents of window w of the current key.
 func (o *windowOp[K, T, R, U]) fireWindow(w TimeWindow) {
+	if o.evicting != nil {
+		o.evicting.firing(w)
+		defer o.evicting.fired() // evictAfter, and the kept elements written back
+	}
 	r, ok := o.contents.get()
 	if !ok {
 		return
@@ -579,21 +685,26 @@ func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
 	if tm.Timestamp == window.CleanupTime(ww, o.lateness) {
 		o.contents.clear()
 		if o.merging {
-			o.core.SetNamespace(nil)
-			// A new slice: the one Value returned may be the stored value,
-			// which a snapshot being written still reads.
-			rest := make([]TimeWindow, 0, len(sessions))
-			for _, s := range sessions {
-				if s != w {
-					rest = append(rest, s)
-				}
-			}
-			if len(rest) == 0 {
-				o.sessions.Clear()
-			} else {
-				o.sessions.Update(rest)
-			}
+			o.retireSession(w, sessions)
 		}
+	}
+}
+
+// retireSession removes the cleaned-up window w from the key's sessions.
+func (o *windowOp[K, T, R, U]) retireSession(w TimeWindow, sessions []TimeWindow) {
+	o.core.SetNamespace(nil)
+	// A new slice: the one Value returned may be the stored value,
+	// which a snapshot being written still reads.
+	rest := make([]TimeWindow, 0, len(sessions))
+	for _, s := range sessions {
+		if s != w {
+			rest = append(rest, s)
+		}
+	}
+	if len(rest) == 0 {
+		o.sessions.Clear()
+	} else {
+		o.sessions.Update(rest)
 	}
 }
 
@@ -611,7 +722,7 @@ func (o *windowOp[K, T, R, U]) ProcessWatermark(wm int64) {
 // OnProcessingTime implements operator.ProcessingTimer.
 func (o *windowOp[K, T, R, U]) OnProcessingTime(now int64) {
 	o.ctx.Enter()
-	o.core.FireProcessingTime(now, o.fire)
+	o.core.FireProcessingTime(now, o.fireProc)
 }
 
 // windowContext implements WindowContext.

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/weirhq/weir/internal/operator"
@@ -14,8 +15,38 @@ type TimeWindow struct{ Start, End int64 }
 
 // MaxTimestamp is the last ms of the window (End-1): the event-time trigger
 // fires the window when the watermark reaches it, and results of the window
-// carry it as their timestamp.
-func (w TimeWindow) MaxTimestamp() int64 { return w.End - 1 }
+// carry it as their timestamp. The GlobalWindow's is math.MaxInt64, as
+// Flink's GlobalWindow.maxTimestamp.
+func (w TimeWindow) MaxTimestamp() int64 {
+	if w.End == math.MaxInt64 && w.Start == math.MinInt64 {
+		return math.MaxInt64
+	}
+	return w.End - 1
+}
+
+// GlobalWindow is the one window of GlobalWindows: all of time,
+// [math.MinInt64, math.MaxInt64). Its MaxTimestamp is math.MaxInt64; it
+// never fires by time and is never cleaned up by time.
+var GlobalWindow = TimeWindow{Start: math.MinInt64, End: math.MaxInt64}
+
+// GlobalWindows assigns every element of a key to the GlobalWindow (Flink's
+// GlobalWindows). Its default trigger is NeverTrigger: set one
+// (WindowedStream.Trigger), as CountWindow does. As Flink's, it is not an
+// event-time assigner: elements need no timestamp, are never late, and
+// allowed lateness does not apply.
+type GlobalWindows struct{}
+
+func (GlobalWindows) AssignWindows(dst []TimeWindow, _, _ int64) []TimeWindow {
+	return append(dst, GlobalWindow)
+}
+func (GlobalWindows) IsEventTime() bool { return false }
+func (GlobalWindows) globalWindows()    {}
+
+// isGlobal says whether a is GlobalWindows (or a pointer to it).
+func isGlobal(a WindowAssigner) bool {
+	_, ok := a.(interface{ globalWindows() })
+	return ok
+}
 
 func (w TimeWindow) String() string { return fmt.Sprintf("[%d, %d)", w.Start, w.End) }
 

@@ -110,9 +110,13 @@ func (c *Core[K]) DeleteProcessingTimeTimer(ts int64) {
 }
 
 // ArmProcessingTime asks the task to wake the operator for the earliest
-// processing-time timer (also after a restore brought timers back).
+// processing-time timer (also after a restore brought timers back): in the
+// millisecond after it (see FireProcessingTime).
 func (c *Core[K]) ArmProcessingTime() {
 	if t, ok := c.st.Timers.NextProcessingTime(); ok {
+		if t < math.MaxInt64 {
+			t++
+		}
 		c.ctx.WakeAt(t)
 	} else {
 		c.ctx.WakeAt(operator.NoWakeUp)
@@ -129,9 +133,15 @@ func (c *Core[K]) AdvanceWatermark(wm int64, fire func(timers.Timer)) {
 	c.st.Timers.AdvanceWatermark(wm, fire)
 }
 
-// FireProcessingTime fires the processing-time timers due at now and arms
-// the next wake-up.
+// FireProcessingTime fires the processing-time timers before now (a timer
+// for t fires once processing time is past t, as Flink delays processing
+// timers by 1 ms: an element read during millisecond t still belongs to a
+// processing-time window ending at t, so that window must not fire during
+// t) and arms the next wake-up.
 func (c *Core[K]) FireProcessingTime(now int64, fire func(timers.Timer)) {
-	c.st.Timers.FireProcessingTime(now, fire)
+	if now == math.MinInt64 {
+		return
+	}
+	c.st.Timers.FireProcessingTime(now-1, fire)
 	c.ArmProcessingTime()
 }
