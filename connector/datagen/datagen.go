@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/weirhq/weir/codec"
@@ -246,9 +247,13 @@ type reader[T any] struct {
 	seqFrom   int64
 	unbounded bool
 	splits    []Split // not finished; splits[0] is read next
-	noMore    bool
-	wake      chan struct{} // signalled when splits arrive or no more will
-	err       error         // a restored split that cannot be read here
+	// outs[i] is the output of splits[i] (source.Output.ForSplit, so a
+	// source with a watermark strategy keeps a watermark per split); nil
+	// until the next poll makes it. They move with their splits.
+	outs   []source.SplitOutput[T]
+	noMore bool
+	wake   chan struct{} // signalled when splits arrive or no more will
+	err    error         // a restored split that cannot be read here
 
 	// Rate limiting, by processing time.
 	rate    float64 // the whole source's, per second; 0: no limit
@@ -295,9 +300,14 @@ func (r *reader[T]) AddSplits(splits []Split) {
 		}
 	}
 	r.splits = append(r.splits, splits...)
+	r.outs = append(r.outs, make([]source.SplitOutput[T], len(splits))...)
 	r.rebase()
 	signal(r.wake)
 }
+
+// splitID names a split to source.Output.ForSplit: the subtask it was made
+// for, unique within the source across restores and rescaling.
+func splitID(s Split) string { return strconv.Itoa(s.Subtask) }
 
 func (r *reader[T]) NoMoreSplits() {
 	r.noMore = true
@@ -345,7 +355,16 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		}
 		n = int64(min(float64(n), allowed))
 	}
-	s := &r.splits[0]
+	if r.outs[len(r.outs)-1] == nil {
+		// Outputs of every split held before records of any (new splits
+		// are appended, so a nil one is at the end).
+		for i := range r.outs {
+			if r.outs[i] == nil {
+				r.outs[i] = out.ForSplit(splitID(r.splits[i]))
+			}
+		}
+	}
+	s, so := &r.splits[0], r.outs[0]
 	if s.End < 0 {
 		stride := int64(s.Parallelism)
 		next := s.Next
@@ -357,7 +376,7 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 				buf[i] = r.fn(next)
 				next += stride
 			}
-			out.CollectBatch(buf)
+			so.CollectBatch(buf)
 			done += k
 			if out.ShouldYield() {
 				break
@@ -370,6 +389,8 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 			first := r.splits[0]
 			copy(r.splits, r.splits[1:])
 			r.splits[len(r.splits)-1] = first
+			copy(r.outs, r.outs[1:])
+			r.outs[len(r.outs)-1] = so
 		}
 		return source.MoreAvailable, nil, 0, nil
 	}
@@ -381,19 +402,19 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		to := min(stop, from+yieldCheck)
 		switch {
 		case r.fn == nil:
-			out.CollectBatch(r.items[from:to])
+			so.CollectBatch(r.items[from:to])
 		case r.seq:
 			b := any(r.buf[:to-from]).([]int64)
 			for i := range b {
 				b[i] = r.seqFrom + from + int64(i)
 			}
-			out.CollectBatch(r.buf[:to-from])
+			so.CollectBatch(r.buf[:to-from])
 		default:
 			buf, fn := r.buf[:to-from], r.fn
 			for i := range buf {
 				buf[i] = fn(from + int64(i))
 			}
-			out.CollectBatch(buf)
+			so.CollectBatch(buf)
 		}
 		if from = to; out.ShouldYield() {
 			stop = to
@@ -405,7 +426,9 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 	if s.Next < s.End {
 		return source.MoreAvailable, nil, 0, nil
 	}
-	r.splits = r.splits[1:]
+	out.ReleaseSplit(splitID(*s))
+	r.splits, r.outs[0] = r.splits[1:], nil
+	r.outs = r.outs[1:]
 	r.rebase()
 	if len(r.splits) == 0 && r.noMore {
 		return source.EndOfInput, nil, 0, nil

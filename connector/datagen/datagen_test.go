@@ -492,3 +492,66 @@ func TestSplitCodec(t *testing.T) {
 		t.Errorf("unknown version: %v", err)
 	}
 }
+
+// Readers emit per split (source.Output.ForSplit), so a source with a
+// watermark strategy keeps a watermark per split: restored at parallelism
+// 1 from 3, the reader holds three splits, makes an output for each before
+// any record, emits each split's indexes through its own output and
+// releases each when it is done. The reference is Share.
+func TestReadersEmitPerSplit(t *testing.T) {
+	const n = 10_000
+	for _, name := range []string{"sequence", "generator", "slice"} {
+		var src source.Source[int64, datagen.Split]
+		switch name {
+		case "sequence":
+			src = datagen.Sequence{From: 5, To: 5 + n - 1}
+		case "generator":
+			src = datagen.Generator[int64]{Count: n, Fn: func(i int64) int64 { return i }}
+		default:
+			items := make([]int64, n)
+			src = datagen.Slice[int64]{Items: items}
+		}
+		job, err := sourcetest.Start(src, 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := job.Checkpoint(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Close()
+		job, err = sourcetest.Restore(src, cp, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		r := job.Reader(0)
+		r.Discard = true
+		for first := true; !r.Ended; first = false {
+			if _, _, _, err := r.Poll(); err != nil {
+				t.Fatal(err)
+			}
+			if first && len(r.PerSplit) != 3 {
+				t.Fatalf("%s: after the first poll, outputs for splits %v; want one for each of the 3 held", name, r.PerSplit)
+			}
+		}
+		for i := range 3 {
+			from, to := datagen.Share(n, i, 3)
+			if got := r.PerSplit[fmt.Sprint(i)]; got != int(to-from) {
+				t.Errorf("%s: split %d: %d records through its output, want %d", name, i, got, to-from)
+			}
+		}
+		if r.Direct != 0 || len(r.SplitErrors) > 0 {
+			t.Errorf("%s: %d records collected directly, misuses %q", name, r.Direct, r.SplitErrors)
+		}
+		if slices.Sort(r.Released); !slices.Equal(r.Released, []string{"0", "1", "2"}) {
+			t.Errorf("%s: released %q, want every split once", name, r.Released)
+		}
+		job.Close()
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -341,6 +342,61 @@ func TestLineTooLong(t *testing.T) {
 		}
 		if len(r.Out) != 1 {
 			t.Errorf("%s: %d lines before the error, want 1 (%.20q)", src.Path, len(r.Out), r.Out)
+		}
+	}
+}
+
+// The readers emit per split (source.Output.ForSplit), so a source with a
+// watermark strategy keeps a watermark per split: each file split's lines
+// go through its own output (also a last line without a line ending), and
+// the split is released once read. The reference counts each file's lines.
+func TestReadersEmitPerSplit(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"a": "1\n2\n3\n", "b": "x\ny", "c": "\n\n\n\nlast"}
+	want := map[string]int{}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[p+"@0"] = len(strings.Split(text, "\n"))
+		if strings.HasSuffix(text, "\n") {
+			want[p+"@0"]--
+		}
+	}
+	for _, src := range []any{file.TextSource{Path: dir}, file.LineSource{Path: dir}} {
+		var perSplit map[string]int
+		var direct int
+		var released, misuse []string
+		switch s := src.(type) {
+		case file.TextSource:
+			job, err := sourcetest.Start(s, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Run(rand.New(rand.NewPCG(1, 1)), 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			r := job.Reader(0)
+			perSplit, direct, released, misuse = r.PerSplit, r.Direct, r.Released, r.SplitErrors
+			job.Close()
+		case file.LineSource:
+			job, err := sourcetest.Start(s, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Run(rand.New(rand.NewPCG(1, 1)), 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			r := job.Reader(0)
+			perSplit, direct, released, misuse = r.PerSplit, r.Direct, r.Released, r.SplitErrors
+			job.Close()
+		}
+		if !maps.Equal(perSplit, want) || direct != 0 || len(misuse) > 0 {
+			t.Errorf("%T: lines per split %v (direct %d, misuses %q), want %v", src, perSplit, direct, misuse, want)
+		}
+		if slices.Sort(released); len(released) != len(want) || len(slices.Compact(slices.Clone(released))) != len(want) {
+			t.Errorf("%T: released %q, want each of the %d splits once", src, released, len(want))
 		}
 	}
 }
