@@ -341,6 +341,15 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		}
 		return source.NothingAvailable, r.wake, 0, nil
 	}
+	if r.outs[len(r.outs)-1] == nil {
+		// Outputs of every split held before records of any, also when the rate makes this poll wait (new splits
+		// are appended, so a nil one is at the end).
+		for i := range r.outs {
+			if r.outs[i] == nil {
+				r.outs[i] = out.ForSplit(splitID(r.splits[i]))
+			}
+		}
+	}
 	n := int64(batch)
 	if r.perMs > 0 {
 		// The first record comes at once, then one every 1/rate ms: by
@@ -354,15 +363,6 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 			return source.NothingAvailable, nil, time.Duration(max(min(wait, float64(maxWait/time.Millisecond)), 1)) * time.Millisecond, nil
 		}
 		n = int64(min(float64(n), allowed))
-	}
-	if r.outs[len(r.outs)-1] == nil {
-		// Outputs of every split held before records of any (new splits
-		// are appended, so a nil one is at the end).
-		for i := range r.outs {
-			if r.outs[i] == nil {
-				r.outs[i] = out.ForSplit(splitID(r.splits[i]))
-			}
-		}
 	}
 	s, so := &r.splits[0], r.outs[0]
 	if s.End < 0 {

@@ -1,11 +1,28 @@
 package operator
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/watermark"
 	"github.com/weirhq/weir/source"
+	"github.com/weirhq/weir/state"
 )
+
+// splitWatermarksState is the union list state of a watermarked source's
+// split watermarks: one entry per live split output, its id and the last
+// watermark it emitted. Union, because after a rescale (or when an
+// enumerator hands a split to another reader) a split's watermark must
+// reach whichever subtask reads the split, and only the reader knows that.
+const splitWatermarksState = "source-split-watermarks"
+
+// directSplit is the id under which the output for records collected
+// directly (not through ForSplit) keeps its watermark; split ids come from
+// readers, and no reader names a split with a NUL byte first.
+const directSplit = "\x00direct"
 
 // SourceWatermarks is a watermark strategy given to a source (Flink's
 // env.fromSource(source, strategy, name)); the root package builds it from
@@ -61,6 +78,91 @@ type watermarkedSource[T, S any] struct {
 	splits map[string]*splitOutput[T, S]
 	all    []*splitOutput[T, S] // live outputs, main included once used
 	main   mainOutput[T, S]
+
+	// Checkpointed split watermarks. restored holds those not claimed by
+	// an output yet (the minimum per id); pending the outputs made with a
+	// restored watermark that the valve has not been given yet (it is
+	// given at the end of the poll that made them, once the reader made
+	// the outputs of all its splits: given at once, the first split's
+	// watermark could advance the source's before a later-made split
+	// holds it back). polled is set after the first poll: unclaimed
+	// restored watermarks then belong to splits other readers hold.
+	wmState  state.ListState[[]byte]
+	restored map[string]int64
+	pending  []*splitOutput[T, S]
+	polled   bool
+}
+
+// InitializeState implements StateInitializer: the reader's splits, then
+// the split watermarks of the restored checkpoint.
+func (w *watermarkedSource[T, S]) InitializeState(restored bool) error {
+	if err := w.SourceOperator.InitializeState(restored); err != nil {
+		return err
+	}
+	w.wmState = state.GetUnionListState(w.ctx.OperatorState(), state.ListDescriptor[[]byte]{Name: splitWatermarksState, Codec: codec.Bytes()})
+	if !restored {
+		return nil
+	}
+	for _, e := range w.wmState.Get() {
+		id, wm, err := decodeSplitWatermark(e)
+		if err != nil {
+			return err
+		}
+		if w.restored == nil {
+			w.restored = map[string]int64{}
+		}
+		// An id seen twice (the direct outputs of several subtasks, or a
+		// split listed by a reader that restored it but had not polled):
+		// the minimum never makes records late that were not.
+		if old, ok := w.restored[id]; !ok || wm < old {
+			w.restored[id] = wm
+		}
+	}
+	return nil
+}
+
+// SnapshotState implements Snapshotter: the reader's splits, then the
+// watermark of every live split output.
+func (w *watermarkedSource[T, S]) SnapshotState(id int64) error {
+	if err := w.SourceOperator.SnapshotState(id); err != nil {
+		return err
+	}
+	enc := make([][]byte, 0, len(w.splits)+1)
+	for sid, o := range w.splits {
+		if o.emitted > math.MinInt64 {
+			enc = append(enc, encodeSplitWatermark(sid, o.emitted))
+		}
+	}
+	if o := w.main.self; o != nil && o.emitted > math.MinInt64 {
+		enc = append(enc, encodeSplitWatermark(directSplit, o.emitted))
+	}
+	if !w.polled {
+		// Restored and not read yet: keep them for the next restore.
+		for sid, wm := range w.restored {
+			enc = append(enc, encodeSplitWatermark(sid, wm))
+		}
+	}
+	w.wmState.Update(enc)
+	return nil
+}
+
+func encodeSplitWatermark(id string, wm int64) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, len(id)+12), uint64(len(id)))
+	b = append(b, id...)
+	return binary.AppendVarint(b, wm)
+}
+
+func decodeSplitWatermark(b []byte) (string, int64, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", 0, errors.New("source: corrupt split watermark in the checkpoint")
+	}
+	id := string(b[k : k+int(n)])
+	wm, k2 := binary.Varint(b[k+int(n):])
+	if k2 <= 0 || k+int(n)+k2 != len(b) {
+		return "", 0, fmt.Errorf("source: corrupt watermark of split %q in the checkpoint", id)
+	}
+	return id, wm, nil
 }
 
 // Open implements Lifecycle: the reader starts, and periodic emits begin.
@@ -75,7 +177,25 @@ func (w *watermarkedSource[T, S]) Open(ctx *Context) error {
 // PollNext implements Source: the reader emits through the watermarked
 // output; at the end the source is active again for the final watermark.
 func (w *watermarkedSource[T, S]) PollNext() (Status, <-chan struct{}, int64, error) {
-	return w.pollWith(&w.main)
+	st, wake, retry, err := w.pollWith(&w.main)
+	w.polled = true
+	if len(w.pending) > 0 {
+		w.applyRestored()
+	}
+	return st, wake, retry, err
+}
+
+// applyRestored gives the valve the restored watermarks of the outputs
+// made in this poll (unless their generator already went beyond).
+func (w *watermarkedSource[T, S]) applyRestored() {
+	for _, o := range w.pending {
+		if o.restoredWM && !o.released {
+			o.restoredWM = false
+			w.apply(w.valve.Watermark(o.ch, o.emitted))
+		}
+	}
+	clear(w.pending)
+	w.pending = w.pending[:0]
 }
 
 // OnProcessingTime implements ProcessingTimer: every split's periodic emit
@@ -102,11 +222,18 @@ func (w *watermarkedSource[T, S]) apply(r watermark.Result) {
 	}
 }
 
-func (w *watermarkedSource[T, S]) newOutput() *splitOutput[T, S] {
+func (w *watermarkedSource[T, S]) newOutput(id string) *splitOutput[T, S] {
 	ch, r := w.valve.Add()
 	o := &splitOutput[T, S]{src: w, ch: ch, max: math.MinInt64, emitted: math.MinInt64, lastActive: w.ctx.Clock.NowMillis()}
 	if w.ws.NewGenerator != nil {
 		o.gen = w.ws.NewGenerator()
+	}
+	if wm, ok := w.restored[id]; ok {
+		// The split goes on from its checkpointed watermark: its
+		// generator starts anew, and emits only beyond it.
+		delete(w.restored, id)
+		o.emitted, o.restoredWM = wm, true
+		w.pending = append(w.pending, o)
 	}
 	w.all = append(w.all, o)
 	w.apply(r)
@@ -132,6 +259,8 @@ type splitOutput[T, S any] struct {
 	max, emitted             int64
 	events, seen, lastActive int64
 	idle, released           bool
+	// restoredWM: emitted is a restored watermark the valve has not had.
+	restoredWM bool
 }
 
 func (o *splitOutput[T, S]) Collect(v T) { o.CollectWithTimestamp(v, NoTimestamp) }
@@ -168,7 +297,7 @@ func (o *splitOutput[T, S]) EmitWatermark(wm int64) {
 	if o.idle {
 		o.activate()
 	}
-	o.emitted = wm
+	o.emitted, o.restoredWM = wm, false
 	o.src.apply(o.src.valve.Watermark(o.ch, wm))
 }
 
@@ -219,7 +348,7 @@ type mainOutput[T, S any] struct {
 
 func (m *mainOutput[T, S]) direct() *splitOutput[T, S] {
 	if m.self == nil {
-		m.self = m.src.newOutput()
+		m.self = m.src.newOutput(directSplit)
 	}
 	return m.self
 }
@@ -235,7 +364,7 @@ func (m *mainOutput[T, S]) ForSplit(id string) source.SplitOutput[T] {
 	if o, ok := m.src.splits[id]; ok {
 		return o
 	}
-	o := m.src.newOutput()
+	o := m.src.newOutput(id)
 	m.src.splits[id] = o
 	return o
 }
