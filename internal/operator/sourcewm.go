@@ -38,6 +38,9 @@ type SourceWatermarks[T any] struct {
 	// Interval (ms) between periodic emits; IdleTimeout (ms) > 0 marks a
 	// split idle after that long without records.
 	Interval, IdleTimeout int64
+	// Align, if set, aligns the source's watermark with the other sources
+	// of its group (see alignment.go).
+	Align *Alignment
 }
 
 // WatermarkGenerator is a user's generator as the engine calls it.
@@ -57,6 +60,13 @@ type WatermarkEmitter interface{ EmitWatermark(wm int64) }
 func NewSourceFactoryWithWatermarks[T, S any](src source.Source[T, S], ws SourceWatermarks[T]) (Factory, CoordinatorFactory) {
 	op := FactoryFunc(func(ctx *Context, out any) (Instance, error) {
 		w := &watermarkedSource[T, S]{ws: ws, valve: watermark.NewValve(0), splits: map[string]*splitOutput[T, S]{}}
+		if a := ws.Align; a != nil {
+			if err := a.validate(); err != nil {
+				return Instance{}, err
+			}
+			w.align = &alignState{cfg: *a, allowed: math.MinInt64, wm: math.MinInt64}
+			w.blocked = true // until the group first answers
+		}
 		w.SourceOperator = &SourceOperator[T, S]{codec: src.SplitCodec(), out: sourceOutput[T]{out.(Input[T]), ctx.Yield}, ctx: ctx}
 		w.main.src = w
 		r, err := src.CreateReader(readerContext{ctx})
@@ -64,9 +74,12 @@ func NewSourceFactoryWithWatermarks[T, S any](src source.Source[T, S], ws Source
 			return Instance{}, err
 		}
 		w.reader = r
+		if w.align != nil {
+			w.align.pauser, _ = r.(source.SplitPauser)
+		}
 		return Instance{Op: w, Source: w}, nil
 	})
-	return op, coordinatorFactory[T, S]{src}
+	return op, coordinatorFactory[T, S]{src: src, align: ws.Align}
 }
 
 // watermarkedSource is a SourceOperator whose records get timestamps and
@@ -78,6 +91,14 @@ type watermarkedSource[T, S any] struct {
 	splits map[string]*splitOutput[T, S]
 	all    []*splitOutput[T, S] // live outputs, main included once used
 	main   mainOutput[T, S]
+	// nextEmit is when the periodic emits are due next.
+	nextEmit int64
+
+	// Watermark alignment (nil without): blocked is set while the source
+	// must not poll its reader, and makes ShouldYield true, so a reader
+	// stops its batch early once the watermark went beyond the allowed.
+	align   *alignState
+	blocked bool
 
 	// Checkpointed split watermarks. restored holds those not claimed by
 	// an output yet (the minimum per id); pending the outputs made with a
@@ -170,17 +191,48 @@ func (w *watermarkedSource[T, S]) Open(ctx *Context) error {
 	if err := w.SourceOperator.Open(ctx); err != nil {
 		return err
 	}
-	ctx.WakeAt(ctx.Clock.NowMillis() + w.ws.Interval)
+	now := ctx.Clock.NowMillis()
+	w.nextEmit = now + w.ws.Interval
+	next := w.nextEmit
+	if a := w.align; a != nil {
+		// The first report at once: the source polls only after the
+		// group's first answer.
+		w.sendReport()
+		a.nextReport = now + a.cfg.Interval
+		next = min(next, a.nextReport)
+	}
+	ctx.WakeAt(next)
 	return nil
+}
+
+// HandleOperatorEvent implements EventHandler: the alignment group's
+// answers, and the enumerator's events.
+func (w *watermarkedSource[T, S]) HandleOperatorEvent(p []byte) error {
+	if len(p) > 0 && p[0] == eventAllowedWatermark {
+		return w.onAllowed(p[1:])
+	}
+	return w.SourceOperator.HandleOperatorEvent(p)
 }
 
 // PollNext implements Source: the reader emits through the watermarked
 // output; at the end the source is active again for the final watermark.
 func (w *watermarkedSource[T, S]) PollNext() (Status, <-chan struct{}, int64, error) {
+	if w.blocked && !w.ended {
+		// Ahead of the group (or not answered yet): wait for the next
+		// answer, which comes as mail and wakes the task; the retry only
+		// bounds the wait. Timers, checkpoints and cancellation go on.
+		return NothingAvailable, nil, w.align.cfg.Interval, nil
+	}
 	st, wake, retry, err := w.pollWith(&w.main)
 	w.polled = true
 	if len(w.pending) > 0 {
 		w.applyRestored()
+	}
+	if a := w.align; a != nil && err == nil {
+		if st == EndOfInput && !a.finished {
+			w.sendReport() // the group need not wait for the next report
+		}
+		w.checkSplits()
 	}
 	return st, wake, retry, err
 }
@@ -201,10 +253,21 @@ func (w *watermarkedSource[T, S]) applyRestored() {
 // OnProcessingTime implements ProcessingTimer: every split's periodic emit
 // and idleness check.
 func (w *watermarkedSource[T, S]) OnProcessingTime(now int64) {
-	for _, o := range w.all {
-		o.periodic(now)
+	if now >= w.nextEmit {
+		for _, o := range w.all {
+			o.periodic(now)
+		}
+		w.nextEmit = now + w.ws.Interval
 	}
-	w.ctx.WakeAt(now + w.ws.Interval)
+	next := w.nextEmit
+	if a := w.align; a != nil {
+		if now >= a.nextReport {
+			w.sendReport()
+			a.nextReport = now + a.cfg.Interval
+		}
+		next = min(next, a.nextReport)
+	}
+	w.ctx.WakeAt(next)
 }
 
 // apply passes on what the valve decided: active before the watermark,
@@ -220,6 +283,15 @@ func (w *watermarkedSource[T, S]) apply(r watermark.Result) {
 	if r.Status && r.Idle {
 		w.ctx.SetIdle(true)
 	}
+	if a := w.align; a != nil {
+		if r.Advanced {
+			a.wm = r.Watermark
+			w.blocked = a.blocked()
+		}
+		if r.Status {
+			a.idle = r.Idle
+		}
+	}
 }
 
 func (w *watermarkedSource[T, S]) newOutput(id string) *splitOutput[T, S] {
@@ -227,6 +299,9 @@ func (w *watermarkedSource[T, S]) newOutput(id string) *splitOutput[T, S] {
 	o := &splitOutput[T, S]{src: w, ch: ch, max: math.MinInt64, emitted: math.MinInt64, lastActive: w.ctx.Clock.NowMillis()}
 	if w.ws.NewGenerator != nil {
 		o.gen = w.ws.NewGenerator()
+	}
+	if w.align != nil {
+		w.align.dirty = true
 	}
 	if wm, ok := w.restored[id]; ok {
 		// The split goes on from its checkpointed watermark: its
@@ -261,6 +336,8 @@ type splitOutput[T, S any] struct {
 	idle, released           bool
 	// restoredWM: emitted is a restored watermark the valve has not had.
 	restoredWM bool
+	// paused: watermark alignment paused the split (source.SplitPauser).
+	paused bool
 }
 
 func (o *splitOutput[T, S]) Collect(v T) { o.CollectWithTimestamp(v, NoTimestamp) }
@@ -298,6 +375,9 @@ func (o *splitOutput[T, S]) EmitWatermark(wm int64) {
 		o.activate()
 	}
 	o.emitted, o.restoredWM = wm, false
+	if a := o.src.align; a != nil {
+		a.dirty = true
+	}
 	o.src.apply(o.src.valve.Watermark(o.ch, wm))
 }
 
@@ -358,7 +438,7 @@ func (m *mainOutput[T, S]) CollectWithTimestamp(v T, ts int64) {
 	m.direct().CollectWithTimestamp(v, ts)
 }
 func (m *mainOutput[T, S]) CollectBatch(vs []T) { m.direct().CollectBatch(vs) }
-func (m *mainOutput[T, S]) ShouldYield() bool   { return m.src.out.ShouldYield() }
+func (m *mainOutput[T, S]) ShouldYield() bool   { return m.src.blocked || m.src.out.ShouldYield() }
 
 func (m *mainOutput[T, S]) ForSplit(id string) source.SplitOutput[T] {
 	if o, ok := m.src.splits[id]; ok {
