@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -250,7 +251,10 @@ type reader[T any] struct {
 	// outs[i] is the output of splits[i] (source.Output.ForSplit, so a
 	// source with a watermark strategy keeps a watermark per split); nil
 	// until the next poll makes it. They move with their splits.
-	outs   []source.SplitOutput[T]
+	outs []source.SplitOutput[T]
+	// paused holds the ids of splits paused by watermark alignment
+	// (source.SplitPauser), at most the splits held.
+	paused map[string]bool
 	noMore bool
 	wake   chan struct{} // signalled when splits arrive or no more will
 	err    error         // a restored split that cannot be read here
@@ -350,6 +354,15 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 			}
 		}
 	}
+	if len(r.paused) > 0 && r.paused[splitID(r.splits[0])] {
+		// Read a split that is not paused first; none: wait for a resume.
+		k := slices.IndexFunc(r.splits, func(s Split) bool { return !r.paused[splitID(s)] })
+		if k < 0 {
+			return source.NothingAvailable, r.wake, 0, nil
+		}
+		r.splits[0], r.splits[k] = r.splits[k], r.splits[0]
+		r.outs[0], r.outs[k] = r.outs[k], r.outs[0]
+	}
 	n := int64(batch)
 	if r.perMs > 0 {
 		// The first record comes at once, then one every 1/rate ms: by
@@ -427,6 +440,7 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		return source.MoreAvailable, nil, 0, nil
 	}
 	out.ReleaseSplit(splitID(*s))
+	delete(r.paused, splitID(*s))
 	r.splits, r.outs[0] = r.splits[1:], nil
 	r.outs = r.outs[1:]
 	r.rebase()
@@ -434,6 +448,26 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		return source.EndOfInput, nil, 0, nil
 	}
 	return source.MoreAvailable, nil, 0, nil
+}
+
+// PauseOrResumeSplits implements source.SplitPauser (watermark alignment):
+// a paused split emits nothing until resumed; the reader reads its other
+// splits meanwhile, and waits when all are paused.
+func (r *reader[T]) PauseOrResumeSplits(pause, resume []string) {
+	if r.paused == nil {
+		r.paused = map[string]bool{}
+	}
+	for _, id := range pause {
+		if slices.ContainsFunc(r.splits, func(s Split) bool { return splitID(s) == id }) {
+			r.paused[id] = true
+		}
+	}
+	for _, id := range resume {
+		delete(r.paused, id)
+	}
+	if len(resume) > 0 {
+		signal(r.wake)
+	}
 }
 
 // SnapshotState returns the unfinished splits with the next index of each.
@@ -454,6 +488,7 @@ func signal(c chan struct{}) {
 
 // The sources implement the contract.
 var (
+	_ source.SplitPauser          = (*reader[int])(nil)
 	_ source.Source[int, Split]   = Generator[int]{}
 	_ source.Source[int64, Split] = Sequence{}
 	_ source.Source[int, Split]   = Slice[int]{}

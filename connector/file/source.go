@@ -309,6 +309,11 @@ func (r *textReader) NotifyCheckpointComplete(int64) error { return nil }
 
 func (r *textReader) SnapshotState(int64) ([]Split, error) { return r.lines.snapshot(), nil }
 
+// PauseOrResumeSplits implements source.SplitPauser.
+func (r *textReader) PauseOrResumeSplits(pause, resume []string) {
+	r.lines.pauseOrResume(pause, resume)
+}
+
 func (r *textReader) PollNext(out source.Output[string]) (source.Status, <-chan struct{}, time.Duration, error) {
 	if r.lines.err != nil {
 		return 0, nil, 0, r.lines.err
@@ -350,6 +355,11 @@ func (r *lineSourceReader) Close() error                         { return r.line
 func (r *lineSourceReader) NotifyCheckpointComplete(int64) error { return nil }
 
 func (r *lineSourceReader) SnapshotState(int64) ([]Split, error) { return r.lines.snapshot(), nil }
+
+// PauseOrResumeSplits implements source.SplitPauser.
+func (r *lineSourceReader) PauseOrResumeSplits(pause, resume []string) {
+	r.lines.pauseOrResume(pause, resume)
+}
 
 func (r *lineSourceReader) PollNext(out source.Output[Line]) (source.Status, <-chan struct{}, time.Duration, error) {
 	if r.lines.err != nil {
@@ -450,6 +460,30 @@ type lineReader struct {
 	added, done []string
 	curID       string
 	lastLine    bool // the line returned was the last of the split
+	// paused holds the ids of splits paused by watermark alignment
+	// (source.SplitPauser), at most those held.
+	paused map[string]bool
+}
+
+// pauseOrResume implements source.SplitPauser for both readers. The reader
+// reads one split at a time: while the one being read is paused it waits
+// for a resume (a streamed split's goroutine fills its bounded queue and
+// stops). Splits queued behind it wait too; a reader holds few.
+func (c *lineReader) pauseOrResume(pause, resume []string) {
+	if c.paused == nil {
+		c.paused = map[string]bool{}
+	}
+	for _, id := range pause {
+		if id == c.curID || slices.ContainsFunc(c.splits, func(sp Split) bool { return splitID(sp) == id }) {
+			c.paused[id] = true
+		}
+	}
+	for _, id := range resume {
+		delete(c.paused, id)
+	}
+	if len(resume) > 0 {
+		signal(c.wake)
+	}
 }
 
 func newLineReader(ctx source.ReaderContext, stdin io.Reader) lineReader {
@@ -516,6 +550,10 @@ func (c *lineReader) next() (line string, ok bool) {
 		c.finished()
 	}
 	for {
+		if len(c.paused) > 0 && c.curID != "" && c.paused[c.curID] {
+			c.status, c.wait = source.NothingAvailable, c.wake
+			return "", false
+		}
 		switch {
 		case c.f != nil:
 			if c.pos >= c.end {
@@ -678,6 +716,7 @@ func readLine(r *bufio.Reader) (line string, n int, err error) {
 // finished says the current split was read to its end: its output is
 // released at the next sync.
 func (c *lineReader) finished() {
+	delete(c.paused, c.curID)
 	c.done = append(c.done, c.curID)
 	c.curID = ""
 	c.epoch++

@@ -400,3 +400,55 @@ func TestReadersEmitPerSplit(t *testing.T) {
 		}
 	}
 }
+
+// Watermark alignment pauses splits (source.SplitPauser): while the split
+// being read is paused the reader emits nothing and waits on a channel
+// that a resume signals; then it reads on, every line once.
+func TestReaderPausesSplit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "in")
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job, err := sourcetest.Start(file.TextSource{Path: path}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	r := job.Reader(0)
+	for r.N == 0 {
+		if _, _, _, err := r.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := r.R.(source.SplitPauser)
+	p.PauseOrResumeSplits([]string{path + "@0"}, nil)
+	before := r.N
+	st, wake, _, err := r.Poll()
+	if err != nil || st != source.NothingAvailable || wake == nil || r.N != before {
+		t.Fatalf("split paused: poll = %v, wake %v, %v, %d new lines; want NothingAvailable with a wake channel and none", st, wake != nil, err, r.N-before)
+	}
+	select {
+	case <-wake: // a signal left from the split assignment
+	default:
+	}
+	p.PauseOrResumeSplits(nil, []string{path + "@0"})
+	select {
+	case <-wake:
+	default:
+		t.Fatal("a resume did not signal the wake channel")
+	}
+	if err := job.Run(rand.New(rand.NewPCG(1, 1)), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := job.All(); len(got) != 2000 || got[0] != "0" || got[1999] != "1999" {
+		t.Fatalf("%d lines after pausing and resuming, want 2000 in order", len(got))
+	}
+}
