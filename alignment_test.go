@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/datagen"
+	"github.com/weirhq/weir/source"
 )
 
 // alignmentRun runs two generator sources of very different event-time
@@ -91,6 +93,148 @@ func TestWatermarkAlignmentBoundsDrift(t *testing.T) {
 	}
 	if lead <= 5*bound {
 		t.Errorf("control without alignment: largest lead %d ms, not far beyond the bound %d ms; the test proves nothing", lead, bound)
+	}
+	t.Logf("control: largest lead %d ms", lead)
+}
+
+// speedSplits has two splits in one reader: "slow" emits timestamps 0, 1,
+// 2, ... and "fast" 0, 10, 20, ..., n records each, up to 8 per split and
+// poll, a poll per millisecond. It pauses splits (source.SplitPauser). A
+// record is its timestamp; fast ones are negative (-ts-1). lead is the
+// largest lead of a fast timestamp over the highest slow one emitted
+// before it, while slow has records left.
+type speedSplits struct {
+	n    int64
+	lead *atomic.Int64
+}
+
+func (speedSplits) Boundedness() source.Boundedness { return source.Bounded }
+func (speedSplits) SplitCodec() codec.Codec[string] { return codec.String() }
+func (speedSplits) CreateEnumerator(ctx source.EnumeratorContext[string], restored []byte) (source.Enumerator[string], error) {
+	return &speedEnum{ctx}, nil
+}
+func (s speedSplits) CreateReader(source.ReaderContext) (source.Reader[int64, string], error) {
+	return &speedReader{src: s, paused: map[string]bool{}, slowMax: -1}, nil
+}
+
+type speedEnum struct {
+	ctx source.EnumeratorContext[string]
+}
+
+func (e *speedEnum) Start() error { return nil }
+func (e *speedEnum) AddReader(subtask int) error {
+	e.ctx.Assign(subtask, "slow", "fast")
+	e.ctx.NoMoreSplits(subtask)
+	return nil
+}
+func (e *speedEnum) HandleSplitRequest(int) error   { return nil }
+func (e *speedEnum) Snapshot(int64) ([]byte, error) { return nil, nil }
+func (e *speedEnum) Close() error                   { return nil }
+
+type speedReader struct {
+	src              speedSplits
+	splits           []string
+	noMore           bool
+	slowNext, fastNx int64
+	slowMax          int64
+	paused           map[string]bool
+	slowOut, fastOut source.SplitOutput[int64]
+}
+
+func (r *speedReader) Start() error                          { return nil }
+func (r *speedReader) AddSplits(s []string)                  { r.splits = append(r.splits, s...) }
+func (r *speedReader) NoMoreSplits()                         { r.noMore = true }
+func (r *speedReader) SnapshotState(int64) ([]string, error) { return nil, nil }
+func (r *speedReader) NotifyCheckpointComplete(int64) error  { return nil }
+func (r *speedReader) Close() error                          { return nil }
+func (r *speedReader) PauseOrResumeSplits(pause, resume []string) {
+	for _, id := range pause {
+		r.paused[id] = true
+	}
+	for _, id := range resume {
+		delete(r.paused, id)
+	}
+}
+
+func (r *speedReader) PollNext(out source.Output[int64]) (source.Status, <-chan struct{}, time.Duration, error) {
+	if !r.noMore || len(r.splits) < 2 {
+		return source.NothingAvailable, nil, time.Millisecond, nil
+	}
+	if r.slowOut == nil {
+		r.slowOut, r.fastOut = out.ForSplit("slow"), out.ForSplit("fast")
+	}
+	n := r.src.n
+	for k := 0; k < 8 && r.slowNext < n && !r.paused["slow"]; k++ {
+		r.slowMax = r.slowNext
+		r.slowOut.CollectWithTimestamp(r.slowNext, r.slowNext)
+		if r.slowNext++; r.slowNext == n {
+			out.ReleaseSplit("slow")
+		}
+	}
+	for k := 0; k < 8 && r.fastNx < n && !r.paused["fast"]; k++ {
+		ts := r.fastNx * 10
+		if r.slowNext < n && ts-r.slowMax > r.src.lead.Load() {
+			r.src.lead.Store(ts - r.slowMax)
+		}
+		r.fastOut.CollectWithTimestamp(-ts-1, ts)
+		if r.fastNx++; r.fastNx == n {
+			out.ReleaseSplit("fast")
+		}
+	}
+	if r.slowNext == n && r.fastNx == n {
+		return source.EndOfInput, nil, 0, nil
+	}
+	return source.NothingAvailable, nil, time.Millisecond, nil
+}
+
+// Split-level alignment: one source whose reader holds a slow and a fast
+// split. With alignment the fast split is paused whenever its watermark
+// is beyond the source's (the slow split's) + maxDrift, so it never leads
+// by more than maxDrift + one poll's worth (8 records of 10 ms); both
+// splits finish with all records. Without alignment it leads by far.
+func TestWatermarkAlignmentPausesFastSplit(t *testing.T) {
+	const n = 500
+	const maxDrift = 100 * time.Millisecond
+	bound := maxDrift.Milliseconds() + 8*10
+	run := func(align bool) (int64, int, int) {
+		var lead atomic.Int64
+		lead.Store(-1 << 62)
+		env := weir.NewEnvironment(weir.Config{Parallelism: 1, AutoWatermarkInterval: 10 * time.Millisecond})
+		ws := weir.WatermarkStrategy[int64]{Generator: weir.PunctuatedWatermarks[int64](0)}
+		if align {
+			ws = ws.WithWatermarkAlignment("splits", maxDrift, 10*time.Millisecond)
+		}
+		s := weir.FromSourceWithWatermarks[int64, string](env, speedSplits{n: n, lead: &lead}, ws, "speeds")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		got, err := weir.ExecuteAndCollect(ctx, env, s, "split-alignment")
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, fast := 0, 0
+		for _, v := range got {
+			if v < 0 {
+				fast++
+			} else {
+				slow++
+			}
+		}
+		return lead.Load(), slow, fast
+	}
+	lead, slow, fast := run(true)
+	if slow != n || fast != n {
+		t.Fatalf("aligned: %d slow and %d fast records, want %d each", slow, fast, n)
+	}
+	if lead > bound {
+		t.Errorf("aligned: the fast split led the slow one by %d ms, beyond max drift + one poll (%d ms)", lead, bound)
+	}
+	t.Logf("aligned: largest lead %d ms (bound %d)", lead, bound)
+	lead, slow, fast = run(false)
+	if slow != n || fast != n {
+		t.Fatalf("control: %d slow and %d fast records, want %d each", slow, fast, n)
+	}
+	if lead <= 5*bound {
+		t.Errorf("control without alignment: largest lead %d ms, not far beyond %d ms; the test proves nothing", lead, bound)
 	}
 	t.Logf("control: largest lead %d ms", lead)
 }
