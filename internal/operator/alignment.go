@@ -22,7 +22,7 @@ import (
 // Flink's coordinator announces on a timer of its own to every reader;
 // Weir answers each report instead, so a reader learns the allowed
 // watermark at its own report interval without coordinator timers, and
-// events stay one per report each way.
+// events stay one per report each way (each at most 12 bytes).
 
 // Events of alignment, beside those of source.go.
 const (
@@ -84,10 +84,9 @@ type alignmentGroup struct {
 
 // alignedCoordinator is a source coordinator's part in its group.
 type alignedCoordinator struct {
-	group     *alignmentGroup
-	ids       []string      // reader id in the group, per subtask
-	announced map[int]int64 // last allowed watermark sent, per subtask
-	buf       []byte
+	group *alignmentGroup
+	ids   []string // reader id in the group, per subtask
+	buf   []byte
 }
 
 // joinAlignment joins the group a names, pre-registering every reader
@@ -106,7 +105,7 @@ func joinAlignment(ctx CoordinatorContext, a Alignment) (*alignedCoordinator, er
 	}
 	src := g.sources
 	g.sources++
-	c := &alignedCoordinator{group: g, announced: map[int]int64{}}
+	c := &alignedCoordinator{group: g}
 	for i := range ctx.Parallelism() {
 		id := fmt.Sprintf("%d/%d", src, i)
 		c.ids = append(c.ids, id)
@@ -116,7 +115,7 @@ func joinAlignment(ctx CoordinatorContext, a Alignment) (*alignedCoordinator, er
 }
 
 // report handles a reader's report and answers it with the allowed
-// watermark when that changed for the reader.
+// watermark.
 func (c *alignedCoordinator) report(ctx CoordinatorContext, subtask int, p []byte) error {
 	if subtask < 0 || subtask >= len(c.ids) {
 		return fmt.Errorf("watermark alignment group %q: a report from subtask %d of %d", c.group.name, subtask, len(c.ids))
@@ -139,12 +138,10 @@ func (c *alignedCoordinator) report(ctx CoordinatorContext, subtask int, p []byt
 	default:
 		return fmt.Errorf("watermark alignment group %q: a report with unknown status %d from subtask %d", c.group.name, p[0], subtask)
 	}
-	allowed := d.Allowed()
-	if last, ok := c.announced[subtask]; ok && last == allowed {
-		return nil
-	}
-	c.announced[subtask] = allowed
-	c.buf = binary.AppendVarint(append(c.buf[:0], eventAllowedWatermark), allowed)
+	// Every report is answered, also with an unchanged value: an answer
+	// may be lost (the JobManager drops events to a subtask it does not
+	// know yet), and a source waits for its first one before it reads.
+	c.buf = binary.AppendVarint(append(c.buf[:0], eventAllowedWatermark), d.Allowed())
 	ctx.SendEvent(subtask, c.buf)
 	return nil
 }

@@ -50,8 +50,7 @@ func report(st byte, wm int64) []byte {
 }
 
 // The coordinators of two sources share their group: every reader is
-// held at the minimum until it reports; answers go to the reporter only
-// when its allowed watermark changed; idle and finished readers leave the
+// held at the minimum until it reports; every report is answered; idle and finished readers leave the
 // minimum; a source with another drift, a bad report or a bad setting are
 // errors that say what was wrong.
 func TestAlignmentCoordinators(t *testing.T) {
@@ -79,7 +78,7 @@ func TestAlignmentCoordinators(t *testing.T) {
 		{x, 1, report(reportActive, 500)},  // y/0 still holds
 		{y, 0, report(reportActive, 50)},   // min 50
 		{x, 0, report(reportActive, 1000)}, // 150 now
-		{x, 0, report(reportActive, 1000)}, // unchanged: no answer
+		{x, 0, report(reportActive, 1000)}, // unchanged: answered too (an answer may be lost)
 		{y, 0, report(reportIdle, 50)},     // min 500
 		{x, 1, report(reportFinished, 0)},  // min 1000
 		{x, 0, report(reportFinished, 0)},  // none counts: max
@@ -90,7 +89,7 @@ func TestAlignmentCoordinators(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"x/0 L -9223372036854775708", "x/1 L -9223372036854775708", "y/0 L 150", "x/0 L 150",
+	want := []string{"x/0 L -9223372036854775708", "x/1 L -9223372036854775708", "y/0 L 150", "x/0 L 150", "x/0 L 150",
 		"y/0 L 600", "x/1 L 1100", "x/0 L max", "y/0 L 2100"}
 	if !slices.Equal(sent, want) {
 		t.Errorf("answers\n%q\nwant\n%q", sent, want)
