@@ -48,16 +48,17 @@ func (o *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) { o.in.ProcessElem
 func (o *sourceOutput[T]) ShouldYield() bool                  { return o.yield != nil && o.yield.Load() }
 
 // ForSplit implements source.Output: without a strategy a split's records
-// go straight out.
-func (o *sourceOutput[T]) ForSplit(string) source.SplitOutput[T] { return plainSplit[T]{o} }
+// go straight out, through this output itself (no wrapper: a reader's
+// batches cost the same call as without splits).
+func (o *sourceOutput[T]) ForSplit(string) source.SplitOutput[T] { return o }
 
 // ReleaseSplit implements source.Output.
 func (o *sourceOutput[T]) ReleaseSplit(string) {}
 
-type plainSplit[T any] struct{ *sourceOutput[T] }
-
-func (plainSplit[T]) EmitWatermark(int64) {}
-func (plainSplit[T]) MarkIdle()           {}
+// EmitWatermark and MarkIdle implement source.SplitOutput: without a
+// strategy the source has no watermarks of its own.
+func (o *sourceOutput[T]) EmitWatermark(int64) {}
+func (o *sourceOutput[T]) MarkIdle()           {}
 
 func (o *sourceOutput[T]) CollectBatch(vs []T) {
 	in := o.in
