@@ -238,3 +238,105 @@ func TestWatermarkAlignmentPausesFastSplit(t *testing.T) {
 	}
 	t.Logf("control: largest lead %d ms", lead)
 }
+
+// tickSource is unbounded with one split "s" per reader: with emit, each
+// poll emits 10 records of timestamps 10 ms apart; without, its reader
+// makes the split's output (so it is not idle) and never emits. polls
+// counts the reader's polls.
+type tickSource struct {
+	emit  bool
+	polls *atomic.Int64
+}
+
+func (tickSource) Boundedness() source.Boundedness { return source.Unbounded }
+func (tickSource) SplitCodec() codec.Codec[string] { return codec.String() }
+func (tickSource) CreateEnumerator(ctx source.EnumeratorContext[string], _ []byte) (source.Enumerator[string], error) {
+	return &tickEnum{ctx}, nil
+}
+func (s tickSource) CreateReader(source.ReaderContext) (source.Reader[int64, string], error) {
+	return &tickReader{src: s}, nil
+}
+
+type tickEnum struct {
+	ctx source.EnumeratorContext[string]
+}
+
+func (e *tickEnum) Start() error                   { return nil }
+func (e *tickEnum) AddReader(subtask int) error    { e.ctx.Assign(subtask, "s"); return nil }
+func (e *tickEnum) HandleSplitRequest(int) error   { return nil }
+func (e *tickEnum) Snapshot(int64) ([]byte, error) { return nil, nil }
+func (e *tickEnum) Close() error                   { return nil }
+
+type tickReader struct {
+	src   tickSource
+	split bool
+	out   source.SplitOutput[int64]
+	next  int64
+}
+
+func (r *tickReader) Start() error                          { return nil }
+func (r *tickReader) AddSplits(s []string)                  { r.split = r.split || len(s) > 0 }
+func (r *tickReader) NoMoreSplits()                         {}
+func (r *tickReader) SnapshotState(int64) ([]string, error) { return []string{"s"}, nil }
+func (r *tickReader) NotifyCheckpointComplete(int64) error  { return nil }
+func (r *tickReader) Close() error                          { return nil }
+func (r *tickReader) PollNext(out source.Output[int64]) (source.Status, <-chan struct{}, time.Duration, error) {
+	r.src.polls.Add(1)
+	if !r.split {
+		return source.NothingAvailable, nil, 5 * time.Millisecond, nil
+	}
+	if r.out == nil {
+		r.out = out.ForSplit("s")
+	}
+	if !r.src.emit {
+		return source.NothingAvailable, nil, 5 * time.Millisecond, nil
+	}
+	for range 10 {
+		r.out.CollectWithTimestamp(r.next, r.next*10)
+		r.next++
+	}
+	return source.MoreAvailable, nil, 0, nil
+}
+
+// A source held back by its group waits without polling its reader, and
+// its task goes on with checkpoints and cancellation: the group's other
+// source never emits (and is not idle), so the fast one stops at max drift
+// for good. Checkpoints still complete, the fast reader is not polled
+// while it waits (the task wakes for the group's answers and timers only),
+// and canceling the job ends it promptly.
+func TestAlignedSourceWaitsAndStaysResponsive(t *testing.T) {
+	var fastPolls, stuckPolls, checkpoints atomic.Int64
+	env := weir.NewEnvironment(weir.Config{Parallelism: 1, AutoWatermarkInterval: 10 * time.Millisecond,
+		Checkpointing: &weir.CheckpointConfig{Interval: 20 * time.Millisecond, Dir: t.TempDir()},
+		OnCheckpoint:  func(int64, bool) { checkpoints.Add(1) }})
+	ws := weir.WatermarkStrategy[int64]{Generator: weir.PunctuatedWatermarks[int64](0)}.
+		WithWatermarkAlignment("g", 100*time.Millisecond, 10*time.Millisecond)
+	fast := weir.FromSourceWithWatermarks[int64, string](env, tickSource{emit: true, polls: &fastPolls}, ws, "fast")
+	stuck := weir.FromSourceWithWatermarks[int64, string](env, tickSource{polls: &stuckPolls}, ws, "stuck")
+	var got atomic.Int64
+	weir.Discard(weir.Map(weir.Union(fast, stuck), func(v int64) int64 { got.Add(1); return v }))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := env.ExecuteAsync(ctx, "aligned-wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	polls, cps, records := fastPolls.Load(), checkpoints.Load(), got.Load()
+	time.Sleep(300 * time.Millisecond)
+	if p := fastPolls.Load(); p != polls {
+		t.Errorf("the fast reader was polled %d times while its source waited for the group", p-polls)
+	}
+	if n := got.Load(); n != records || n == 0 || n > 100 {
+		t.Errorf("%d records, then %d: the fast source should have stopped after a few (within max drift), and stayed stopped", records, n)
+	}
+	if c := checkpoints.Load(); c <= cps {
+		t.Errorf("no checkpoint completed while the source waited (%d before, %d after)", cps, c)
+	}
+	cancel()
+	select {
+	case <-j.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job did not end within 5 s of its cancellation")
+	}
+}
