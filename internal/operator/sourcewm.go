@@ -93,6 +93,11 @@ type watermarkedSource[T, S any] struct {
 	main   mainOutput[T, S]
 	// nextEmit is when the periodic emits are due next.
 	nextEmit int64
+	// Without any output (no split yet, or all released) the source goes
+	// idle after IdleTimeout like a split would: noOutputSince is when the
+	// last output went (or Open), noOutputIdle whether it went idle so.
+	noOutputSince int64
+	noOutputIdle  bool
 
 	// Watermark alignment (nil without): blocked is set while the source
 	// must not poll its reader, and makes ShouldYield true, so a reader
@@ -193,6 +198,7 @@ func (w *watermarkedSource[T, S]) Open(ctx *Context) error {
 	}
 	now := ctx.Clock.NowMillis()
 	w.nextEmit = now + w.ws.Interval
+	w.noOutputSince = now
 	next := w.nextEmit
 	if a := w.align; a != nil {
 		// The first report at once: the source polls only after the
@@ -257,6 +263,14 @@ func (w *watermarkedSource[T, S]) OnProcessingTime(now int64) {
 		for _, o := range w.all {
 			o.periodic(now)
 		}
+		if t := w.ws.IdleTimeout; t > 0 && len(w.all) == 0 && !w.noOutputIdle && !w.ended && now-w.noOutputSince >= t {
+			// A reader without splits holds nothing back.
+			w.noOutputIdle = true
+			w.ctx.SetIdle(true)
+			if w.align != nil {
+				w.align.idle = true
+			}
+		}
 		w.nextEmit = now + w.ws.Interval
 	}
 	next := w.nextEmit
@@ -295,6 +309,15 @@ func (w *watermarkedSource[T, S]) apply(r watermark.Result) {
 }
 
 func (w *watermarkedSource[T, S]) newOutput(id string) *splitOutput[T, S] {
+	if w.noOutputIdle {
+		// Active again before the split's records (its channel starts at
+		// the minimum; downstream counts it once it caught up).
+		w.noOutputIdle = false
+		w.ctx.SetIdle(false)
+		if w.align != nil {
+			w.align.idle = false
+		}
+	}
 	ch, r := w.valve.Add()
 	o := &splitOutput[T, S]{src: w, ch: ch, max: math.MinInt64, emitted: math.MinInt64, lastActive: w.ctx.Clock.NowMillis()}
 	if w.ws.NewGenerator != nil {
@@ -323,6 +346,9 @@ func (w *watermarkedSource[T, S]) release(o *splitOutput[T, S]) {
 		}
 	}
 	w.apply(w.valve.End(o.ch))
+	if len(w.all) == 0 {
+		w.noOutputSince = w.ctx.Clock.NowMillis()
+	}
 }
 
 // splitOutput is one split's output: its generator, its idleness, its

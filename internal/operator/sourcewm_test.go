@@ -230,3 +230,58 @@ func TestWatermarkedSourceRestoresSplitWatermarks(t *testing.T) {
 		}
 	}
 }
+
+// A watermarked source without any split output goes idle after the idle
+// timeout, as a split would (a reader that got no split holds nothing
+// back), and active again before its first split's records; after its last
+// split is released the timeout runs again.
+func TestWatermarkedSourceWithoutSplitsGoesIdle(t *testing.T) {
+	var a source.SplitOutput[int64]
+	steps := []func(out source.Output[int64]){
+		func(source.Output[int64]) {}, // no split: idle at 30 ms
+		func(source.Output[int64]) {},
+		func(out source.Output[int64]) { a = out.ForSplit("a"); a.CollectWithTimestamp(0, 100) },
+		func(out source.Output[int64]) { out.ReleaseSplit("a") },
+		func(source.Output[int64]) {},
+		func(source.Output[int64]) {},
+	}
+	rec := &eventLog{}
+	clk := clock.NewManual(0)
+	cur := 0
+	ctx := NewContext(&cur, 0)
+	ctx.Clock = clk
+	ctx.SendEvent = func([]byte) {}
+	ctx.SetIdleHook(func(idle bool) { rec.log = append(rec.log, fmt.Sprint("idle ", idle)) })
+	fac, _ := NewSourceFactoryWithWatermarks[int64, string](scriptSource{steps}, SourceWatermarks[int64]{Interval: 10, IdleTimeout: 30})
+	inst, err := fac.Create(ctx, Input[int64](rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := inst.Source.(*watermarkedSource[int64, string])
+	if err := src.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for step := range len(steps) {
+		rec.log = rec.log[:0]
+		if _, _, _, err := src.PollNext(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			clk.Advance(10)
+			src.OnProcessingTime(clk.NowMillis())
+		}
+		got = append(got, fmt.Sprintf("step %d: %v", step, rec.log))
+	}
+	want := []string{
+		"step 0: []",
+		"step 1: [idle true]",        // 30 ms without an output
+		"step 2: [idle false wm 99]", // a split: active before its records
+		"step 3: []",                 // released at 60 ms
+		"step 4: [idle true]",        // 90 ms: 30 ms without an output
+		"step 5: []",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}
