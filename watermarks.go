@@ -56,9 +56,11 @@ type WatermarkStrategy[T any] struct {
 // implements source.SplitPauser also has its splits beyond it paused
 // while it reads the others. The drift is enforced at the granularity of
 // watermarks and of the readers' batches: a source may go beyond by what
-// it emits between two watermarks or within one batch (the built-in
-// readers check between chunks of 64 records), and it learns of progress
-// up to an update interval late.
+// it emits between two watermarks or within one batch (the datagen
+// readers check every 64 records, the file readers every line), and it
+// learns of progress up to an update interval late. With the default
+// periodic generator the watermark moves only every Interval, so use a
+// punctuated generator (PunctuatedWatermarks) for a tight bound.
 type WatermarkAlignment struct {
 	// Group names the alignment group.
 	Group string
