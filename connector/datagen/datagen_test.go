@@ -3,6 +3,7 @@ package datagen_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -617,5 +618,86 @@ func TestReaderPausesSplits(t *testing.T) {
 	slices.Sort(got)
 	if int64(len(got)) != n || got[0] != 0 || got[n-1] != n-1 || len(slices.Compact(got)) != n {
 		t.Fatalf("%d records after pausing and resuming, want each of 0..%d once", len(got), n-1)
+	}
+}
+
+// Random pauses and resumes (as watermark alignment makes them) between
+// polls of a reader holding several splits: a paused split emits nothing
+// while paused, the reader never reports its end early, and once all are
+// resumed every index is emitted exactly once. The reference is the set
+// of indexes and the pause state the test keeps itself.
+func TestReaderRandomPauses(t *testing.T) {
+	rng := testseed.Rand(t, 21)
+	for round := range 20 {
+		n := int64(1 + rng.IntN(20_000))
+		p := 1 + rng.IntN(5)
+		src := datagen.Generator[int64]{Count: n, Fn: func(i int64) int64 { return i }}
+		job, err := sourcetest.Start(src, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := job.Checkpoint(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Close()
+		job, err = sourcetest.Restore(src, cp, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		r := job.Reader(0)
+		pauser := r.R.(source.SplitPauser)
+		paused := map[string]bool{}
+		for step := 0; !r.Ended; step++ {
+			if step > 10_000 {
+				t.Fatalf("round %d: no end after %d polls", round, step)
+			}
+			var pause, resume []string
+			for i := range p {
+				id := fmt.Sprint(i)
+				switch x := rng.IntN(10); {
+				case step > 200: // then resume everything, so the reader ends
+					if paused[id] {
+						resume = append(resume, id)
+						delete(paused, id)
+					}
+				case x == 0 && !paused[id]:
+					pause = append(pause, id)
+					paused[id] = true
+				case x == 1 && paused[id]:
+					resume = append(resume, id)
+					delete(paused, id)
+				}
+			}
+			pauser.PauseOrResumeSplits(pause, resume)
+			before := maps.Clone(r.PerSplit)
+			st, wake, retry, err := r.Poll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id := range paused {
+				if r.PerSplit[id] != before[id] {
+					t.Fatalf("round %d: split %s emitted %d records while paused", round, id, r.PerSplit[id]-before[id])
+				}
+			}
+			if st == source.NothingAvailable && wake == nil && retry == 0 {
+				t.Fatalf("round %d: nothing available without a wake channel or retry", round)
+			}
+		}
+		got := slices.Clone(r.Out)
+		slices.Sort(got)
+		if int64(len(got)) != n || (n > 0 && (got[0] != 0 || got[n-1] != n-1)) || int64(len(slices.Compact(got))) != n {
+			t.Fatalf("round %d (n %d, p %d): %d records, want each of 0..%d once", round, n, p, len(got), n-1)
+		}
+		if len(r.SplitErrors) > 0 {
+			t.Fatalf("round %d: %q", round, r.SplitErrors)
+		}
+		job.Close()
 	}
 }
