@@ -26,6 +26,10 @@ func FromSource[T, S any](env *Environment, src source.Source[T, S], name string
 // its active splits, so a split read ahead of another does not make the
 // other's records late. Records collected directly share one more
 // generator. ws.Timestamp may be nil: the reader's timestamps are kept.
+// Each split's watermark is in the source's checkpoints, so after a
+// restore a split goes on from its own. With ws.Alignment
+// (WithWatermarkAlignment) the source's watermark is aligned with the
+// other sources of its group.
 func FromSourceWithWatermarks[T, S any](env *Environment, src source.Source[T, S], ws WatermarkStrategy[T], name string) DataStream[T] {
 	interval := ws.Interval
 	if interval <= 0 {
@@ -38,6 +42,17 @@ func FromSourceWithWatermarks[T, S any](env *Environment, src source.Source[T, S
 	}
 	if g := ws.Generator; g != nil {
 		sw.NewGenerator = func() operator.WatermarkGenerator[T] { return generatorAdapter[T]{g()} }
+	}
+	if a := ws.Alignment; a != nil {
+		// Validated when the job starts (the source fails with what was wrong).
+		iv := a.UpdateInterval
+		if iv == 0 {
+			iv = DefaultAlignmentUpdateInterval
+		}
+		sw.Align = &operator.Alignment{Group: a.Group, MaxDrift: a.MaxDrift.Milliseconds(), Interval: iv.Milliseconds()}
+		if a.MaxDrift < 0 {
+			sw.Align.MaxDrift = min(a.MaxDrift.Milliseconds(), -1) // a negative drift stays negative: an error
+		}
 	}
 	fac, coord := operator.NewSourceFactoryWithWatermarks(src, sw)
 	n := addNode[T](env, "Source: "+name, fac, false)

@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -37,6 +38,50 @@ type WatermarkStrategy[T any] struct {
 	// OnPeriodicEmit, called every Interval) or punctuated (emitting in
 	// OnEvent). See PunctuatedWatermarks.
 	Generator func() WatermarkGenerator[T]
+	// Alignment, if set, aligns the watermarks of the sources of a group
+	// (see WithWatermarkAlignment). Only FromSourceWithWatermarks uses it;
+	// AssignTimestampsAndWatermarks fails the job when it is set.
+	Alignment *WatermarkAlignment
+}
+
+// WatermarkAlignment is Flink's watermark alignment: the sources of a
+// group (given strategies with one Group name, in one job) do not let
+// their watermark go more than MaxDrift beyond the group's minimum, so a
+// source or split that reads ahead in event time waits for the others
+// instead of filling downstream state (windows, joins) with elements that
+// cannot fire yet. Every UpdateInterval each source reports its watermark
+// to the JobManager and learns the largest one the group allows (the
+// minimum over its sources' watermarks, idle and finished ones left out,
+// plus MaxDrift). A source beyond it stops reading; a reader that
+// implements source.SplitPauser also has its splits beyond it paused
+// while it reads the others. The drift is enforced at the granularity of
+// watermarks and of the readers' batches: a source may go beyond by what
+// it emits between two watermarks or within one batch (the datagen
+// readers check every 64 records, the file readers every line), and it
+// learns of progress up to an update interval late. With the default
+// periodic generator the watermark moves only every Interval, so use a
+// punctuated generator (PunctuatedWatermarks) for a tight bound.
+type WatermarkAlignment struct {
+	// Group names the alignment group.
+	Group string
+	// MaxDrift (>= 0) is how far beyond the group's minimum a source's
+	// watermark may go.
+	MaxDrift time.Duration
+	// UpdateInterval is how often sources report (Flink's default, 1 s,
+	// when 0; at least 10 ms).
+	UpdateInterval time.Duration
+}
+
+// DefaultAlignmentUpdateInterval is WatermarkAlignment's default
+// UpdateInterval (Flink's).
+const DefaultAlignmentUpdateInterval = time.Second
+
+// WithWatermarkAlignment returns the strategy with watermark alignment
+// (Flink's withWatermarkAlignment(group, maxAllowedWatermarkDrift,
+// updateInterval)); updateInterval 0 is DefaultAlignmentUpdateInterval.
+func (ws WatermarkStrategy[T]) WithWatermarkAlignment(group string, maxDrift, updateInterval time.Duration) WatermarkStrategy[T] {
+	ws.Alignment = &WatermarkAlignment{Group: group, MaxDrift: maxDrift, UpdateInterval: updateInterval}
+	return ws
 }
 
 // WatermarkGenerator generates watermarks from the elements' timestamps.
@@ -95,6 +140,9 @@ func AssignTimestampsAndWatermarks[T any](s DataStream[T], ws WatermarkStrategy[
 		idle = max(idle, 1)
 	}
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
+		if a := ws.Alignment; a != nil {
+			return operator.Instance{}, fmt.Errorf("watermark alignment (group %q) works on sources only: give the strategy to FromSourceWithWatermarks, not AssignTimestampsAndWatermarks", a.Group)
+		}
 		if ws.Generator != nil {
 			op := &generatorOp[T]{ts: ws.Timestamp, gen: ws.Generator(), out: out.(operator.Input[T]), ctx: ctx,
 				watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64, idleTimeout: idle}}

@@ -159,3 +159,19 @@ type Reader[T, S any] interface {
 	NotifyCheckpointComplete(checkpointID int64) error
 	Close() error
 }
+
+// SplitPauser is implemented by readers that can stop reading some of
+// their splits for a while (Flink's SourceReader.pauseOrResumeSplits). With
+// watermark alignment (weir.WatermarkStrategy.WithWatermarkAlignment) the
+// source pauses the splits whose own watermark is ahead of what the
+// alignment group allows, and resumes them when it allows more, so that a
+// reader holding a fast and a slow split reads on in the slow one. Ids are
+// those given to Output.ForSplit. A paused split must not emit records
+// until resumed; when every split a reader holds is paused, PollNext
+// returns NothingAvailable (with a wake channel that a resume signals, or
+// a retry delay), never busy-looping. Ids the reader does not hold (any
+// more) are ignored. A reader that does not implement it is only paused
+// as a whole, when the source's combined watermark is ahead.
+type SplitPauser interface {
+	PauseOrResumeSplits(pause, resume []string)
+}

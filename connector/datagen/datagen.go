@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/weirhq/weir/codec"
@@ -246,9 +248,16 @@ type reader[T any] struct {
 	seqFrom   int64
 	unbounded bool
 	splits    []Split // not finished; splits[0] is read next
-	noMore    bool
-	wake      chan struct{} // signalled when splits arrive or no more will
-	err       error         // a restored split that cannot be read here
+	// outs[i] is the output of splits[i] (source.Output.ForSplit, so a
+	// source with a watermark strategy keeps a watermark per split); nil
+	// until the next poll makes it. They move with their splits.
+	outs []source.SplitOutput[T]
+	// paused holds the ids of splits paused by watermark alignment
+	// (source.SplitPauser), at most the splits held.
+	paused map[string]bool
+	noMore bool
+	wake   chan struct{} // signalled when splits arrive or no more will
+	err    error         // a restored split that cannot be read here
 
 	// Rate limiting, by processing time.
 	rate    float64 // the whole source's, per second; 0: no limit
@@ -295,9 +304,14 @@ func (r *reader[T]) AddSplits(splits []Split) {
 		}
 	}
 	r.splits = append(r.splits, splits...)
+	r.outs = append(r.outs, make([]source.SplitOutput[T], len(splits))...)
 	r.rebase()
 	signal(r.wake)
 }
+
+// splitID names a split to source.Output.ForSplit: the subtask it was made
+// for, unique within the source across restores and rescaling.
+func splitID(s Split) string { return strconv.Itoa(s.Subtask) }
 
 func (r *reader[T]) NoMoreSplits() {
 	r.noMore = true
@@ -331,6 +345,24 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		}
 		return source.NothingAvailable, r.wake, 0, nil
 	}
+	if r.outs[len(r.outs)-1] == nil {
+		// Outputs of every split held before records of any, also when the rate makes this poll wait (new splits
+		// are appended, so a nil one is at the end).
+		for i := range r.outs {
+			if r.outs[i] == nil {
+				r.outs[i] = out.ForSplit(splitID(r.splits[i]))
+			}
+		}
+	}
+	if len(r.paused) > 0 && r.paused[splitID(r.splits[0])] {
+		// Read a split that is not paused first; none: wait for a resume.
+		k := slices.IndexFunc(r.splits, func(s Split) bool { return !r.paused[splitID(s)] })
+		if k < 0 {
+			return source.NothingAvailable, r.wake, 0, nil
+		}
+		r.splits[0], r.splits[k] = r.splits[k], r.splits[0]
+		r.outs[0], r.outs[k] = r.outs[k], r.outs[0]
+	}
 	n := int64(batch)
 	if r.perMs > 0 {
 		// The first record comes at once, then one every 1/rate ms: by
@@ -345,7 +377,7 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		}
 		n = int64(min(float64(n), allowed))
 	}
-	s := &r.splits[0]
+	s, so := &r.splits[0], r.outs[0]
 	if s.End < 0 {
 		stride := int64(s.Parallelism)
 		next := s.Next
@@ -357,7 +389,7 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 				buf[i] = r.fn(next)
 				next += stride
 			}
-			out.CollectBatch(buf)
+			so.CollectBatch(buf)
 			done += k
 			if out.ShouldYield() {
 				break
@@ -370,6 +402,8 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 			first := r.splits[0]
 			copy(r.splits, r.splits[1:])
 			r.splits[len(r.splits)-1] = first
+			copy(r.outs, r.outs[1:])
+			r.outs[len(r.outs)-1] = so
 		}
 		return source.MoreAvailable, nil, 0, nil
 	}
@@ -381,19 +415,19 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		to := min(stop, from+yieldCheck)
 		switch {
 		case r.fn == nil:
-			out.CollectBatch(r.items[from:to])
+			so.CollectBatch(r.items[from:to])
 		case r.seq:
 			b := any(r.buf[:to-from]).([]int64)
 			for i := range b {
 				b[i] = r.seqFrom + from + int64(i)
 			}
-			out.CollectBatch(r.buf[:to-from])
+			so.CollectBatch(r.buf[:to-from])
 		default:
 			buf, fn := r.buf[:to-from], r.fn
 			for i := range buf {
 				buf[i] = fn(from + int64(i))
 			}
-			out.CollectBatch(buf)
+			so.CollectBatch(buf)
 		}
 		if from = to; out.ShouldYield() {
 			stop = to
@@ -405,12 +439,35 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 	if s.Next < s.End {
 		return source.MoreAvailable, nil, 0, nil
 	}
-	r.splits = r.splits[1:]
+	out.ReleaseSplit(splitID(*s))
+	delete(r.paused, splitID(*s))
+	r.splits, r.outs[0] = r.splits[1:], nil
+	r.outs = r.outs[1:]
 	r.rebase()
 	if len(r.splits) == 0 && r.noMore {
 		return source.EndOfInput, nil, 0, nil
 	}
 	return source.MoreAvailable, nil, 0, nil
+}
+
+// PauseOrResumeSplits implements source.SplitPauser (watermark alignment):
+// a paused split emits nothing until resumed; the reader reads its other
+// splits meanwhile, and waits when all are paused.
+func (r *reader[T]) PauseOrResumeSplits(pause, resume []string) {
+	if r.paused == nil {
+		r.paused = map[string]bool{}
+	}
+	for _, id := range pause {
+		if slices.ContainsFunc(r.splits, func(s Split) bool { return splitID(s) == id }) {
+			r.paused[id] = true
+		}
+	}
+	for _, id := range resume {
+		delete(r.paused, id)
+	}
+	if len(resume) > 0 {
+		signal(r.wake)
+	}
 }
 
 // SnapshotState returns the unfinished splits with the next index of each.
@@ -431,6 +488,7 @@ func signal(c chan struct{}) {
 
 // The sources implement the contract.
 var (
+	_ source.SplitPauser          = (*reader[int])(nil)
 	_ source.Source[int, Split]   = Generator[int]{}
 	_ source.Source[int64, Split] = Sequence{}
 	_ source.Source[int, Split]   = Slice[int]{}

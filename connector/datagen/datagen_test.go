@@ -3,6 +3,7 @@ package datagen_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -490,5 +491,213 @@ func TestSplitCodec(t *testing.T) {
 	}
 	if _, _, err := c.Decode([]byte{9, 0, 1, 0, 0}); !errors.Is(err, codec.ErrCorrupt) {
 		t.Errorf("unknown version: %v", err)
+	}
+}
+
+// Readers emit per split (source.Output.ForSplit), so a source with a
+// watermark strategy keeps a watermark per split: restored at parallelism
+// 1 from 3, the reader holds three splits, makes an output for each before
+// any record, emits each split's indexes through its own output and
+// releases each when it is done. The reference is Share.
+func TestReadersEmitPerSplit(t *testing.T) {
+	const n = 10_000
+	for _, name := range []string{"sequence", "generator", "slice"} {
+		var src source.Source[int64, datagen.Split]
+		switch name {
+		case "sequence":
+			src = datagen.Sequence{From: 5, To: 5 + n - 1}
+		case "generator":
+			src = datagen.Generator[int64]{Count: n, Fn: func(i int64) int64 { return i }}
+		default:
+			items := make([]int64, n)
+			src = datagen.Slice[int64]{Items: items}
+		}
+		job, err := sourcetest.Start(src, 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := job.Checkpoint(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Close()
+		job, err = sourcetest.Restore(src, cp, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		r := job.Reader(0)
+		r.Discard = true
+		for first := true; !r.Ended; first = false {
+			if _, _, _, err := r.Poll(); err != nil {
+				t.Fatal(err)
+			}
+			if first && len(r.PerSplit) != 3 {
+				t.Fatalf("%s: after the first poll, outputs for splits %v; want one for each of the 3 held", name, r.PerSplit)
+			}
+		}
+		for i := range 3 {
+			from, to := datagen.Share(n, i, 3)
+			if got := r.PerSplit[fmt.Sprint(i)]; got != int(to-from) {
+				t.Errorf("%s: split %d: %d records through its output, want %d", name, i, got, to-from)
+			}
+		}
+		if r.Direct != 0 || len(r.SplitErrors) > 0 {
+			t.Errorf("%s: %d records collected directly, misuses %q", name, r.Direct, r.SplitErrors)
+		}
+		if slices.Sort(r.Released); !slices.Equal(r.Released, []string{"0", "1", "2"}) {
+			t.Errorf("%s: released %q, want every split once", name, r.Released)
+		}
+		job.Close()
+	}
+}
+
+// Watermark alignment pauses splits (source.SplitPauser): a paused split
+// emits nothing while the reader reads its others; with all paused the
+// reader waits on its wake channel, which a resume signals; every index is
+// still emitted once in the end.
+func TestReaderPausesSplits(t *testing.T) {
+	const n = 9000
+	src := datagen.Sequence{From: 0, To: n - 1}
+	job, err := sourcetest.Start(src, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Deliver(); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := job.Checkpoint(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Close()
+	job, err = sourcetest.Restore(src, cp, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	if err := job.Deliver(); err != nil {
+		t.Fatal(err)
+	}
+	r := job.Reader(0)
+	p := r.R.(source.SplitPauser)
+	p.PauseOrResumeSplits([]string{"0", "1"}, nil)
+	if _, _, _, err := r.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if r.PerSplit["0"] != 0 || r.PerSplit["1"] != 0 || r.PerSplit["2"] == 0 {
+		t.Fatalf("splits 0 and 1 paused: records per split %v, want only split 2's", r.PerSplit)
+	}
+	p.PauseOrResumeSplits([]string{"2"}, nil)
+	before := r.N
+	st, wake, _, err := r.Poll()
+	if err != nil || st != source.NothingAvailable || wake == nil || r.N != before {
+		t.Fatalf("all splits paused: poll = %v, wake %v, %v, %d new records; want NothingAvailable with a wake channel and none", st, wake != nil, err, r.N-before)
+	}
+	select {
+	case <-wake: // a signal left from the split assignment: one spurious poll
+	default:
+	}
+	p.PauseOrResumeSplits(nil, []string{"0", "1", "2"})
+	select {
+	case <-wake:
+	default:
+		t.Fatal("a resume did not signal the wake channel")
+	}
+	for !r.Ended {
+		if _, _, _, err := r.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := slices.Clone(r.Out)
+	slices.Sort(got)
+	if int64(len(got)) != n || got[0] != 0 || got[n-1] != n-1 || len(slices.Compact(got)) != n {
+		t.Fatalf("%d records after pausing and resuming, want each of 0..%d once", len(got), n-1)
+	}
+}
+
+// Random pauses and resumes (as watermark alignment makes them) between
+// polls of a reader holding several splits: a paused split emits nothing
+// while paused, the reader never reports its end early, and once all are
+// resumed every index is emitted exactly once. The reference is the set
+// of indexes and the pause state the test keeps itself.
+func TestReaderRandomPauses(t *testing.T) {
+	rng := testseed.Rand(t, 21)
+	for round := range 20 {
+		n := int64(1 + rng.IntN(20_000))
+		p := 1 + rng.IntN(5)
+		src := datagen.Generator[int64]{Count: n, Fn: func(i int64) int64 { return i }}
+		job, err := sourcetest.Start(src, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := job.Checkpoint(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Close()
+		job, err = sourcetest.Restore(src, cp, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+		r := job.Reader(0)
+		pauser := r.R.(source.SplitPauser)
+		paused := map[string]bool{}
+		for step := 0; !r.Ended; step++ {
+			if step > 10_000 {
+				t.Fatalf("round %d: no end after %d polls", round, step)
+			}
+			var pause, resume []string
+			for i := range p {
+				id := fmt.Sprint(i)
+				switch x := rng.IntN(10); {
+				case step > 200: // then resume everything, so the reader ends
+					if paused[id] {
+						resume = append(resume, id)
+						delete(paused, id)
+					}
+				case x == 0 && !paused[id]:
+					pause = append(pause, id)
+					paused[id] = true
+				case x == 1 && paused[id]:
+					resume = append(resume, id)
+					delete(paused, id)
+				}
+			}
+			pauser.PauseOrResumeSplits(pause, resume)
+			before := maps.Clone(r.PerSplit)
+			st, wake, retry, err := r.Poll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id := range paused {
+				if r.PerSplit[id] != before[id] {
+					t.Fatalf("round %d: split %s emitted %d records while paused", round, id, r.PerSplit[id]-before[id])
+				}
+			}
+			if st == source.NothingAvailable && wake == nil && retry == 0 {
+				t.Fatalf("round %d: nothing available without a wake channel or retry", round)
+			}
+		}
+		got := slices.Clone(r.Out)
+		slices.Sort(got)
+		if int64(len(got)) != n || (n > 0 && (got[0] != 0 || got[n-1] != n-1)) || int64(len(slices.Compact(got))) != n {
+			t.Fatalf("round %d (n %d, p %d): %d records, want each of 0..%d once", round, n, p, len(got), n-1)
+		}
+		if len(r.SplitErrors) > 0 {
+			t.Fatalf("round %d: %q", round, r.SplitErrors)
+		}
+		job.Close()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,6 +298,7 @@ func inputError(path string, err error) error {
 type textReader struct {
 	lines lineReader
 	rate  throttle
+	out   splitOutputs[string]
 }
 
 func (r *textReader) Start() error                         { return r.lines.err }
@@ -306,6 +308,11 @@ func (r *textReader) Close() error                         { return r.lines.clos
 func (r *textReader) NotifyCheckpointComplete(int64) error { return nil }
 
 func (r *textReader) SnapshotState(int64) ([]Split, error) { return r.lines.snapshot(), nil }
+
+// PauseOrResumeSplits implements source.SplitPauser.
+func (r *textReader) PauseOrResumeSplits(pause, resume []string) {
+	r.lines.pauseOrResume(pause, resume)
+}
 
 func (r *textReader) PollNext(out source.Output[string]) (source.Status, <-chan struct{}, time.Duration, error) {
 	if r.lines.err != nil {
@@ -317,11 +324,14 @@ func (r *textReader) PollNext(out source.Output[string]) (source.Status, <-chan 
 	}
 	for i := range n {
 		line, ok := r.lines.next()
+		if r.lines.epoch != r.out.epoch {
+			r.out.sync(&r.lines, out)
+		}
 		if !ok {
 			r.rate.took(i)
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
-		out.Collect(line)
+		r.out.cur.Collect(line)
 		if out.ShouldYield() {
 			n = i + 1
 			break
@@ -335,6 +345,7 @@ func (r *textReader) PollNext(out source.Output[string]) (source.Status, <-chan 
 type lineSourceReader struct {
 	lines lineReader
 	rate  throttle
+	out   splitOutputs[Line]
 }
 
 func (r *lineSourceReader) Start() error                         { return r.lines.err }
@@ -344,6 +355,11 @@ func (r *lineSourceReader) Close() error                         { return r.line
 func (r *lineSourceReader) NotifyCheckpointComplete(int64) error { return nil }
 
 func (r *lineSourceReader) SnapshotState(int64) ([]Split, error) { return r.lines.snapshot(), nil }
+
+// PauseOrResumeSplits implements source.SplitPauser.
+func (r *lineSourceReader) PauseOrResumeSplits(pause, resume []string) {
+	r.lines.pauseOrResume(pause, resume)
+}
 
 func (r *lineSourceReader) PollNext(out source.Output[Line]) (source.Status, <-chan struct{}, time.Duration, error) {
 	if r.lines.err != nil {
@@ -355,11 +371,14 @@ func (r *lineSourceReader) PollNext(out source.Output[Line]) (source.Status, <-c
 	}
 	for i := range n {
 		text, ok := r.lines.next()
+		if r.lines.epoch != r.out.epoch {
+			r.out.sync(&r.lines, out)
+		}
 		if !ok {
 			r.rate.took(i)
 			return r.lines.status, r.lines.wait, 0, r.lines.err
 		}
-		out.Collect(Line{Path: r.lines.name, Number: r.lines.number, Text: text})
+		r.out.cur.Collect(Line{Path: r.lines.name, Number: r.lines.number, Text: text})
 		if out.ShouldYield() {
 			n = i + 1
 			break
@@ -367,6 +386,39 @@ func (r *lineSourceReader) PollNext(out source.Output[Line]) (source.Status, <-c
 	}
 	r.rate.took(n)
 	return source.MoreAvailable, nil, 0, nil
+}
+
+// splitOutputs follows a lineReader's splits with the reader's per-split
+// outputs (source.Output.ForSplit), so a source with a watermark strategy
+// keeps a watermark per split. It syncs only when the lineReader's epoch
+// moved (a split came, opened or ended), not per line.
+type splitOutputs[T any] struct {
+	epoch int
+	cur   source.SplitOutput[T] // the output of the split being read
+}
+
+func (o *splitOutputs[T]) sync(c *lineReader, out source.Output[T]) {
+	for _, id := range c.added {
+		out.ForSplit(id)
+	}
+	for _, id := range c.done {
+		out.ReleaseSplit(id)
+	}
+	c.added, c.done = c.added[:0], c.done[:0]
+	o.cur = nil
+	if c.curID != "" {
+		o.cur = out.ForSplit(c.curID)
+	}
+	o.epoch = c.epoch
+}
+
+// splitID names a split to source.Output.ForSplit: its input and first
+// byte, unique within the source.
+func splitID(sp Split) string {
+	if sp.Stream {
+		return sp.Path
+	}
+	return sp.Path + "@" + strconv.FormatInt(sp.Start, 10)
 }
 
 // lineReader reads the lines of one reader's splits, one at a time; it is
@@ -400,6 +452,38 @@ type lineReader struct {
 	status source.Status
 	wait   <-chan struct{}
 	err    error
+
+	// For splitOutputs: epoch moves when a split is added, opened or
+	// done; added and done are the ids since the last sync (bounded by
+	// the splits held), curID the split being read ("" between splits).
+	epoch       int
+	added, done []string
+	curID       string
+	lastLine    bool // the line returned was the last of the split
+	// paused holds the ids of splits paused by watermark alignment
+	// (source.SplitPauser), at most those held.
+	paused map[string]bool
+}
+
+// pauseOrResume implements source.SplitPauser for both readers. The reader
+// reads one split at a time: while the one being read is paused it waits
+// for a resume (a streamed split's goroutine fills its bounded queue and
+// stops). Splits queued behind it wait too; a reader holds few.
+func (c *lineReader) pauseOrResume(pause, resume []string) {
+	if c.paused == nil {
+		c.paused = map[string]bool{}
+	}
+	for _, id := range pause {
+		if id == c.curID || slices.ContainsFunc(c.splits, func(sp Split) bool { return splitID(sp) == id }) {
+			c.paused[id] = true
+		}
+	}
+	for _, id := range resume {
+		delete(c.paused, id)
+	}
+	if len(resume) > 0 {
+		signal(c.wake)
+	}
 }
 
 func newLineReader(ctx source.ReaderContext, stdin io.Reader) lineReader {
@@ -420,6 +504,10 @@ func (c *lineReader) addSplits(splits []Split) {
 		}
 	}
 	c.splits = append(c.splits, splits...)
+	for _, sp := range splits {
+		c.added = append(c.added, splitID(sp))
+	}
+	c.epoch++
 	c.requested = false
 	signal(c.wake)
 }
@@ -457,11 +545,20 @@ func (c *lineReader) snapshot() []Split {
 // next returns the next line. When ok is false there is none now, and
 // c.status, c.wait and c.err are what PollNext returns.
 func (c *lineReader) next() (line string, ok bool) {
+	if c.lastLine {
+		c.lastLine = false
+		c.finished()
+	}
 	for {
+		if len(c.paused) > 0 && c.curID != "" && c.paused[c.curID] {
+			c.status, c.wait = source.NothingAvailable, c.wake
+			return "", false
+		}
 		switch {
 		case c.f != nil:
 			if c.pos >= c.end {
 				c.closeFile()
+				c.finished()
 				continue
 			}
 			line, n, err := readLine(c.r)
@@ -472,8 +569,12 @@ func (c *lineReader) next() (line string, ok bool) {
 			if err == io.EOF {
 				c.closeFile()
 				if len(line) == 0 {
+					c.finished()
 					continue
 				}
+				// The split's last line, without a line ending: the
+				// split ends after it, at the next call.
+				c.lastLine = true
 			}
 			c.number++
 			return line, true
@@ -495,6 +596,7 @@ func (c *lineReader) next() (line string, ok bool) {
 			case done:
 				c.s.close()
 				c.s = nil
+				c.finished()
 				continue
 			}
 			c.status, c.wait, c.err = source.NothingAvailable, c.s.ready, nil
@@ -525,6 +627,8 @@ func (c *lineReader) next() (line string, ok bool) {
 // at its position if it was started, or at the first line that starts in it.
 func (c *lineReader) open(sp Split) error {
 	c.cur, c.name, c.start, c.number = sp, sp.Path, sp.Start, 0
+	c.curID = splitID(sp)
+	c.epoch++
 	if sp.Stream {
 		if sp.Started {
 			return notReplayable(sp)
@@ -607,6 +711,15 @@ func readLine(r *bufio.Reader) (line string, n int, err error) {
 	b = bytes.TrimSuffix(b, []byte{'\n'})
 	b = bytes.TrimSuffix(b, []byte{'\r'})
 	return string(b), n, err
+}
+
+// finished says the current split was read to its end: its output is
+// released at the next sync.
+func (c *lineReader) finished() {
+	delete(c.paused, c.curID)
+	c.done = append(c.done, c.curID)
+	c.curID = ""
+	c.epoch++
 }
 
 func (c *lineReader) closeFile() {

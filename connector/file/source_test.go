@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -342,5 +343,112 @@ func TestLineTooLong(t *testing.T) {
 		if len(r.Out) != 1 {
 			t.Errorf("%s: %d lines before the error, want 1 (%.20q)", src.Path, len(r.Out), r.Out)
 		}
+	}
+}
+
+// The readers emit per split (source.Output.ForSplit), so a source with a
+// watermark strategy keeps a watermark per split: each file split's lines
+// go through its own output (also a last line without a line ending), and
+// the split is released once read. The reference counts each file's lines.
+func TestReadersEmitPerSplit(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"a": "1\n2\n3\n", "b": "x\ny", "c": "\n\n\n\nlast"}
+	want := map[string]int{}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[p+"@0"] = len(strings.Split(text, "\n"))
+		if strings.HasSuffix(text, "\n") {
+			want[p+"@0"]--
+		}
+	}
+	for _, src := range []any{file.TextSource{Path: dir}, file.LineSource{Path: dir}} {
+		var perSplit map[string]int
+		var direct int
+		var released, misuse []string
+		switch s := src.(type) {
+		case file.TextSource:
+			job, err := sourcetest.Start(s, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Run(rand.New(rand.NewPCG(1, 1)), 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			r := job.Reader(0)
+			perSplit, direct, released, misuse = r.PerSplit, r.Direct, r.Released, r.SplitErrors
+			job.Close()
+		case file.LineSource:
+			job, err := sourcetest.Start(s, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Run(rand.New(rand.NewPCG(1, 1)), 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			r := job.Reader(0)
+			perSplit, direct, released, misuse = r.PerSplit, r.Direct, r.Released, r.SplitErrors
+			job.Close()
+		}
+		if !maps.Equal(perSplit, want) || direct != 0 || len(misuse) > 0 {
+			t.Errorf("%T: lines per split %v (direct %d, misuses %q), want %v", src, perSplit, direct, misuse, want)
+		}
+		if slices.Sort(released); len(released) != len(want) || len(slices.Compact(slices.Clone(released))) != len(want) {
+			t.Errorf("%T: released %q, want each of the %d splits once", src, released, len(want))
+		}
+	}
+}
+
+// Watermark alignment pauses splits (source.SplitPauser): while the split
+// being read is paused the reader emits nothing and waits on a channel
+// that a resume signals; then it reads on, every line once.
+func TestReaderPausesSplit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "in")
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job, err := sourcetest.Start(file.TextSource{Path: path}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	r := job.Reader(0)
+	for r.N == 0 {
+		if _, _, _, err := r.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Deliver(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := r.R.(source.SplitPauser)
+	p.PauseOrResumeSplits([]string{path + "@0"}, nil)
+	before := r.N
+	st, wake, _, err := r.Poll()
+	if err != nil || st != source.NothingAvailable || wake == nil || r.N != before {
+		t.Fatalf("split paused: poll = %v, wake %v, %v, %d new lines; want NothingAvailable with a wake channel and none", st, wake != nil, err, r.N-before)
+	}
+	select {
+	case <-wake: // a signal left from the split assignment
+	default:
+	}
+	p.PauseOrResumeSplits(nil, []string{path + "@0"})
+	select {
+	case <-wake:
+	default:
+		t.Fatal("a resume did not signal the wake channel")
+	}
+	if err := job.Run(rand.New(rand.NewPCG(1, 1)), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := job.All(); len(got) != 2000 || got[0] != "0" || got[1999] != "1999" {
+		t.Fatalf("%d lines after pausing and resuming, want 2000 in order", len(got))
 	}
 }

@@ -107,6 +107,9 @@ type job struct {
 	restarts     int
 	// coords are the operator coordinators (source enumerators), by operator ID.
 	coords map[string]*opCoordinator
+	// shared holds what the coordinators of the current attempt share
+	// (operator.CoordinatorContext.Shared), made anew with them.
+	shared map[string]any
 	cp     *checkpoints // nil without checkpointing
 	// restore is what the current attempt restored from (nil: fresh start).
 	restore *storage.Metadata
@@ -719,6 +722,17 @@ func (o *opCoordinator) SendEvent(subtask int, payload []byte) {
 // Parallelism implements operator.CoordinatorContext.
 func (o *opCoordinator) Parallelism() int { return o.parallelism }
 
+// Shared implements operator.CoordinatorContext. Coordinators run with the
+// JobManager's lock held, so what they share needs no lock of its own.
+func (o *opCoordinator) Shared(key string, create func() any) any {
+	v, ok := o.j.shared[key]
+	if !ok {
+		v = create()
+		o.j.shared[key] = v
+	}
+	return v
+}
+
 func (o *opCoordinator) close() {
 	if !o.closed {
 		o.closed = true
@@ -733,6 +747,7 @@ func (jm *JobManager) startCoordinators(j *job) error {
 		c.close()
 	}
 	j.coords = map[string]*opCoordinator{}
+	j.shared = map[string]any{}
 	g := j.spec.Graph
 	for vi, v := range g.Vertices {
 		for _, n := range v.Nodes {

@@ -52,6 +52,11 @@ type CoordinatorContext interface {
 	// SendEvent sends an event to subtask i of the operator.
 	SendEvent(subtask int, payload []byte)
 	Parallelism() int
+	// Shared returns the object the job's coordinators share under key,
+	// made by create on the first call (a watermark alignment group spans
+	// the coordinators of several sources). The coordinators of a job run
+	// one at a time, so it needs no lock; a restart makes new ones.
+	Shared(key string, create func() any) any
 }
 
 // CoordinatorFactory creates an operator's coordinator on the JobManager;

@@ -48,16 +48,17 @@ func (o *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) { o.in.ProcessElem
 func (o *sourceOutput[T]) ShouldYield() bool                  { return o.yield != nil && o.yield.Load() }
 
 // ForSplit implements source.Output: without a strategy a split's records
-// go straight out.
-func (o *sourceOutput[T]) ForSplit(string) source.SplitOutput[T] { return plainSplit[T]{o} }
+// go straight out, through this output itself (no wrapper: a reader's
+// batches cost the same call as without splits).
+func (o *sourceOutput[T]) ForSplit(string) source.SplitOutput[T] { return o }
 
 // ReleaseSplit implements source.Output.
 func (o *sourceOutput[T]) ReleaseSplit(string) {}
 
-type plainSplit[T any] struct{ *sourceOutput[T] }
-
-func (plainSplit[T]) EmitWatermark(int64) {}
-func (plainSplit[T]) MarkIdle()           {}
+// EmitWatermark and MarkIdle implement source.SplitOutput: without a
+// strategy the source has no watermarks of its own.
+func (o *sourceOutput[T]) EmitWatermark(int64) {}
+func (o *sourceOutput[T]) MarkIdle()           {}
 
 func (o *sourceOutput[T]) CollectBatch(vs []T) {
 	in := o.in
@@ -85,7 +86,7 @@ func NewSourceFactory[T, S any](src source.Source[T, S]) (Factory, CoordinatorFa
 		op := &SourceOperator[T, S]{reader: r, codec: src.SplitCodec(), out: sourceOutput[T]{out.(Input[T]), ctx.Yield}, ctx: ctx}
 		return Instance{Op: op, Source: op}, nil
 	})
-	return op, coordinatorFactory[T, S]{src}
+	return op, coordinatorFactory[T, S]{src: src}
 }
 
 // InitializeState implements StateInitializer: restored splits go back to
@@ -221,11 +222,21 @@ func decodeSplitList(p []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// coordinatorFactory creates a source's enumerator on the JobManager.
-type coordinatorFactory[T, S any] struct{ src source.Source[T, S] }
+// coordinatorFactory creates a source's enumerator on the JobManager, and
+// joins its watermark alignment group, if any.
+type coordinatorFactory[T, S any] struct {
+	src   source.Source[T, S]
+	align *Alignment
+}
 
 func (f coordinatorFactory[T, S]) CreateCoordinator(ctx CoordinatorContext, restored []byte) (Coordinator, error) {
 	c := &sourceCoordinator[T, S]{codec: f.src.SplitCodec(), ctx: ctx, registered: map[int]bool{}}
+	if f.align != nil {
+		var err error
+		if c.aligned, err = joinAlignment(ctx, *f.align); err != nil {
+			return nil, err
+		}
+	}
 	e, err := f.src.CreateEnumerator(enumeratorContext[S]{c}, restored)
 	if err != nil {
 		return nil, err
@@ -240,6 +251,7 @@ type sourceCoordinator[T, S any] struct {
 	codec      codec.Codec[S]
 	ctx        CoordinatorContext
 	registered map[int]bool
+	aligned    *alignedCoordinator // nil without watermark alignment
 }
 
 type enumeratorContext[S any] struct {
@@ -287,6 +299,12 @@ func (c *sourceCoordinator[T, S]) regs() []int {
 func (c *sourceCoordinator[T, S]) Start() error { return c.enum.Start() }
 
 func (c *sourceCoordinator[T, S]) HandleEvent(subtask int, p []byte) error {
+	if len(p) > 0 && p[0] == eventWatermarkReport {
+		if c.aligned == nil {
+			return fmt.Errorf("source coordinator: a watermark report from subtask %d of a source without watermark alignment", subtask)
+		}
+		return c.aligned.report(c.ctx, subtask, p[1:])
+	}
 	if len(p) != 1 {
 		return fmt.Errorf("source coordinator: bad event of %d bytes from subtask %d", len(p), subtask)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/source"
+	"github.com/weirhq/weir/state"
 )
 
 // scriptSource's reader runs a script: each poll calls the next step with
@@ -123,6 +124,162 @@ func TestWatermarkedSourceSplits(t *testing.T) {
 		"step 5: [idle true]",                   // a released while idle; b idle at 120 ms
 		"step 6: [idle false wm 500 idle true]", // a reader's watermark wakes b; only records reset its timer (as Flink's)
 		"step 7: [idle false wm max]",           // the end: active, then the maximum
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}
+
+// newScriptedSource makes a watermarked source over a script, its operator
+// state restored from snap (nil: a fresh start).
+func newScriptedSource(t *testing.T, steps []func(out source.Output[int64]), snap []byte, rec *eventLog, clk *clock.Manual) *watermarkedSource[int64, string] {
+	t.Helper()
+	cur := 0
+	ctx := NewContext(&cur, 0)
+	ctx.Clock = clk
+	ctx.SendEvent = func([]byte) {}
+	ctx.SetIdleHook(func(idle bool) { rec.log = append(rec.log, fmt.Sprint("idle ", idle)) })
+	st := state.NewOperatorStore()
+	if snap != nil {
+		if err := st.Restore(snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx.SetOperatorState(st)
+	fac, _ := NewSourceFactoryWithWatermarks[int64, string](scriptSource{steps}, SourceWatermarks[int64]{Interval: 10})
+	inst, err := fac.Create(ctx, Input[int64](rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := inst.Source.(*watermarkedSource[int64, string])
+	if err := src.InitializeState(snap != nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// A watermarked source's split watermarks are in its checkpoints: after a
+// restore each split goes on from its own (not from the minimum), so the
+// source's watermark does not go back; a split the checkpoint does not
+// know starts at the minimum; the direct output keeps its watermark too.
+func TestWatermarkedSourceRestoresSplitWatermarks(t *testing.T) {
+	var a, b, c source.SplitOutput[int64]
+	rec := &eventLog{}
+	clk := clock.NewManual(0)
+	src := newScriptedSource(t, []func(out source.Output[int64]){
+		func(out source.Output[int64]) {
+			a, b = out.ForSplit("a"), out.ForSplit("b")
+			a.CollectWithTimestamp(0, 100)
+			b.CollectWithTimestamp(0, 40)
+			out.CollectWithTimestamp(0, 70)
+		},
+	}, nil, rec, clk)
+	if _, _, _, err := src.PollNext(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10)
+	src.OnProcessingTime(clk.NowMillis())
+	if want := []string{"wm 39"}; !slices.Equal(rec.log, want) {
+		t.Fatalf("before the checkpoint: %q, want %q", rec.log, want)
+	}
+	if err := src.SnapshotState(1); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := src.ctx.OperatorState().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		steps []func(out source.Output[int64])
+		want  []string
+	}{
+		{"same splits, records behind", []func(out source.Output[int64]){
+			func(out source.Output[int64]) {
+				a, b = out.ForSplit("a"), out.ForSplit("b")
+				b.CollectWithTimestamp(0, 10) // a fresh generator's 9 does not count
+				out.CollectWithTimestamp(0, 5)
+			},
+		}, []string{"wm 39", "periodic: []"}},
+		{"b alone (a went to another reader)", []func(out source.Output[int64]){
+			func(out source.Output[int64]) { b = out.ForSplit("b"); b.CollectWithTimestamp(0, 50) },
+		}, []string{"wm 39", "periodic: [wm 49]"}},
+		{"a and a split the checkpoint does not know", []func(out source.Output[int64]){
+			func(out source.Output[int64]) {
+				a, c = out.ForSplit("a"), out.ForSplit("c")
+				c.CollectWithTimestamp(0, 20)
+			},
+		}, []string{"periodic: [wm 19]"}},
+	} {
+		rec := &eventLog{}
+		src := newScriptedSource(t, tc.steps, snap, rec, clk)
+		if _, _, _, err := src.PollNext(); err != nil {
+			t.Fatal(err)
+		}
+		got := slices.Clone(rec.log)
+		rec.log = rec.log[:0]
+		clk.Advance(10)
+		src.OnProcessingTime(clk.NowMillis())
+		got = append(got, fmt.Sprint("periodic: ", rec.log))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A watermarked source without any split output goes idle after the idle
+// timeout, as a split would (a reader that got no split holds nothing
+// back), and active again before its first split's records; after its last
+// split is released the timeout runs again.
+func TestWatermarkedSourceWithoutSplitsGoesIdle(t *testing.T) {
+	var a source.SplitOutput[int64]
+	steps := []func(out source.Output[int64]){
+		func(source.Output[int64]) {}, // no split: idle at 30 ms
+		func(source.Output[int64]) {},
+		func(out source.Output[int64]) { a = out.ForSplit("a"); a.CollectWithTimestamp(0, 100) },
+		func(out source.Output[int64]) { out.ReleaseSplit("a") },
+		func(source.Output[int64]) {},
+		func(source.Output[int64]) {},
+	}
+	rec := &eventLog{}
+	clk := clock.NewManual(0)
+	cur := 0
+	ctx := NewContext(&cur, 0)
+	ctx.Clock = clk
+	ctx.SendEvent = func([]byte) {}
+	ctx.SetIdleHook(func(idle bool) { rec.log = append(rec.log, fmt.Sprint("idle ", idle)) })
+	fac, _ := NewSourceFactoryWithWatermarks[int64, string](scriptSource{steps}, SourceWatermarks[int64]{Interval: 10, IdleTimeout: 30})
+	inst, err := fac.Create(ctx, Input[int64](rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := inst.Source.(*watermarkedSource[int64, string])
+	if err := src.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for step := range len(steps) {
+		rec.log = rec.log[:0]
+		if _, _, _, err := src.PollNext(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			clk.Advance(10)
+			src.OnProcessingTime(clk.NowMillis())
+		}
+		got = append(got, fmt.Sprintf("step %d: %v", step, rec.log))
+	}
+	want := []string{
+		"step 0: []",
+		"step 1: [idle true]",        // 30 ms without an output
+		"step 2: [idle false wm 99]", // a split: active before its records
+		"step 3: []",                 // released at 60 ms
+		"step 4: [idle true]",        // 90 ms: 30 ms without an output
+		"step 5: []",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)

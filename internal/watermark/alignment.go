@@ -19,7 +19,8 @@ import (
 // back. A reader that reports again after being idle counts again. It is
 // pure: the coordinator feeds it reports and announces Allowed.
 //
-// Not wired into the engine yet (see docs/windows.md).
+// The source coordinators of a group share one (internal/operator,
+// alignment.go; docs/windows.md decision 18).
 type Alignment struct {
 	maxDrift int64
 	readers  map[string]alignedReader

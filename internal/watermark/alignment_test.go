@@ -14,7 +14,7 @@ import (
 // TestAlignmentTraces runs Alignment through testdata/alignment/*.txt:
 //
 //	new drift=100
-//	report id=s0 w=10     a reader's watermark report
+//	report id=s0 w=10     a reader's watermark report (w=min: the minimum)
 //	idle id=s0 / finished id=s0 / remove id=s0
 //	pause w=150           would a reader at 150 pause now?
 //
@@ -31,6 +31,9 @@ func TestAlignmentTraces(t *testing.T) {
 				args[k] = v
 			}
 			num := func(k string) int64 {
+				if args[k] == "min" {
+					return math.MinInt64
+				}
 				n, err := strconv.ParseInt(args[k], 10, 64)
 				if err != nil {
 					t.Fatalf("%s:%d: %s=%q: %v", path, blk.Line, k, args[k], err)

@@ -42,8 +42,18 @@ type Reader[T, S any] struct {
 	// YieldEvery records, as a backpressured task would.
 	YieldEvery int
 	// Ended is set once PollNext returned EndOfInput.
-	Ended  bool
-	events []event
+	Ended bool
+	// PerSplit counts the records emitted through each split's output
+	// (ForSplit), by split id; Direct counts those collected directly.
+	// Released lists the splits released, in order. SplitErrors lists
+	// misuses: records through a released split's output, a split
+	// released twice or without an output.
+	PerSplit    map[string]int
+	Direct      int
+	Released    []string
+	SplitErrors []string
+	live        map[string]bool
+	events      []event
 	// What the last poll said, when it had nothing.
 	wake  <-chan struct{}
 	retry time.Duration
@@ -260,6 +270,7 @@ func (r *Reader[T, S]) Poll() (source.Status, <-chan struct{}, time.Duration, er
 // Collect implements source.Output.
 func (r *Reader[T, S]) Collect(v T) {
 	r.N++
+	r.Direct++
 	if !r.Discard {
 		r.Out = append(r.Out, v)
 	}
@@ -275,19 +286,49 @@ func (r *Reader[T, S]) CollectBatch(vs []T) {
 	}
 }
 
-// ForSplit implements source.Output: records of every split land in Out.
-func (r *Reader[T, S]) ForSplit(string) source.SplitOutput[T] { return splitOut[T, S]{r} }
+// ForSplit implements source.Output: records of every split land in Out,
+// and are counted in PerSplit.
+func (r *Reader[T, S]) ForSplit(id string) source.SplitOutput[T] {
+	if r.live == nil {
+		r.live, r.PerSplit = map[string]bool{}, map[string]int{}
+	}
+	if _, ok := r.PerSplit[id]; !ok {
+		r.PerSplit[id] = 0
+	}
+	r.live[id] = true
+	return splitOut[T, S]{r, id}
+}
 
 // ReleaseSplit implements source.Output.
-func (r *Reader[T, S]) ReleaseSplit(string) {}
+func (r *Reader[T, S]) ReleaseSplit(id string) {
+	if !r.live[id] {
+		r.SplitErrors = append(r.SplitErrors, fmt.Sprintf("split %q released without a live output", id))
+	}
+	delete(r.live, id)
+	r.Released = append(r.Released, id)
+}
 
-type splitOut[T, S any] struct{ r *Reader[T, S] }
+type splitOut[T, S any] struct {
+	r  *Reader[T, S]
+	id string
+}
 
-func (o splitOut[T, S]) Collect(v T)                        { o.r.Collect(v) }
-func (o splitOut[T, S]) CollectWithTimestamp(v T, ts int64) { o.r.CollectWithTimestamp(v, ts) }
-func (o splitOut[T, S]) CollectBatch(vs []T)                { o.r.CollectBatch(vs) }
-func (o splitOut[T, S]) EmitWatermark(int64)                {}
-func (o splitOut[T, S]) MarkIdle()                          {}
+func (o splitOut[T, S]) count(n int) {
+	if !o.r.live[o.id] {
+		o.r.SplitErrors = append(o.r.SplitErrors, fmt.Sprintf("%d records through the output of split %q after it was released", n, o.id))
+	}
+	o.r.PerSplit[o.id] += n
+	o.r.Direct -= n // Collect counts them as direct
+}
+
+func (o splitOut[T, S]) Collect(v T) { o.count(1); o.r.Collect(v) }
+func (o splitOut[T, S]) CollectWithTimestamp(v T, ts int64) {
+	o.count(1)
+	o.r.CollectWithTimestamp(v, ts)
+}
+func (o splitOut[T, S]) CollectBatch(vs []T) { o.count(len(vs)); o.r.CollectBatch(vs) }
+func (o splitOut[T, S]) EmitWatermark(int64) {}
+func (o splitOut[T, S]) MarkIdle()           {}
 
 // ShouldYield implements source.Output.
 func (r *Reader[T, S]) ShouldYield() bool { return r.YieldEvery > 0 && r.N%r.YieldEvery == 0 }
