@@ -290,6 +290,7 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 	if assigner != nil && !assigner.IsEventTime() {
 		lateness = 0 // Flink ignores allowed lateness for processing time
 	}
+	sliced := slicedEligible(w) // nil: not tumbling or sliding (windowslice.go)
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
 			return operator.Instance{}, errNoKeyCodec(codecErr)
@@ -302,6 +303,9 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 			return operator.Instance{}, err
 		}
 		em, fn := emit()
+		if inst, ok := slicedInstance(sliced, ctx, out, c, em, fn, ks.key, keyCodec, assigner.IsEventTime(), lateness, lateTag); ok {
+			return inst, nil
+		}
 		op := &windowOp[K, T, R, U]{fnHooks: fnHooks{fn}, fn: fn, key: ks.key, keyCodec: keyCodec,
 			assigner: assigner, byElement: byElement, eventTime: assigner.IsEventTime(), merging: merging,
 			lateness: lateness, contents: c, emit: em,
