@@ -1,9 +1,12 @@
 package weir_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,6 +175,109 @@ func TestSlicedWindowsMatchGeneralOperator(t *testing.T) {
 					if len(want) == 0 {
 						t.Errorf("%s p=%d: no window fired: the case tests nothing", backend, p)
 					}
+				}
+			}
+		})
+	}
+}
+
+// Sliding windows on the sliced operator, with allowed lateness and late
+// elements, fail once after a checkpoint and restart from it: slice state,
+// timers and the watermark come back, the per-key caches are rebuilt from
+// state, and the committed output (files committed per checkpoint) is what
+// the general operator gives on an uninterrupted run, each window firing
+// exactly once.
+func TestSlicedWindowsSurviveFailure(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 19))
+	n := 3000 + rng.Int64N(2000)
+	keys, disorder := 3+rng.Int64N(10), 1+rng.Int64N(10)
+	elem := func(i int64) keyTs { // deterministic, so the reference can replay it
+		ts := i + (i*104729)%disorder
+		if i%37 == 0 {
+			ts -= 30 + (i*7919)%60 // behind the watermark: within the lateness or too late
+		}
+		return keyTs{F0: fmt.Sprintf("k%d", (i*7919)%keys), F1: ts}
+	}
+	assigner := weir.SlidingEventTimeWindows(25*time.Millisecond, 10*time.Millisecond) // slices of 5 ms
+	declare := func(env *weir.Environment, src weir.DataStream[int64], mapFn func(int64) keyTs) (weir.DataStream[string], weir.DataStream[keyTs]) {
+		evs := weir.Map(src, mapFn).SetParallelism(1)
+		evs = weir.AssignTimestampsAndWatermarks(evs, weir.WatermarkStrategy[keyTs]{
+			Timestamp: func(e keyTs) int64 { return e.F1 },
+			Generator: weir.PunctuatedWatermarks[keyTs](time.Duration(disorder) * time.Millisecond)}).SetParallelism(1)
+		late := weir.NewOutputTag[keyTs]("late")
+		ws := weir.Window(weir.KeyBy(evs, func(e keyTs) string { return e.F0 }), assigner).
+			AllowedLateness(40 * time.Millisecond).SideOutputLateData(late)
+		res := weir.WindowAggregateProcess[string, keyTs, sliceAcc, sliceAcc, string](ws, sliceAgg{},
+			weir.ProcessWindowFunc[string, sliceAcc, string](func(ctx weir.WindowContext[string], a []sliceAcc, out weir.Collector[string]) error {
+				out.Collect(fmt.Sprintf("%s %v %+v ts=%d", ctx.CurrentKey(), ctx.Window(), a[0], ctx.Timestamp()))
+				return nil
+			}))
+		return res, weir.Map(weir.SideOutput(res, late), func(e keyTs) keyTs { return e })
+	}
+
+	// The reference: the general operator, no failure.
+	restore := weir.ForceGeneralWindowOp(true)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 3})
+	res, late := declare(env, weir.Generate(env, n, 0, func(i int64) int64 { return i }).SetParallelism(1), elem)
+	want, wantLate := collectBoth(t, env, weir.Collect(res), weir.Collect(late))
+	restore()
+	wantLateLines := make([]string, len(wantLate))
+	for i, e := range wantLate {
+		wantLateLines[i] = fmt.Sprint(e)
+	}
+	if len(wantLate) == 0 || len(want) == 0 {
+		t.Fatalf("the reference has %d windows and %d late elements: the input tests nothing", len(want), len(wantLate))
+	}
+
+	for _, backend := range []string{"hashmap", "pebble"} {
+		t.Run(backend, func(t *testing.T) {
+			var passed, armed atomic.Int64
+			var checkpointed, failed atomic.Bool
+			armed.Store(-1)
+			var restoredFrom atomic.Int64
+			before := weir.SlicedOpsOpened()
+			env := weir.NewEnvironment(weir.Config{
+				Parallelism: 3, StateBackend: backend, StateDir: t.TempDir(),
+				Checkpointing: &weir.CheckpointConfig{Interval: 20 * time.Millisecond, Dir: t.TempDir()},
+				Restart: map[string]string{"restart-strategy.type": "fixed-delay",
+					"restart-strategy.fixed-delay.attempts": "3", "restart-strategy.fixed-delay.delay": "10ms"},
+				OnCheckpoint: func(id int64, _ bool) {
+					if a := armed.Load(); a < 0 && passed.Load() >= n/3 {
+						armed.Store(id + 1)
+					} else if a > 0 && id >= a {
+						checkpointed.Store(true)
+					}
+				},
+				OnRestart: func(_ int, cp int64, _ error) { restoredFrom.Store(cp) },
+			})
+			// About a second of input, so that checkpoints complete mid-way.
+			src := weir.Generate(env, n, float64(n), func(i int64) int64 { return i }).SetParallelism(1)
+			res, late := declare(env, src, func(i int64) keyTs {
+				passed.Store(i)
+				if checkpointed.Load() && failed.CompareAndSwap(false, true) {
+					panic(errors.New("injected failure"))
+				}
+				return elem(i)
+			})
+			resDir, lateDir := t.TempDir(), t.TempDir()
+			weir.WriteFiles(res, resDir, nil)
+			weir.WriteFiles(late, lateDir, nil)
+			if _, err := env.Execute(context.Background(), "sliced-window-failure"); err != nil {
+				t.Fatal(err)
+			}
+			if weir.SlicedOpsOpened() == before {
+				t.Fatal("the sliced operator did not run")
+			}
+			if !failed.Load() || restoredFrom.Load() < armed.Load() {
+				t.Fatalf("the job did not fail after a checkpoint and restore from it (failed %v, restored checkpoint %d)",
+					failed.Load(), restoredFrom.Load())
+			}
+			for name, c := range map[string][2][]string{"windows": {readCommitted(t, resDir), want}, "late elements": {readCommitted(t, lateDir), wantLateLines}} {
+				got, want := c[0], slices.Clone(c[1])
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: %d results, want %d (restored from checkpoint %d); first difference: %s", name, len(got), len(want), restoredFrom.Load(), firstDiff(got, want))
 				}
 			}
 		})
