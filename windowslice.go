@@ -177,6 +177,9 @@ func (s *sliceCombinerOf[T, ACC, R]) drop(key []byte, e *sliceCache[ACC]) {
 }
 
 func (s *sliceCombinerOf[T, ACC, R]) result(key []byte, w window.Window) (R, bool) {
+	if w.End-w.Start <= s.g {
+		return s.direct(w) // one slice (tumbling windows): nothing to cache
+	}
 	e := s.cache[string(key)]
 	if e == nil {
 		if s.limit == 0 || s.slices >= s.limit {
@@ -280,9 +283,12 @@ type slicedOp[K comparable, T, R, U any] struct {
 	col  collector[U]
 	wctx windowContext[K]
 	ns   []byte // the state namespace (a slice)
-	tns  []byte // the timer namespace (a window)
-	fire func(timers.Timer)
-	wins []window.Window
+	// nsStart is the slice ns names, if nsSet.
+	nsStart int64
+	nsSet   bool
+	tns     []byte // the timer namespace (a window)
+	fire    func(timers.Timer)
+	wins    []window.Window
 }
 
 func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
@@ -322,9 +328,18 @@ func (o *slicedOp[K, T, R, U]) Close() error { return closeFn(o.fn) }
 // setSlice makes the slice starting at start the namespace of state: its
 // start in the 7 bytes of a compact namespace, so that the state key of an
 // 8-byte key stays within the heap table's 16 inline bytes.
+//
+// The state's namespace survives a change of key, and consecutive elements
+// of different keys are mostly of one slice, so an unchanged slice is not
+// set again (two copies and a new key image per element). Only setSlice
+// moves the state's namespace in this operator.
 func (o *slicedOp[K, T, R, U]) setSlice(start int64) {
+	if o.nsSet && start == o.nsStart {
+		return
+	}
 	o.ns = window.AppendCompactNamespace(o.ns[:0], window.Window{Start: start, End: start + o.sp.g})
 	o.core.SetStateNamespace(o.ns)
+	o.nsStart, o.nsSet = start, true
 }
 
 // setTimerWindow makes w the namespace of timers, as windowOp names it.
@@ -362,7 +377,10 @@ func (o *slicedOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 		}
 		return
 	}
-	s := window.Start(t, o.sp.offset, o.sp.g)
+	s := lastStart // the slice starts with the window when slide is a whole slice
+	if o.sp.g != o.sp.slide {
+		s = window.Start(t, o.sp.offset, o.sp.g)
+	}
 	o.setSlice(s)
 	fresh := o.contents.add(v)
 	o.comb.changed(o.core.KeyBytes(), s)
