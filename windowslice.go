@@ -40,6 +40,7 @@ const defaultWindowSliceCache = 1 << 20
 type sliceSpec struct {
 	size, slide, offset int64
 	g                   int64 // slice length: gcd(size, slide)
+	slideOff, gOff      int64 // offset mod slide, offset mod g
 	cacheSlices         int   // bound of the per-key caches (Config.WindowSliceCache); 0: none
 	logger              *slog.Logger
 }
@@ -65,6 +66,7 @@ func slicedEligible[K comparable, T any](w WindowedStream[K, T]) *sliceSpec {
 		return nil // Window reported it; the general operator fails the same way
 	}
 	sp.g = window.SliceLen(sp.size, sp.slide)
+	sp.slideOff, sp.gOff = sp.offset%sp.slide, sp.offset%sp.g
 	cfg := w.ks.env.cfg
 	switch n := cfg.WindowSliceCache; {
 	case n == 0:
@@ -74,6 +76,20 @@ func slicedEligible[K comparable, T any](w WindowedStream[K, T]) *sliceSpec {
 	}
 	sp.logger = cfg.Logger
 	return &sp
+}
+
+// start is window.Start(ts, offset, length) for length slide or g (off is
+// offset mod length) with one division instead of three (4% of a tumbling
+// count), away from the ends of int64 where window.Start clamps.
+func (sp *sliceSpec) start(ts, length, off int64) int64 {
+	if ts < math.MinInt64/2 || ts > math.MaxInt64/2 {
+		return window.Start(ts, sp.offset, length)
+	}
+	r := (ts - off) % length
+	if r < 0 {
+		r += length
+	}
+	return ts - r
 }
 
 // slicedInstance returns the sliced operator for sp when the contents are
@@ -368,7 +384,7 @@ func (o *slicedOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 	// The latest window holding t has the latest cleanup: if it is late
 	// (or absent: t in a gap between windows of a slide > size), every
 	// window of the element is, and it is skipped.
-	lastStart := window.Start(t, o.sp.offset, o.sp.slide)
+	lastStart := o.sp.start(t, o.sp.slide, o.sp.slideOff)
 	last := window.Window{Start: lastStart, End: sliceEnd(lastStart, o.sp.size)}
 	if last.End <= t || o.isLate(last, wm) {
 		if o.late != nil && o.eventTime && window.IsElementLate(ts, o.lateness, wm) {
@@ -379,7 +395,7 @@ func (o *slicedOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 	}
 	s := lastStart // the slice starts with the window when slide is a whole slice
 	if o.sp.g != o.sp.slide {
-		s = window.Start(t, o.sp.offset, o.sp.g)
+		s = o.sp.start(t, o.sp.g, o.sp.gOff)
 	}
 	o.setSlice(s)
 	fresh := o.contents.add(v)
