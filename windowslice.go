@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync/atomic"
 
 	"github.com/weirhq/weir/codec"
@@ -114,6 +115,9 @@ func slicedInstance[K comparable, T, R, U any](sp *sliceSpec, ctx *operator.Cont
 type sliceContents[T, R any] interface {
 	windowContents[T, R]
 	newCombiner(sp sliceSpec, setSlice func(start int64)) sliceCombiner[R]
+	// sliceState names the state for slices shorter than the windows;
+	// before open.
+	sliceState()
 }
 
 // sliceCombiner computes windows from their slices for the current key.
@@ -126,6 +130,10 @@ type sliceCombiner[R any] interface {
 	changed(key []byte, start int64)
 	// cleaned says that the key's slices before start were cleared.
 	cleaned(key []byte, start int64)
+}
+
+func (c *valueContents[T, ACC, R]) sliceState() {
+	c.name = "window-slice-" + strings.TrimPrefix(c.name, "window-")
 }
 
 func (c *valueContents[T, ACC, R]) newCombiner(sp sliceSpec, setSlice func(int64)) sliceCombiner[R] {
@@ -317,6 +325,12 @@ func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	if wm, ok := o.saved.open(ctx, "window-watermark"); ok {
 		core.RestoreWatermark(wm)
 	}
+	if o.sp.g != o.sp.size {
+		// Sliding windows keep slices, not windows: another state, so that a
+		// checkpoint of windowOp's windows is never read as slices. (Tumbling
+		// slices are the windows, stored as windowOp stores them.)
+		o.contents.sliceState()
+	}
 	o.contents.open(core.Store())
 	o.comb = o.contents.newCombiner(o.sp, o.setSlice)
 	o.wctx = windowContext[K]{runtimeContext: runtimeContext{ctx}, core: core}
@@ -420,7 +434,8 @@ func (o *slicedOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 					o.core.RegisterProcessingTimeTimer(w.MaxTimestamp())
 				}
 			}
-			if c := window.CleanupTime(w, o.lateness); c != math.MaxInt64 {
+			// With no lateness the cleanup timer is the firing one.
+			if c := window.CleanupTime(w, o.lateness); c != math.MaxInt64 && c != w.MaxTimestamp() {
 				o.setTimerWindow(w)
 				if o.eventTime {
 					o.core.RegisterEventTimeTimer(c)
