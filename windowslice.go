@@ -115,6 +115,8 @@ func slicedInstance[K comparable, T, R, U any](sp *sliceSpec, ctx *operator.Cont
 type sliceContents[T, R any] interface {
 	windowContents[T, R]
 	newCombiner(sp sliceSpec, setSlice func(start int64)) sliceCombiner[R]
+	// has says whether the current namespace has an accumulator.
+	has() bool
 	// sliceState names the state for slices shorter than the windows;
 	// before open.
 	sliceState()
@@ -130,6 +132,11 @@ type sliceCombiner[R any] interface {
 	changed(key []byte, start int64)
 	// cleaned says that the key's slices before start were cleared.
 	cleaned(key []byte, start int64)
+}
+
+func (c *valueContents[T, ACC, R]) has() bool {
+	_, ok := c.st.Value()
+	return ok
 }
 
 func (c *valueContents[T, ACC, R]) sliceState() {
@@ -419,29 +426,34 @@ func (o *slicedOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 		// A slice's first element registers the timers of its windows
 		// (the timer service keeps one of each); later elements of the
 		// slice find them there, as windowOp's later elements of a window.
-		o.windowsOf(t)
-		for _, w := range o.wins {
-			if o.isLate(w, wm) {
-				continue
+		//
+		// In event time, when the previous slice holds elements, the
+		// windows holding both got their timers from it (they were not
+		// late then, since they are not now; by induction that slice's
+		// own predecessor did the same), so only the windows starting
+		// after it need them: at most one per slice instead of
+		// size/slide (a dense key's sliding windows were all timer
+		// lookups). Not in processing time, where a window's timers may
+		// have fired (and cleaned it) while it is not late, nor when the
+		// slice is behind the watermark (late firings need every window).
+		skipFrom := int64(math.MinInt64)
+		if o.eventTime && sliceEnd(s, o.sp.g)-1 > wm && s >= math.MinInt64+o.sp.g {
+			o.setSlice(s - o.sp.g)
+			if o.contents.has() {
+				skipFrom = s - o.sp.g
 			}
-			if o.eventTime && w.MaxTimestamp() <= wm {
-				o.fireWindow(w) // a late firing
-			} else {
-				o.setTimerWindow(w)
-				if o.eventTime {
-					o.core.RegisterEventTimeTimer(w.MaxTimestamp())
-				} else {
-					o.core.RegisterProcessingTimeTimer(w.MaxTimestamp())
-				}
+		}
+		// The windows holding t, latest start first (as window.Sliding).
+		for st := lastStart; ; st -= o.sp.slide {
+			w := window.Window{Start: st, End: sliceEnd(st, o.sp.size)}
+			if w.End <= t || st <= skipFrom {
+				break
 			}
-			// With no lateness the cleanup timer is the firing one.
-			if c := window.CleanupTime(w, o.lateness); c != math.MaxInt64 && c != w.MaxTimestamp() {
-				o.setTimerWindow(w)
-				if o.eventTime {
-					o.core.RegisterEventTimeTimer(c)
-				} else {
-					o.core.RegisterProcessingTimeTimer(c)
-				}
+			if !o.isLate(w, wm) {
+				o.onFreshSlice(w, wm)
+			}
+			if st < math.MinInt64+o.sp.slide {
+				break
 			}
 		}
 	case o.eventTime && sliceEnd(s, o.sp.g)-1 <= wm:
@@ -451,6 +463,30 @@ func (o *slicedOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 			if !o.isLate(w, wm) && w.MaxTimestamp() <= wm {
 				o.fireWindow(w)
 			}
+		}
+	}
+}
+
+// onFreshSlice is windowOp's onElement and registerCleanup for window w,
+// not late, of a slice's first element.
+func (o *slicedOp[K, T, R, U]) onFreshSlice(w window.Window, wm int64) {
+	if o.eventTime && w.MaxTimestamp() <= wm {
+		o.fireWindow(w) // a late firing
+	} else {
+		o.setTimerWindow(w)
+		if o.eventTime {
+			o.core.RegisterEventTimeTimer(w.MaxTimestamp())
+		} else {
+			o.core.RegisterProcessingTimeTimer(w.MaxTimestamp())
+		}
+	}
+	// With no lateness the cleanup timer is the firing one.
+	if c := window.CleanupTime(w, o.lateness); c != math.MaxInt64 && c != w.MaxTimestamp() {
+		o.setTimerWindow(w)
+		if o.eventTime {
+			o.core.RegisterEventTimeTimer(c)
+		} else {
+			o.core.RegisterProcessingTimeTimer(c)
 		}
 	}
 }
