@@ -118,7 +118,7 @@ func TestSlicedWindowsMatchGeneralOperator(t *testing.T) {
 		ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 		var c sliceCase
 		size := 2 + rng.Int64N(30)
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0:
 			a := weir.TumblingEventTimeWindows(ms(size))
 			if rng.IntN(2) == 0 {
@@ -131,8 +131,11 @@ func TestSlicedWindowsMatchGeneralOperator(t *testing.T) {
 		case 2: // not divisible: slices of gcd(size, slide)
 			slide := 2 + rng.Int64N(size)
 			c.assigner = weir.SlidingEventTimeWindows(ms(size), ms(slide)).WithOffset(ms(rng.Int64N(slide)))
-		default: // a slide over the size: gaps between windows
+		case 3: // a slide over the size: gaps between windows
 			c.assigner = weir.SlidingEventTimeWindows(ms(size), ms(size+1+rng.Int64N(10)))
+		default: // many slices per window (the cache's two stacks), a negative offset
+			slide := 1 + rng.Int64N(3)
+			c.assigner = weir.SlidingEventTimeWindows(ms(slide*(20+rng.Int64N(40))), ms(slide)).WithOffset(-ms(rng.Int64N(slide)))
 		}
 		if rng.IntN(3) > 0 {
 			c.lateness = ms(rng.Int64N(40))
