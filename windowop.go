@@ -290,7 +290,7 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 	if assigner != nil && !assigner.IsEventTime() {
 		lateness = 0 // Flink ignores allowed lateness for processing time
 	}
-	sliced := slicedEligible(w) // nil: not tumbling or sliding (windowslice.go)
+	sliced := slicedEligible(w) // nil: not event-time tumbling or sliding windows (windowslice.go)
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
 			return operator.Instance{}, errNoKeyCodec(codecErr)
