@@ -88,6 +88,12 @@ type Config struct {
 	StateDir string
 	// Logger receives the engine's logs (default: none).
 	Logger *slog.Logger
+	// WindowSliceCache bounds, per window operator subtask, the slice
+	// accumulators that tumbling and sliding windows keep in memory to
+	// merge a window's slices in O(1) (default 1<<20; negative: none, every
+	// firing merges its slices from state). Past it, windows of further keys
+	// merge from state; the first time, an Info log names this setting.
+	WindowSliceCache int
 	// Clock is processing time (default: the system clock).
 	Clock clock.Clock
 	// Checkpointing turns on checkpoints (nil: none).

@@ -137,8 +137,10 @@ func (f ProcessWindowFunc[K, IN, OUT]) Process(ctx WindowContext[K], elements []
 }
 
 // AggregateFunction folds a window's elements into an accumulator, as
-// Flink's AggregateFunction. Merge combines two accumulators (session
-// windows merge theirs). ACC needs a codec (derived from its type).
+// Flink's AggregateFunction. Merge combines two accumulators: session
+// windows merge theirs, and sliding windows combine the accumulators of
+// their slices (in time order), so Merge must agree with Add. ACC needs a
+// codec (derived from its type).
 //
 // Add and Merge must return their result rather than change, in place, maps
 // or slices inside the accumulator they were given: on the heap backend that
@@ -157,6 +159,8 @@ type emitter[K comparable, R, U any] func(ctx WindowContext[K], r R, out Collect
 // WindowReduce combines each window's elements with reduce, incrementally:
 // one value per key and window is kept. reduce must return its result
 // rather than change maps or slices inside a in place (see AggregateFunction).
+// It must be associative: sliding windows combine partial results of
+// slices of the window (docs/windows.md, decision 29), in time order.
 func WindowReduce[K comparable, T any](w WindowedStream[K, T], reduce func(a, b T) T) DataStream[T] {
 	return windowOperator[K, T, T, T](w, "Window(Reduce)", evictable(w, reducer[T](reduce), reduceAll(reduce)), emitAsIs[K, T])
 }
@@ -361,6 +365,7 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 		}
 	}
 	evictor := w.evictor
+	sliced := slicedEligible(w) // nil: not event-time tumbling or sliding windows (windowslice.go)
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
 			return operator.Instance{}, errNoKeyCodec(codecErr)
@@ -373,6 +378,9 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 			return operator.Instance{}, err
 		}
 		em, fn := emit()
+		if inst, ok := slicedInstance(sliced, ctx, out, c, em, fn, ks.key, keyCodec, assigner.IsEventTime(), lateness, lateTag); ok {
+			return inst, nil
+		}
 		op := &windowOp[K, T, R, U]{fnHooks: fnHooks{fn}, fn: fn, key: ks.key, keyCodec: keyCodec,
 			assigner: assigner, byElement: byElement, eventTime: assigner.IsEventTime(), merging: merging,
 			lateness: lateness, contents: c, emit: em,

@@ -70,6 +70,17 @@ func (c *Core[K]) SetNamespace(ns []byte) {
 	c.st.Timers.SetCurrentNamespace(ns)
 }
 
+// SetStateNamespace makes ns the namespace of state only (timers keep
+// theirs): the sliced window operator writes a slice's state on every
+// element and needs a timer namespace only when it registers timers.
+func (c *Core[K]) SetStateNamespace(ns []byte) { c.st.Backend.SetCurrentNamespace(ns) }
+
+// SetTimerNamespace makes ns the namespace of timers only.
+func (c *Core[K]) SetTimerNamespace(ns []byte) { c.st.Timers.SetCurrentNamespace(ns) }
+
+// KeyBytes is the encoding of the current key (valid until the next SetKey).
+func (c *Core[K]) KeyBytes() []byte { return c.keyBuf }
+
 func (c *Core[K]) pointTimers() {
 	if !c.timerKey {
 		c.st.Timers.SetCurrentKey(c.keyBuf, c.kg)

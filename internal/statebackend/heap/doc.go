@@ -11,7 +11,9 @@
 // Swiss-table control bytes (7 bits of hash per slot, matched 8 at a time
 // with word operations), entries in the table's array, up to 16 bytes of
 // map key inline as words (longer keys in a per-table list), a seeded
-// multiply-mix hash computed once per key for all states, and a preferred
+// multiply-mix hash computed once per key for all states (from words, with
+// no map key built, for a short key with or without a short namespace, as
+// a window slice's), and a preferred
 // slot per key read before the control word. A Go map keyed by string
 // reads a control word, the key's separate bytes and an entry behind a
 // pointer, and hashes with a call per lookup; that was two thirds of a

@@ -37,6 +37,15 @@ type Store struct {
 	im      keyImage // imageOf(cur), if imEpoch == epoch
 	imEpoch uint64
 
+	// With a short key (keyShort), kw0 and kw1 are the words of
+	// uvarint(len(key)) | key, and nw0 and nw1 those of ns (when ns is
+	// short): a short key with a short namespace (a window's state) gets
+	// its image from words, without building cur, as a key with no
+	// namespace does.
+	keyShort bool
+	kw0, kw1 uint64
+	nw0, nw1 uint64
+
 	tables  map[string]erased
 	pending map[string]*raw // restored states not registered yet
 }
@@ -67,14 +76,34 @@ func (s *Store) SetCurrentKey(key []byte, kg int) {
 	}
 	s.kg, s.kgIdx = kg, idx
 	s.epoch++
-	if len(s.ns) == 0 && len(key) < inlineKey {
+	if s.keyShort = len(key) < inlineKey; s.keyShort {
 		// Every record of a keyed operator comes here: the image is all
 		// the tables need, and cur is built only if asked for.
-		s.im, s.imEpoch = plainImage(key), s.epoch
-		s.curStale, s.keyEnd = true, len(key)+1
-		return
+		n := len(key)
+		k0, k1 := words(key)
+		s.kw0, s.kw1, s.keyEnd = uint64(n)|k0<<8, k0>>56|k1<<8, n+1
+		if n+1+len(s.ns) <= inlineKey {
+			s.im, s.imEpoch = s.shortNsImage(), s.epoch
+			s.curStale = true
+			return
+		}
 	}
 	s.setCur(key)
+}
+
+// shortNsImage is the image of the map key of a short key and namespace
+// from their words: the namespace's bytes follow the key's keyEnd bytes.
+func (s *Store) shortNsImage() keyImage {
+	w0, w1 := s.kw0, s.kw1
+	if len(s.ns) > 0 {
+		if off := uint(s.keyEnd) * 8; off < 64 {
+			w0 |= s.nw0 << off
+			w1 |= s.nw0>>(64-off) | s.nw1<<off
+		} else {
+			w1 |= s.nw0 << (off - 64)
+		}
+	}
+	return shortImage(w0, w1, s.keyEnd+len(s.ns))
 }
 
 func (s *Store) badKeyGroup(kg int) {
@@ -105,8 +134,19 @@ func (s *Store) materialize() {
 
 // SetCurrentNamespace sets the namespace (copied); empty means none.
 func (s *Store) SetCurrentNamespace(ns []byte) {
+	if s.keyShort && s.keyEnd+len(ns) <= inlineKey {
+		s.ns = append(s.ns[:0], ns...)
+		s.nw0, s.nw1 = words(ns)
+		s.epoch++
+		s.im, s.imEpoch = s.shortNsImage(), s.epoch
+		s.curStale = true
+		return
+	}
 	s.materialize()
 	s.ns = append(s.ns[:0], ns...)
+	if len(ns) <= inlineKey {
+		s.nw0, s.nw1 = words(ns)
+	}
 	s.cur = append(s.cur[:s.keyEnd], ns...)
 	s.epoch++
 }

@@ -1,0 +1,13 @@
+package weir
+
+// ForceGeneralWindowOp makes windows declared after it use the general
+// window operator (windowOp) even where the sliced one applies, until the
+// returned function restores the previous choice. Tests compare the two.
+func ForceGeneralWindowOp(force bool) (restore func()) {
+	old := forceGeneralWindowOp
+	forceGeneralWindowOp = force
+	return func() { forceGeneralWindowOp = old }
+}
+
+// SlicedOpsOpened is how many sliced window operators have opened.
+func SlicedOpsOpened() int64 { return slicedOpsOpened.Load() }
