@@ -139,6 +139,7 @@ func OverviewOf(d JobDetails) JobOverview {
 		ID:               d.ID,
 		Name:             d.Name,
 		State:            d.State,
+		JobType:          JobTypeStreaming,
 		StartTime:        d.StartTime,
 		EndTime:          d.EndTime,
 		Duration:         d.Duration,

@@ -50,16 +50,31 @@ type Overview struct {
 // JobOverview is one entry of GET /jobs/overview. The handler derives it from
 // JobDetails (see OverviewOf). Times are milliseconds since the epoch; EndTime
 // is -1 while the job is not terminal.
+//
+// Flink's own client (RestClusterClient.listJobs, behind `flink list`) reads
+// this as its JobDetails class, whose JSON creator needs every field here:
+// a missing number such as pending-operators fails the parse, and the CLI
+// then retries the request until its timeout, printing nothing.
 type JobOverview struct {
-	ID               string     `json:"jid"`
-	Name             string     `json:"name"`
-	State            JobState   `json:"state"`
+	ID    string   `json:"jid"`
+	Name  string   `json:"name"`
+	State JobState `json:"state"`
+	// JobType is JobTypeStreaming; Flink also has BATCH.
+	JobType          string     `json:"jobType"`
 	StartTime        int64      `json:"start-time"`
 	EndTime          int64      `json:"end-time"`
 	Duration         int64      `json:"duration"`
 	LastModification int64      `json:"last-modification"`
 	Tasks            TaskCounts `json:"tasks"`
+	// PendingOperators counts operators not yet turned into job vertices:
+	// Flink 2's adaptive batch scheduler builds its graph as it goes. Weir
+	// builds the whole graph at submission, so it is always 0, but Flink's
+	// client requires the field.
+	PendingOperators int `json:"pending-operators"`
 }
+
+// JobTypeStreaming is the only JobOverview.JobType Weir produces.
+const JobTypeStreaming = "STREAMING"
 
 // JobSummary is one entry of GET /jobs.
 type JobSummary struct {
@@ -91,6 +106,11 @@ type TaskCounts struct {
 	Canceling    int `json:"canceling"`
 	Canceled     int `json:"canceled"`
 	Failed       int `json:"failed"`
+	// Reconciling is always 0: Flink uses it for a JobManager that takes
+	// over running tasks after a failover, which Weir does not do. It is
+	// here so the map has every one of Flink's ExecutionState names, as
+	// Flink's own answer does.
+	Reconciling int `json:"reconciling"`
 }
 
 // JobDetails is the body of GET /jobs/:jobid.
