@@ -1,0 +1,231 @@
+package weir_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+)
+
+// flinkSavepointRoutesBuilt says whether Weir serves Flink's savepoint and
+// stop routes (POST /jobs/{id}/savepoints, GET /jobs/{id}/savepoints/{rid},
+// POST /jobs/{id}/stop). They are being built on another branch; whoever
+// merges it sets this to true, and then the savepoint and stop subtests of
+// TestFlinkCLI must pass. While it is false they skip, naming this constant.
+const flinkSavepointRoutesBuilt = false
+
+// flinkClientVersion is the flink-clients release Weir's REST API is checked
+// against; scripts/flink-client fetches it.
+const flinkClientVersion = "2.3.0"
+
+// flinkCommandLimit bounds one run of Flink's client. A run takes 1-3 s
+// (mostly JVM start); when it cannot parse an answer, the client retries
+// until its own timeout, so without a limit a shape mismatch would hang.
+const flinkCommandLimit = 90 * time.Second
+
+// inCI reports whether the tests run under CI, where a missing prerequisite
+// must fail rather than skip (.ci/run sets CI=true).
+func inCI() bool {
+	v := os.Getenv("CI")
+	return v != "" && v != "false" && v != "0"
+}
+
+// flinkClient returns the path of scripts/flink-client once it is known
+// that Java is there and the client's jars have been fetched. Otherwise
+// the test fails under CI and skips, saying why, outside it.
+func flinkClient(t *testing.T) string {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		if inCI() {
+			t.Fatalf("CI: Flink's client cannot run: "+format, args...)
+		}
+		t.Skipf("skipping: Flink's client cannot run: "+format, args...)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		missing("java (17+) is not on PATH")
+	}
+	root, err := os.Getwd() // the root package's directory: the repository root
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv("WEIR_FLINK_CLIENT_DIR")
+	if cache == "" {
+		cache = filepath.Join(root, ".cache", "flink-client")
+	}
+	marker := filepath.Join(cache, "lib-"+flinkClientVersion, ".complete")
+	if _, err := os.Stat(marker); err != nil {
+		if _, lerr := exec.LookPath("mvn"); lerr != nil {
+			missing("flink-clients %s is not fetched (%s is missing) and mvn, which fetches it, is not on PATH", flinkClientVersion, marker)
+		}
+		missing("flink-clients %s is not fetched (%s is missing); scripts/test fetches it, or run scripts/flink-client fetch", flinkClientVersion, marker)
+	}
+	return filepath.Join(root, "scripts", "flink-client")
+}
+
+// runFlink runs Flink's command-line client (`flink args...`) and returns
+// its exit code and combined output.
+func runFlink(t *testing.T, script string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), flinkCommandLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, args...)
+	cmd.Env = append(os.Environ(), "FLINK_VERSION="+flinkClientVersion)
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("flink %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	if ctx.Err() != nil {
+		t.Fatalf("flink %s did not finish within %v (a REST answer Flink's client cannot parse makes it retry until it times out); output:\n%s",
+			strings.Join(args, " "), flinkCommandLimit, out)
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("flink %s: %v", strings.Join(args, " "), err)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// startEndlessJob starts a job that runs until it is canceled or stopped,
+// with its REST API on a free port. Cleanup cancels it if it still runs.
+func startEndlessJob(t *testing.T, name string) *weir.Job {
+	t.Helper()
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
+	src := weir.Generate(env, -1, 500, func(i int64) int64 { return i })
+	weir.Discard(weir.Map(src.Rebalance(), func(v int64) int64 { return v * 2 }).Name("Double").UID("double"))
+	job, err := env.ExecuteAsync(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-job.Done():
+			return
+		default:
+		}
+		_ = job.Cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := job.Wait(ctx); err != nil && !errors.Is(err, weir.ErrCanceled) {
+			t.Errorf("job %s at cleanup: %v", name, err)
+		}
+	})
+	return job
+}
+
+// waitJob waits for a job to end, up to a limit.
+func waitJob(t *testing.T, job *weir.Job, limit time.Duration) (*weir.JobResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := job.Wait(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("job %s still running %v later", job.ID(), limit)
+	}
+	return res, err
+}
+
+// savepointPath matches what Flink's client prints when a savepoint (also
+// the one of stop) is complete.
+var savepointPath = regexp.MustCompile(`Savepoint completed\. Path: (\S+)`)
+
+// checkSavepointWritten checks that the client printed a savepoint path
+// inside dir and that something is there.
+func checkSavepointWritten(t *testing.T, out, dir string) string {
+	t.Helper()
+	m := savepointPath.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %q line in Flink's output:\n%s", "Savepoint completed. Path: ...", out)
+	}
+	loc := strings.TrimPrefix(strings.TrimPrefix(m[1], "file://"), "file:")
+	if !strings.HasPrefix(filepath.Clean(loc), filepath.Clean(dir)) {
+		t.Fatalf("savepoint written to %s, not under the requested %s", m[1], dir)
+	}
+	entries, err := os.ReadDir(loc)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("savepoint location %s: %d entries, %v", loc, len(entries), err)
+	}
+	return loc
+}
+
+// TestFlinkCLI runs Apache Flink's own command-line client (flink-clients
+// 2.3.0, fetched by scripts/flink-client) against Weir's REST API: Flink
+// users' tools must work on what Weir shares with Flink.
+func TestFlinkCLI(t *testing.T) {
+	script := flinkClient(t)
+	job := startEndlessJob(t, "flink-cli-visible")
+	addr := job.RESTAddr()
+
+	t.Run("list", func(t *testing.T) {
+		// Flink prints "<date> : <job id> : <name> (<state>)" per job.
+		line := regexp.MustCompile(regexp.QuoteMeta(" : "+job.ID()+" : flink-cli-visible (") + `(RUNNING|CREATED|INITIALIZING)\)`)
+		for _, args := range [][]string{{"list", "-m", addr}, {"list", "-r", "-m", addr}, {"list", "-a", "-m", addr}} {
+			code, out := runFlink(t, script, args...)
+			if code != 0 || !line.MatchString(out) {
+				// Fatal: the next list would fail the same way, a minute later.
+				t.Fatalf("flink %s: exit %d, want 0 and a line matching %q; output:\n%s", strings.Join(args, " "), code, line, out)
+			}
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		other := startEndlessJob(t, "flink-cli-canceled")
+		code, out := runFlink(t, script, "cancel", "-m", other.RESTAddr(), other.ID())
+		if code != 0 || !strings.Contains(out, "Cancelled job "+other.ID()+".") {
+			t.Fatalf("flink cancel: exit %d, want 0 and %q; output:\n%s", code, "Cancelled job "+other.ID()+".", out)
+		}
+		res, err := waitJob(t, other, 30*time.Second)
+		if !errors.Is(err, weir.ErrCanceled) || res.Status != "CANCELED" {
+			t.Fatalf("after flink cancel, Weir reports %+v, %v; want CANCELED", res, err)
+		}
+		// The job on the other cluster runs on; an id Weir does not know
+		// is reported with Weir's error message.
+		unknown := strings.Repeat("0", 31) + "1"
+		code, out = runFlink(t, script, "cancel", "-m", addr, unknown)
+		if code == 0 || !strings.Contains(out, "Job "+unknown+" not found") {
+			t.Fatalf("flink cancel of an unknown job: exit %d, want non-zero and Weir's %q; output:\n%s", code, "Job "+unknown+" not found", out)
+		}
+	})
+
+	t.Run("savepoint", func(t *testing.T) {
+		if !flinkSavepointRoutesBuilt {
+			t.Skip("skipping: Weir does not serve Flink's savepoint routes on this branch; set flinkSavepointRoutesBuilt to true once they are merged")
+		}
+		dir := t.TempDir()
+		code, out := runFlink(t, script, "savepoint", "-m", addr, job.ID(), dir)
+		if code != 0 {
+			t.Fatalf("flink savepoint: exit %d; output:\n%s", code, out)
+		}
+		checkSavepointWritten(t, out, dir)
+		// Taking a savepoint leaves the job running.
+		select {
+		case <-job.Done():
+			t.Fatal("the job ended after flink savepoint")
+		default:
+		}
+		// TODO(merge): resume a job from the savepoint (weir run --from)
+		// once the savepoint branch defines how, and check its state.
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		if !flinkSavepointRoutesBuilt {
+			t.Skip("skipping: Weir does not serve Flink's stop route on this branch; set flinkSavepointRoutesBuilt to true once it is merged")
+		}
+		dir := t.TempDir()
+		code, out := runFlink(t, script, "stop", "--savepointPath", dir, "-m", addr, job.ID())
+		if code != 0 {
+			t.Fatalf("flink stop: exit %d; output:\n%s", code, out)
+		}
+		checkSavepointWritten(t, out, dir)
+		if res, err := waitJob(t, job, 30*time.Second); err != nil || res.Status != "FINISHED" {
+			t.Fatalf("after flink stop, Weir reports %+v, %v; want FINISHED", res, err)
+		}
+	})
+}
