@@ -1,6 +1,9 @@
 package rest
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // ErrJobNotFound is returned by Cluster.Cancel for a job id the cluster does not
 // know. The handler answers 404 for it. On the client side, errors.Is(err,
@@ -115,14 +118,16 @@ type TaskCounts struct {
 
 // JobDetails is the body of GET /jobs/:jobid.
 type JobDetails struct {
-	ID             string   `json:"jid"`
-	Name           string   `json:"name"`
-	IsStoppable    bool     `json:"isStoppable"`
-	State          JobState `json:"state"`
-	StartTime      int64    `json:"start-time"`
-	EndTime        int64    `json:"end-time"` // -1 while not terminal
-	Duration       int64    `json:"duration"`
-	MaxParallelism int      `json:"maxParallelism"` // -1 if not set job-wide, as in Flink
+	ID          string   `json:"jid"`
+	Name        string   `json:"name"`
+	IsStoppable bool     `json:"isStoppable"`
+	State       JobState `json:"state"`
+	// JobType is JobTypeStreaming; left empty, the handler fills it.
+	JobType        string `json:"job-type"`
+	StartTime      int64  `json:"start-time"`
+	EndTime        int64  `json:"end-time"` // -1 while not terminal
+	Duration       int64  `json:"duration"`
+	MaxParallelism int    `json:"maxParallelism"` // -1 if not set job-wide, as in Flink
 	// Now is the server time of the snapshot; left zero, the handler fills it.
 	Now int64 `json:"now"`
 	// Timestamps holds when the job entered each state it has been in.
@@ -132,18 +137,27 @@ type JobDetails struct {
 	// CountStates and AggregateVertexState.
 	StatusCounts map[TaskState]int `json:"status-counts"`
 	Plan         Plan              `json:"plan"`
+	// PendingOperators is always 0 (see JobOverview.PendingOperators);
+	// Flink's client needs the field to parse this answer.
+	PendingOperators int `json:"pending-operators"`
 }
 
 // Vertex is one job vertex (an operator chain) in JobDetails.
 type Vertex struct {
-	ID             string    `json:"id"`
-	Name           string    `json:"name"`
-	MaxParallelism int       `json:"maxParallelism"`
-	Parallelism    int       `json:"parallelism"`
-	Status         TaskState `json:"status"` // AggregateVertexState of Tasks
-	StartTime      int64     `json:"start-time"`
-	EndTime        int64     `json:"end-time"` // -1 while not terminal
-	Duration       int64     `json:"duration"`
+	ID string `json:"id"`
+	// SlotSharingGroupID is Flink's id (32 hex characters) of the group of
+	// vertices whose subtasks share slots. Weir puts every vertex of a job
+	// in one group, as Flink's default does; left empty, the handler fills
+	// it with an id derived from the job id. Flink's client cannot parse a
+	// vertex without it.
+	SlotSharingGroupID string    `json:"slotSharingGroupId"`
+	Name               string    `json:"name"`
+	MaxParallelism     int       `json:"maxParallelism"`
+	Parallelism        int       `json:"parallelism"`
+	Status             TaskState `json:"status"` // AggregateVertexState of Tasks
+	StartTime          int64     `json:"start-time"`
+	EndTime            int64     `json:"end-time"` // -1 while not terminal
+	Duration           int64     `json:"duration"`
 	// Tasks counts the vertex's subtasks per state, every state present.
 	Tasks   map[TaskState]int `json:"tasks"`
 	Metrics VertexMetrics     `json:"metrics"`
@@ -179,12 +193,16 @@ type Plan struct {
 // PlanNode is one vertex in the plan. Sources have no Inputs; the key is then
 // absent, as in Flink.
 type PlanNode struct {
-	ID               string      `json:"id"`
-	Parallelism      int         `json:"parallelism"`
-	Operator         string      `json:"operator"`
-	OperatorStrategy string      `json:"operator_strategy"`
-	Description      string      `json:"description"`
-	Inputs           []PlanInput `json:"inputs,omitempty"`
+	ID               string `json:"id"`
+	Parallelism      int    `json:"parallelism"`
+	Operator         string `json:"operator"`
+	OperatorStrategy string `json:"operator_strategy"`
+	Description      string `json:"description"`
+	// OptimizerProperties is a JSON object, {} in Weir (Flink's batch
+	// optimizer filled it). Left nil, the handler writes {}: Flink's client
+	// cannot parse a node without it.
+	OptimizerProperties json.RawMessage `json:"optimizer_properties"`
+	Inputs              []PlanInput     `json:"inputs,omitempty"`
 }
 
 // PlanInput is an edge into a PlanNode. ShipStrategy is Flink's partitioner
