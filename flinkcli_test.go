@@ -40,6 +40,15 @@ func inCI() bool {
 	return v != "" && v != "false" && v != "0"
 }
 
+// missingTool fails the test under CI and skips it elsewhere, saying why.
+func missingTool(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if inCI() {
+		t.Fatalf("CI: "+format, args...)
+	}
+	t.Skipf("skipping: "+format, args...)
+}
+
 // flinkClient returns the path of scripts/flink-client and the folder of
 // the client's jars, once it is known that Java is there and the jars have
 // been fetched. Otherwise the test fails under CI and skips, saying why,
@@ -48,10 +57,7 @@ func flinkClient(t *testing.T) (script, lib string) {
 	t.Helper()
 	missing := func(format string, args ...any) {
 		t.Helper()
-		if inCI() {
-			t.Fatalf("CI: Flink's client cannot run: "+format, args...)
-		}
-		t.Skipf("skipping: Flink's client cannot run: "+format, args...)
+		missingTool(t, "Flink's client cannot run: "+format, args...)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		missing("java (17+) is not on PATH")
@@ -273,6 +279,9 @@ public class CheckShapes {
 // (Weir's CLI and tests read them), so Flink's strict parser rejects that
 // answer. Flink's CLI does not read it.
 func checkShapesWithFlink(t *testing.T, lib, addr, jobID string) {
+	if _, err := exec.LookPath("javac"); err != nil {
+		missingTool(t, "checking Weir's answers with Flink's classes runs a Java source file, which needs a JDK (javac is not on PATH)")
+	}
 	dir := t.TempDir()
 	routes := []struct{ path, class string }{
 		{"/v1/overview", "org.apache.flink.runtime.rest.handler.legacy.messages.ClusterOverviewWithVersion"},
