@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/flinktest"
 )
 
 // flinkSavepointRoutesBuilt says whether Weir serves Flink's savepoint and
@@ -23,86 +24,6 @@ import (
 // merges it sets this to true, and then the savepoint and stop subtests of
 // TestFlinkCLI must pass. While it is false they skip, naming this constant.
 const flinkSavepointRoutesBuilt = false
-
-// flinkClientVersion is the flink-clients release Weir's REST API is checked
-// against; scripts/flink-client fetches it.
-const flinkClientVersion = "2.3.0"
-
-// flinkCommandLimit bounds one run of Flink's client. A run takes 1-3 s
-// (mostly JVM start); when it cannot parse an answer, the client retries
-// until its own timeout, so without a limit a shape mismatch would hang.
-const flinkCommandLimit = 90 * time.Second
-
-// inCI reports whether the tests run under CI, where a missing prerequisite
-// must fail rather than skip (.ci/run sets CI=true).
-func inCI() bool {
-	v := os.Getenv("CI")
-	return v != "" && v != "false" && v != "0"
-}
-
-// missingTool fails the test under CI and skips it elsewhere, saying why.
-func missingTool(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if inCI() {
-		t.Fatalf("CI: "+format, args...)
-	}
-	t.Skipf("skipping: "+format, args...)
-}
-
-// flinkClient returns the path of scripts/flink-client and the folder of
-// the client's jars, once it is known that Java is there and the jars have
-// been fetched. Otherwise the test fails under CI and skips, saying why,
-// outside it.
-func flinkClient(t *testing.T) (script, lib string) {
-	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		missingTool(t, "Flink's client cannot run: "+format, args...)
-	}
-	if _, err := exec.LookPath("java"); err != nil {
-		missing("java (17+) is not on PATH")
-	}
-	root, err := os.Getwd() // the root package's directory: the repository root
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := os.Getenv("WEIR_FLINK_CLIENT_DIR")
-	if cache == "" {
-		cache = filepath.Join(root, ".cache", "flink-client")
-	}
-	lib = filepath.Join(cache, "lib-"+flinkClientVersion)
-	marker := filepath.Join(lib, ".complete")
-	if _, err := os.Stat(marker); err != nil {
-		if _, lerr := exec.LookPath("mvn"); lerr != nil {
-			missing("flink-clients %s is not fetched (%s is missing) and mvn, which fetches it, is not on PATH", flinkClientVersion, marker)
-		}
-		missing("flink-clients %s is not fetched (%s is missing); scripts/test fetches it, or run scripts/flink-client fetch", flinkClientVersion, marker)
-	}
-	return filepath.Join(root, "scripts", "flink-client"), lib
-}
-
-// runFlink runs Flink's command-line client (`flink args...`) and returns
-// its exit code and combined output.
-func runFlink(t *testing.T, script string, args ...string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), flinkCommandLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, args...)
-	cmd.Env = append(os.Environ(), "FLINK_VERSION="+flinkClientVersion)
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	t.Logf("flink %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		t.Fatalf("flink %s did not finish within %v (a REST answer Flink's client cannot parse makes it retry until it times out); output:\n%s",
-			strings.Join(args, " "), flinkCommandLimit, out)
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("flink %s: %v", strings.Join(args, " "), err)
-	}
-	return cmd.ProcessState.ExitCode(), string(out)
-}
 
 // startEndlessJob starts a job that runs until it is canceled or stopped,
 // with its REST API on a free port. Cleanup cancels it if it still runs.
@@ -170,17 +91,17 @@ func checkSavepointWritten(t *testing.T, out, dir string) string {
 // 2.3.0, fetched by scripts/flink-client) against Weir's REST API: Flink
 // users' tools must work on what Weir shares with Flink.
 func TestFlinkCLI(t *testing.T) {
-	script, lib := flinkClient(t)
+	flink := flinktest.Find(t)
 	job := startEndlessJob(t, "flink-cli-visible")
 	addr := job.RESTAddr()
 
-	t.Run("shapes", func(t *testing.T) { checkShapesWithFlink(t, lib, addr, job.ID()) })
+	t.Run("shapes", func(t *testing.T) { checkShapesWithFlink(t, flink.Lib, addr, job.ID()) })
 
 	t.Run("list", func(t *testing.T) {
 		// Flink prints "<date> : <job id> : <name> (<state>)" per job.
 		line := regexp.MustCompile(regexp.QuoteMeta(" : "+job.ID()+" : flink-cli-visible (") + `(RUNNING|CREATED|INITIALIZING)\)`)
 		for _, args := range [][]string{{"list", "-m", addr}, {"list", "-r", "-m", addr}, {"list", "-a", "-m", addr}} {
-			code, out := runFlink(t, script, args...)
+			code, out := flink.Run(t, args...)
 			if code != 0 || !line.MatchString(out) {
 				// Fatal: the next list would fail the same way, a minute later.
 				t.Fatalf("flink %s: exit %d, want 0 and a line matching %q; output:\n%s", strings.Join(args, " "), code, line, out)
@@ -190,7 +111,7 @@ func TestFlinkCLI(t *testing.T) {
 
 	t.Run("cancel", func(t *testing.T) {
 		other := startEndlessJob(t, "flink-cli-canceled")
-		code, out := runFlink(t, script, "cancel", "-m", other.RESTAddr(), other.ID())
+		code, out := flink.Run(t, "cancel", "-m", other.RESTAddr(), other.ID())
 		if code != 0 || !strings.Contains(out, "Cancelled job "+other.ID()+".") {
 			t.Fatalf("flink cancel: exit %d, want 0 and %q; output:\n%s", code, "Cancelled job "+other.ID()+".", out)
 		}
@@ -201,7 +122,7 @@ func TestFlinkCLI(t *testing.T) {
 		// The job on the other cluster runs on; an id Weir does not know
 		// is reported with Weir's error message.
 		unknown := strings.Repeat("0", 31) + "1"
-		code, out = runFlink(t, script, "cancel", "-m", addr, unknown)
+		code, out = flink.Run(t, "cancel", "-m", addr, unknown)
 		if code == 0 || !strings.Contains(out, "Job "+unknown+" not found") {
 			t.Fatalf("flink cancel of an unknown job: exit %d, want non-zero and Weir's %q; output:\n%s", code, "Job "+unknown+" not found", out)
 		}
@@ -212,7 +133,7 @@ func TestFlinkCLI(t *testing.T) {
 			t.Skip("skipping: Weir does not serve Flink's savepoint routes on this branch; set flinkSavepointRoutesBuilt to true once they are merged")
 		}
 		dir := t.TempDir()
-		code, out := runFlink(t, script, "savepoint", "-m", addr, job.ID(), dir)
+		code, out := flink.Run(t, "savepoint", "-m", addr, job.ID(), dir)
 		if code != 0 {
 			t.Fatalf("flink savepoint: exit %d; output:\n%s", code, out)
 		}
@@ -232,7 +153,7 @@ func TestFlinkCLI(t *testing.T) {
 			t.Skip("skipping: Weir does not serve Flink's stop route on this branch; set flinkSavepointRoutesBuilt to true once it is merged")
 		}
 		dir := t.TempDir()
-		code, out := runFlink(t, script, "stop", "--savepointPath", dir, "-m", addr, job.ID())
+		code, out := flink.Run(t, "stop", "--savepointPath", dir, "-m", addr, job.ID())
 		if code != 0 {
 			t.Fatalf("flink stop: exit %d; output:\n%s", code, out)
 		}
@@ -280,7 +201,7 @@ public class CheckShapes {
 // answer. Flink's CLI does not read it.
 func checkShapesWithFlink(t *testing.T, lib, addr, jobID string) {
 	if _, err := exec.LookPath("javac"); err != nil {
-		missingTool(t, "checking Weir's answers with Flink's classes runs a Java source file, which needs a JDK (javac is not on PATH)")
+		flinktest.MissingTool(t, "checking Weir's answers with Flink's classes runs a Java source file, which needs a JDK (javac is not on PATH)")
 	}
 	dir := t.TempDir()
 	routes := []struct{ path, class string }{
@@ -311,7 +232,7 @@ func checkShapesWithFlink(t *testing.T, lib, addr, jobID string) {
 		}
 		args = append(args, f+"="+r.class)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), flinkCommandLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), flinktest.CommandLimit)
 	defer cancel()
 	// java runs the source file directly (a JDK, 11 or later, compiles it
 	// in memory); nothing is built into the repository.
