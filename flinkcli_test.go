@@ -23,6 +23,25 @@ import (
 // POST /jobs/{id}/stop). They are being built on another branch; whoever
 // merges it sets this to true, and then the savepoint and stop subtests of
 // TestFlinkCLI must pass. While it is false they skip, naming this constant.
+//
+// What Flink 2.3's client sends and expects, observed against a scratch
+// server (so the routes can be checked before the merge):
+//
+//	flink savepoint -m ADDR JOB DIR
+//	  POST /v1/jobs/JOB/savepoints
+//	    {"target-directory":"DIR","cancel-job":false,"formatType":"CANONICAL","triggerId":null}
+//	  answer 202 {"request-id":"<32 hex>"}, then it polls
+//	  GET /v1/jobs/JOB/savepoints/<request-id>
+//	    {"status":{"id":"IN_PROGRESS"}} until
+//	    {"status":{"id":"COMPLETED"},"operation":{"location":"file:/..."}}
+//	  and prints "Savepoint completed. Path: <location>".
+//	flink stop --savepointPath DIR -m ADDR JOB
+//	  POST /v1/jobs/JOB/stop
+//	    {"targetDirectory":"DIR","drain":false,"formatType":"CANONICAL","triggerId":null}
+//	  then the same answer, poll (on .../savepoints/<request-id>) and line.
+//
+// Note formatType is upper case and triggerId is sent as null: a decoder
+// that rejects unknown fields or expects "canonical" refuses Flink's client.
 const flinkSavepointRoutesBuilt = false
 
 // startEndlessJob starts a job that runs until it is canceled or stopped,
