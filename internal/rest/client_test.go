@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -59,6 +60,18 @@ func TestClientRoundTrips(t *testing.T) {
 	wantD := runningJob()
 	wantD.Now = testNow
 	wantD.Plan.ID, wantD.Plan.Name, wantD.Plan.Type = runningID, "wordcount", rest.PlanTypeStreaming
+	// What the handler adds for Flink's client: one slot-sharing group id
+	// (32 hex characters) for all vertices, {} optimizer properties.
+	wantD.JobType = rest.JobTypeStreaming
+	if len(d.Vertices) == 0 || !rest.ValidJobID(d.Vertices[0].SlotSharingGroupID) {
+		t.Fatalf("vertices without a 32-hex slot sharing group id: %+v", d.Vertices)
+	}
+	for i := range wantD.Vertices {
+		wantD.Vertices[i].SlotSharingGroupID = d.Vertices[0].SlotSharingGroupID
+	}
+	for i := range wantD.Plan.Nodes {
+		wantD.Plan.Nodes[i].OptimizerProperties = json.RawMessage(`{}`)
+	}
 	if !reflect.DeepEqual(d, wantD) {
 		t.Errorf("Job =\n%+v\nwant\n%+v", d, wantD)
 	}

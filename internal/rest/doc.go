@@ -20,4 +20,8 @@
 // Flink's three views: the vertex's "<subtask>.<name>" list, one subtask's,
 // and the aggregates over subtasks. Every route is also
 // served under the /v1 prefix, as Flink does.
+//
+// Flink 2.3's own client parses these answers with a strict mapper, so a
+// few fields exist only for it (flinkshapes.go, JobOverview); see
+// docs/architecture.md, "The local cluster and REST", and TestFlinkCLI.
 package rest

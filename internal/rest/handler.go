@@ -223,7 +223,7 @@ func (h *handler) completeDetails(d JobDetails) JobDetails {
 		d.Plan.Type = PlanTypeStreaming
 	}
 	d.Plan.Nodes = orEmpty(d.Plan.Nodes)
-	return d
+	return withFlinkClientFields(d)
 }
 
 func (h *handler) exceptions(w http.ResponseWriter, _ *http.Request, id string) {

@@ -137,17 +137,22 @@ func TestFlinkFieldNames(t *testing.T) {
 		"jobs-running", "jobs-finished", "jobs-cancelled", "jobs-failed", "flink-version", "flink-commit"))
 	check("jobs[0]", keysOf(t, get("/jobs"), "jobs", 0), sorted("id", "status"))
 	jo := get("/jobs/overview")
-	check("jobs/overview[0]", keysOf(t, jo, "jobs", 0), sorted("jid", "name", "state", "start-time",
-		"end-time", "duration", "last-modification", "tasks"))
+	// Flink's client parses these with JobDetails' JSON creator, which needs
+	// pending-operators (`flink list` retried forever without it).
+	check("jobs/overview[0]", keysOf(t, jo, "jobs", 0), sorted("jid", "name", "state", "jobType", "start-time",
+		"end-time", "duration", "last-modification", "tasks", "pending-operators"))
 	check("jobs/overview[0].tasks", keysOf(t, jo, "jobs", 0, "tasks"), sorted("total", "created",
-		"scheduled", "deploying", "initializing", "running", "finished", "canceling", "canceled", "failed"))
+		"scheduled", "deploying", "initializing", "running", "finished", "canceling", "canceled", "failed", "reconciling"))
 
 	jd := get("/jobs/" + runningID)
-	check("job", keysOf(t, jd), sorted("jid", "name", "isStoppable", "state", "start-time", "end-time",
-		"duration", "maxParallelism", "now", "timestamps", "vertices", "status-counts", "plan"))
-	taskStates := sorted("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED")
+	// job-type, pending-operators, slotSharingGroupId and
+	// optimizer_properties: Flink 2.3's client cannot parse the answer
+	// without the last three (it has job-type too).
+	check("job", keysOf(t, jd), sorted("jid", "name", "isStoppable", "state", "job-type", "start-time", "end-time",
+		"duration", "maxParallelism", "now", "timestamps", "vertices", "status-counts", "plan", "pending-operators"))
+	taskStates := sorted("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED", "RECONCILING")
 	check("job.status-counts", keysOf(t, jd, "status-counts"), taskStates)
-	check("vertex", keysOf(t, jd, "vertices", 0), sorted("id", "name", "maxParallelism", "parallelism",
+	check("vertex", keysOf(t, jd, "vertices", 0), sorted("id", "slotSharingGroupId", "name", "maxParallelism", "parallelism",
 		"status", "start-time", "end-time", "duration", "tasks", "metrics"))
 	check("vertex.tasks", keysOf(t, jd, "vertices", 0, "tasks"), taskStates)
 	check("vertex.metrics", keysOf(t, jd, "vertices", 0, "metrics"), sorted("read-bytes", "read-bytes-complete",
@@ -155,9 +160,9 @@ func TestFlinkFieldNames(t *testing.T) {
 		"write-records-complete", "accumulated-backpressured-time", "accumulated-idle-time", "accumulated-busy-time"))
 	check("plan", keysOf(t, jd, "plan"), sorted("jid", "name", "type", "nodes"))
 	check("plan source node", keysOf(t, jd, "plan", "nodes", 0), sorted("id", "parallelism", "operator",
-		"operator_strategy", "description"))
+		"operator_strategy", "description", "optimizer_properties"))
 	check("plan node", keysOf(t, jd, "plan", "nodes", 1), sorted("id", "parallelism", "operator",
-		"operator_strategy", "description", "inputs"))
+		"operator_strategy", "description", "optimizer_properties", "inputs"))
 	check("plan input", keysOf(t, jd, "plan", "nodes", 1, "inputs", 0), sorted("num", "id", "ship_strategy", "exchange"))
 
 	ex := get("/jobs/" + failedID + "/exceptions")

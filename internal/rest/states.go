@@ -39,6 +39,10 @@ const (
 	TaskCanceling    TaskState = "CANCELING"
 	TaskCanceled     TaskState = "CANCELED"
 	TaskFailed       TaskState = "FAILED"
+	// TaskReconciling: in Flink, a task that a new JobManager takes over
+	// after a failover without restarting it. Weir never reports it; it is
+	// listed so that state-count maps have every one of Flink's names.
+	TaskReconciling TaskState = "RECONCILING"
 )
 
 // Terminal reports whether an execution in this state has ended.
@@ -49,7 +53,7 @@ func (s TaskState) Terminal() bool {
 // TaskStates lists every task state in Flink's order.
 var TaskStates = []TaskState{
 	TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning,
-	TaskFinished, TaskCanceling, TaskCanceled, TaskFailed,
+	TaskFinished, TaskCanceling, TaskCanceled, TaskFailed, TaskReconciling,
 }
 
 // CountStates counts states into a map that has every TaskState as a key, as
@@ -116,6 +120,8 @@ func TaskCountsOf(m map[TaskState]int) TaskCounts {
 			c.Canceled += n
 		case TaskFailed:
 			c.Failed += n
+		case TaskReconciling:
+			c.Reconciling += n
 		}
 	}
 	return c
@@ -139,6 +145,7 @@ func OverviewOf(d JobDetails) JobOverview {
 		ID:               d.ID,
 		Name:             d.Name,
 		State:            d.State,
+		JobType:          JobTypeStreaming,
 		StartTime:        d.StartTime,
 		EndTime:          d.EndTime,
 		Duration:         d.Duration,

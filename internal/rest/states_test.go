@@ -80,7 +80,7 @@ func TestCountStatesAndTaskCounts(t *testing.T) {
 func TestOverviewOf(t *testing.T) {
 	got := rest.OverviewOf(runningJob())
 	want := rest.JobOverview{
-		ID: runningID, Name: "wordcount", State: rest.JobRunning,
+		ID: runningID, Name: "wordcount", State: rest.JobRunning, JobType: rest.JobTypeStreaming,
 		StartTime: 1_700_000_000_000, EndTime: -1, Duration: 5000,
 		LastModification: 1_700_000_000_000,
 		Tasks:            rest.TaskCounts{Total: 4, Running: 3, Deploying: 1},

@@ -1,6 +1,9 @@
 package rest
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // ErrJobNotFound is returned by Cluster.Cancel for a job id the cluster does not
 // know. The handler answers 404 for it. On the client side, errors.Is(err,
@@ -50,16 +53,31 @@ type Overview struct {
 // JobOverview is one entry of GET /jobs/overview. The handler derives it from
 // JobDetails (see OverviewOf). Times are milliseconds since the epoch; EndTime
 // is -1 while the job is not terminal.
+//
+// Flink's own client (RestClusterClient.listJobs, behind `flink list`) reads
+// this as its JobDetails class, whose JSON creator needs every field here:
+// a missing number such as pending-operators fails the parse, and the CLI
+// then retries the request until its timeout, printing nothing.
 type JobOverview struct {
-	ID               string     `json:"jid"`
-	Name             string     `json:"name"`
-	State            JobState   `json:"state"`
+	ID    string   `json:"jid"`
+	Name  string   `json:"name"`
+	State JobState `json:"state"`
+	// JobType is JobTypeStreaming; Flink also has BATCH.
+	JobType          string     `json:"jobType"`
 	StartTime        int64      `json:"start-time"`
 	EndTime          int64      `json:"end-time"`
 	Duration         int64      `json:"duration"`
 	LastModification int64      `json:"last-modification"`
 	Tasks            TaskCounts `json:"tasks"`
+	// PendingOperators counts operators not yet turned into job vertices:
+	// Flink 2's adaptive batch scheduler builds its graph as it goes. Weir
+	// builds the whole graph at submission, so it is always 0, but Flink's
+	// client requires the field.
+	PendingOperators int `json:"pending-operators"`
 }
+
+// JobTypeStreaming is the only JobOverview.JobType Weir produces.
+const JobTypeStreaming = "STREAMING"
 
 // JobSummary is one entry of GET /jobs.
 type JobSummary struct {
@@ -91,18 +109,25 @@ type TaskCounts struct {
 	Canceling    int `json:"canceling"`
 	Canceled     int `json:"canceled"`
 	Failed       int `json:"failed"`
+	// Reconciling is always 0: Flink uses it for a JobManager that takes
+	// over running tasks after a failover, which Weir does not do. It is
+	// here so the map has every one of Flink's ExecutionState names, as
+	// Flink's own answer does.
+	Reconciling int `json:"reconciling"`
 }
 
 // JobDetails is the body of GET /jobs/:jobid.
 type JobDetails struct {
-	ID             string   `json:"jid"`
-	Name           string   `json:"name"`
-	IsStoppable    bool     `json:"isStoppable"`
-	State          JobState `json:"state"`
-	StartTime      int64    `json:"start-time"`
-	EndTime        int64    `json:"end-time"` // -1 while not terminal
-	Duration       int64    `json:"duration"`
-	MaxParallelism int      `json:"maxParallelism"` // -1 if not set job-wide, as in Flink
+	ID          string   `json:"jid"`
+	Name        string   `json:"name"`
+	IsStoppable bool     `json:"isStoppable"`
+	State       JobState `json:"state"`
+	// JobType is JobTypeStreaming; left empty, the handler fills it.
+	JobType        string `json:"job-type"`
+	StartTime      int64  `json:"start-time"`
+	EndTime        int64  `json:"end-time"` // -1 while not terminal
+	Duration       int64  `json:"duration"`
+	MaxParallelism int    `json:"maxParallelism"` // -1 if not set job-wide, as in Flink
 	// Now is the server time of the snapshot; left zero, the handler fills it.
 	Now int64 `json:"now"`
 	// Timestamps holds when the job entered each state it has been in.
@@ -112,18 +137,27 @@ type JobDetails struct {
 	// CountStates and AggregateVertexState.
 	StatusCounts map[TaskState]int `json:"status-counts"`
 	Plan         Plan              `json:"plan"`
+	// PendingOperators is always 0 (see JobOverview.PendingOperators);
+	// Flink's client needs the field to parse this answer.
+	PendingOperators int `json:"pending-operators"`
 }
 
 // Vertex is one job vertex (an operator chain) in JobDetails.
 type Vertex struct {
-	ID             string    `json:"id"`
-	Name           string    `json:"name"`
-	MaxParallelism int       `json:"maxParallelism"`
-	Parallelism    int       `json:"parallelism"`
-	Status         TaskState `json:"status"` // AggregateVertexState of Tasks
-	StartTime      int64     `json:"start-time"`
-	EndTime        int64     `json:"end-time"` // -1 while not terminal
-	Duration       int64     `json:"duration"`
+	ID string `json:"id"`
+	// SlotSharingGroupID is Flink's id (32 hex characters) of the group of
+	// vertices whose subtasks share slots. Weir puts every vertex of a job
+	// in one group, as Flink's default does; left empty, the handler fills
+	// it with an id derived from the job id. Flink's client cannot parse a
+	// vertex without it.
+	SlotSharingGroupID string    `json:"slotSharingGroupId"`
+	Name               string    `json:"name"`
+	MaxParallelism     int       `json:"maxParallelism"`
+	Parallelism        int       `json:"parallelism"`
+	Status             TaskState `json:"status"` // AggregateVertexState of Tasks
+	StartTime          int64     `json:"start-time"`
+	EndTime            int64     `json:"end-time"` // -1 while not terminal
+	Duration           int64     `json:"duration"`
 	// Tasks counts the vertex's subtasks per state, every state present.
 	Tasks   map[TaskState]int `json:"tasks"`
 	Metrics VertexMetrics     `json:"metrics"`
@@ -159,12 +193,16 @@ type Plan struct {
 // PlanNode is one vertex in the plan. Sources have no Inputs; the key is then
 // absent, as in Flink.
 type PlanNode struct {
-	ID               string      `json:"id"`
-	Parallelism      int         `json:"parallelism"`
-	Operator         string      `json:"operator"`
-	OperatorStrategy string      `json:"operator_strategy"`
-	Description      string      `json:"description"`
-	Inputs           []PlanInput `json:"inputs,omitempty"`
+	ID               string `json:"id"`
+	Parallelism      int    `json:"parallelism"`
+	Operator         string `json:"operator"`
+	OperatorStrategy string `json:"operator_strategy"`
+	Description      string `json:"description"`
+	// OptimizerProperties is a JSON object, {} in Weir (Flink's batch
+	// optimizer filled it). Left nil, the handler writes {}: Flink's client
+	// cannot parse a node without it.
+	OptimizerProperties json.RawMessage `json:"optimizer_properties"`
+	Inputs              []PlanInput     `json:"inputs,omitempty"`
 }
 
 // PlanInput is an edge into a PlanNode. ShipStrategy is Flink's partitioner
