@@ -384,7 +384,8 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 		}
 		op := &windowOp[K, T, R, U]{fnHooks: fnHooks{fn}, fn: fn, key: ks.key, keyCodec: keyCodec,
 			assigner: assigner, byElement: byElement, eventTime: assigner.IsEventTime(), merging: merging,
-			lateness: lateness, contents: c, emit: em,
+			clockFree: isGlobal(assigner),
+			lateness:  lateness, contents: c, emit: em,
 			col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
 		if trigger != nil {
 			op.trigger = triggerInstance(trigger)
@@ -420,6 +421,9 @@ type windowOp[K comparable, T, R, U any] struct {
 	byElement ElementWindowAssigner[T]
 	eventTime bool
 	merging   bool
+	// clockFree: the assigner needs no processing time (GlobalWindows,
+	// count windows): no clock read per element.
+	clockFree bool
 	lateness  int64
 	contents  windowContents[T, R]
 	sessions  state.ValueState[[]TimeWindow] // merging: the key's live windows
@@ -518,7 +522,9 @@ func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 	o.core.SetKey(o.key(v))
 	var now int64
 	if !o.eventTime {
-		now = o.ctx.Clock.NowMillis()
+		if !o.clockFree {
+			now = o.ctx.Clock.NowMillis()
+		}
 	} else if ts == NoTimestamp {
 		operator.Fail(errors.New("an element without a timestamp reached an event-time window: assign timestamps first (AssignTimestampsAndWatermarks)"))
 	}
