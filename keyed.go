@@ -134,11 +134,17 @@ func openKeyedProcess[K comparable, U any](ctx *operator.Context, keyCodec codec
 	core.ArmProcessingTime() // restored timers
 	*pctx = keyedProcessContext[K]{keyedRuntimeContext: keyedRuntimeContext{runtimeContext{ctx}, core.Store()}, core: core}
 	t.init(core, fn, col, pctx)
+	return openFn(fn, pctx.keyedRuntimeContext)
+}
+
+// openFn runs the Open hook of a keyed operator's user function, if it has
+// one (KeyedOpener, else Opener).
+func openFn(fn any, rc keyedRuntimeContext) error {
 	if op, ok := fn.(KeyedOpener); ok {
-		return op.Open(pctx.keyedRuntimeContext)
+		return op.Open(rc)
 	}
 	if op, ok := fn.(Opener); ok {
-		return op.Open(pctx.keyedRuntimeContext)
+		return op.Open(rc)
 	}
 	return nil
 }

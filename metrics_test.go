@@ -173,6 +173,36 @@ func TestRESTNumLateRecordsDroppedWindow(t *testing.T) {
 	}
 	t.Logf("%d of %d elements are late", want, n)
 
+	// The window operator's other paths count alike: the general operator
+	// (forced; the default is the sliced one) and its trigger path (a
+	// trigger it does not recognize as the default).
+	for name, path := range map[string]func(weir.WindowedStream[int64, int64]) weir.WindowedStream[int64, int64]{
+		"general": func(ws weir.WindowedStream[int64, int64]) weir.WindowedStream[int64, int64] { return ws },
+		"trigger": func(ws weir.WindowedStream[int64, int64]) weir.WindowedStream[int64, int64] {
+			return ws.Trigger(opaqueTrigger{weir.EventTimeTrigger[int64]()})
+		},
+	} {
+		restore := weir.ForceGeneralWindowOp(true)
+		env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
+		s := scriptSource(env, script, 0, nil, func(v int64) int64 { return v / 10 })
+		ws := weir.Window(weir.KeyBy(s, func(v int64) int64 { return v % 10 }), weir.TumblingEventTimeWindows(size*time.Millisecond)).
+			AllowedLateness(lateness * time.Millisecond)
+		weir.Discard(weir.WindowReduce(path(ws), func(a, b int64) int64 { return a + b }))
+		restore()
+		job, err := env.ExecuteAsync(context.Background(), "late-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := rest.NewClient(job.RESTAddr(), nil)
+		vid := vertexNamed(t, c, job.ID(), "Window(Reduce)")
+		got := sumWhenIn(t, c, job.ID(), vid, n, "Window(Reduce).numLateRecordsDropped")
+		job.Cancel()
+		job.Wait(context.Background())
+		if got != want {
+			t.Fatalf("%s: aggregated numLateRecordsDropped = %d, want %d", name, got, want)
+		}
+	}
+
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
 	s := scriptSource(env, script, 0, nil, func(v int64) int64 { return v / 10 })
 	ws := weir.Window(weir.KeyBy(s, func(v int64) int64 { return v % 10 }), weir.TumblingEventTimeWindows(size*time.Millisecond)).
@@ -317,3 +347,7 @@ func showAgg(ms []rest.AggregatedMetric) string {
 	}
 	return b.String()
 }
+
+// opaqueTrigger hides a trigger's type, so the window operator runs its
+// trigger path.
+type opaqueTrigger struct{ weir.Trigger[int64] }

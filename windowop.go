@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/weirhq/weir/codec"
@@ -383,7 +384,8 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 		}
 		op := &windowOp[K, T, R, U]{fnHooks: fnHooks{fn}, fn: fn, key: ks.key, keyCodec: keyCodec,
 			assigner: assigner, byElement: byElement, eventTime: assigner.IsEventTime(), merging: merging,
-			lateness: lateness, contents: c, emit: em,
+			clockFree: isGlobal(assigner),
+			lateness:  lateness, contents: c, emit: em,
 			col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
 		if trigger != nil {
 			op.trigger = triggerInstance(trigger)
@@ -419,6 +421,9 @@ type windowOp[K comparable, T, R, U any] struct {
 	byElement ElementWindowAssigner[T]
 	eventTime bool
 	merging   bool
+	// clockFree: the assigner needs no processing time (GlobalWindows,
+	// count windows): no clock read per element.
+	clockFree bool
 	lateness  int64
 	contents  windowContents[T, R]
 	sessions  state.ValueState[[]TimeWindow] // merging: the key's live windows
@@ -444,17 +449,27 @@ type windowOp[K comparable, T, R, U any] struct {
 	fireProc func(timers.Timer)
 }
 
+// openWindowCore opens the keyed core of a window operator (windowOp,
+// slicedOp): restored processing-time timers armed, the restored watermark
+// back, and its numLateRecordsDropped counter.
+func openWindowCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K], saved *watermarkState) (*keyed.Core[K], *operator.Counter, error) {
+	core, err := keyed.NewCore(ctx, keyCodec)
+	if err != nil {
+		return nil, nil, err
+	}
+	core.ArmProcessingTime() // restored timers
+	if wm, ok := saved.open(ctx, "window-watermark"); ok {
+		core.RestoreWatermark(wm)
+	}
+	return core, ctx.Counter("numLateRecordsDropped"), nil
+}
+
 func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
-	core, err := keyed.NewCore(ctx, o.keyCodec)
+	core, dropped, err := openWindowCore(ctx, o.keyCodec, &o.saved)
 	if err != nil {
 		return err
 	}
-	core.ArmProcessingTime() // restored timers
-	o.core, o.ctx = core, ctx
-	o.dropped = ctx.Counter("numLateRecordsDropped")
-	if wm, ok := o.saved.open(ctx, "window-watermark"); ok {
-		core.RestoreWatermark(wm)
-	}
+	o.core, o.ctx, o.dropped = core, ctx, dropped
 	o.contents.open(core.Store())
 	if o.merging {
 		c, err := codec.For[[]TimeWindow]()
@@ -472,13 +487,7 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	} else {
 		o.fireProc = o.fire
 	}
-	if op, ok := o.fn.(KeyedOpener); ok {
-		return op.Open(keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
-	}
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
-	}
-	return nil
+	return openFn(o.fn, keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
 }
 
 func (o *windowOp[K, T, R, U]) Finish() error { return nil }
@@ -513,7 +522,9 @@ func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 	o.core.SetKey(o.key(v))
 	var now int64
 	if !o.eventTime {
-		now = o.ctx.Clock.NowMillis()
+		if !o.clockFree {
+			now = o.ctx.Clock.NowMillis()
+		}
 	} else if ts == NoTimestamp {
 		operator.Fail(errors.New("an element without a timestamp reached an event-time window: assign timestamps first (AssignTimestampsAndWatermarks)"))
 	}
@@ -666,31 +677,36 @@ func (o *windowOp[K, T, R, U]) fireWindow(w TimeWindow) {
 	o.ctx.Enter()
 }
 
-// onTimer fires or cleans up the window a timer's namespace names.
-func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
+// timerWindow makes a timer's key current and returns the window its
+// namespace names and, for sessions, the key's live sessions; false for a
+// timer of a session merged away (its timers were deleted, or Clear should
+// have deleted them; a restored one may remain).
+func (o *windowOp[K, T, R, U]) timerWindow(tm timers.Timer) (w TimeWindow, sessions []TimeWindow, ok bool) {
 	o.core.SetKeyBytes(tm.Key)
 	ww, err := o.parseWindow(tm.Namespace)
 	if err != nil {
 		operator.Fail(fmt.Errorf("a window timer: %w", err))
 	}
-	w := TimeWindow(ww)
-	var sessions []TimeWindow
-	if o.merging {
-		o.core.SetNamespace(nil)
-		sessions, _ = o.sessions.Value()
-		live := false
-		for _, s := range sessions {
-			live = live || s == w
-		}
-		if !live {
-			return // a timer of a window merged away (its timers were deleted; a restored one may remain)
-		}
+	w = TimeWindow(ww)
+	if !o.merging {
+		return w, nil, true
+	}
+	o.core.SetNamespace(nil)
+	sessions, _ = o.sessions.Value()
+	return w, sessions, slices.Contains(sessions, w)
+}
+
+// onTimer fires or cleans up the window a timer's namespace names.
+func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
+	w, sessions, ok := o.timerWindow(tm)
+	if !ok {
+		return
 	}
 	o.setWindow(w)
 	if tm.Timestamp == w.MaxTimestamp() {
 		o.fireWindow(w)
 	}
-	if tm.Timestamp == window.CleanupTime(ww, o.lateness) {
+	if tm.Timestamp == window.CleanupTime(window.Window(w), o.lateness) {
 		o.contents.clear()
 		if o.merging {
 			o.retireSession(w, sessions)

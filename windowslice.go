@@ -331,16 +331,11 @@ type slicedOp[K comparable, T, R, U any] struct {
 }
 
 func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
-	core, err := keyed.NewCore(ctx, o.keyCodec)
+	core, dropped, err := openWindowCore(ctx, o.keyCodec, &o.saved)
 	if err != nil {
 		return err
 	}
-	core.ArmProcessingTime() // restored timers
-	o.core, o.ctx = core, ctx
-	o.dropped = ctx.Counter("numLateRecordsDropped")
-	if wm, ok := o.saved.open(ctx, "window-watermark"); ok {
-		core.RestoreWatermark(wm)
-	}
+	o.core, o.ctx, o.dropped = core, ctx, dropped
 	if o.sp.g != o.sp.size {
 		// Sliding windows keep slices, not windows: another state, so that a
 		// checkpoint of windowOp's windows is never read as slices. (Tumbling
@@ -352,13 +347,7 @@ func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	o.wctx = windowContext[K]{runtimeContext: runtimeContext{ctx}, core: core}
 	o.fire = o.onTimer
 	slicedOpsOpened.Add(1)
-	if op, ok := o.fn.(KeyedOpener); ok {
-		return op.Open(keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
-	}
-	if op, ok := o.fn.(Opener); ok {
-		return op.Open(keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
-	}
-	return nil
+	return openFn(o.fn, keyedRuntimeContext{runtimeContext{ctx}, core.Store()})
 }
 
 func (o *slicedOp[K, T, R, U]) Finish() error { return nil }

@@ -2,11 +2,9 @@ package weir_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,32 +232,13 @@ func TestSlicedWindowsSurviveFailure(t *testing.T) {
 
 	for _, backend := range []string{"hashmap", "pebble"} {
 		t.Run(backend, func(t *testing.T) {
-			var passed, armed atomic.Int64
-			var checkpointed, failed atomic.Bool
-			armed.Store(-1)
-			var restoredFrom atomic.Int64
+			f := newFailOnce(int64(n))
 			before := weir.SlicedOpsOpened()
-			env := weir.NewEnvironment(weir.Config{
-				Parallelism: 3, StateBackend: backend, StateDir: t.TempDir(),
-				Checkpointing: &weir.CheckpointConfig{Interval: 20 * time.Millisecond, Dir: t.TempDir()},
-				Restart: map[string]string{"restart-strategy.type": "fixed-delay",
-					"restart-strategy.fixed-delay.attempts": "3", "restart-strategy.fixed-delay.delay": "10ms"},
-				OnCheckpoint: func(id int64, _ bool) {
-					if a := armed.Load(); a < 0 && passed.Load() >= n/3 {
-						armed.Store(id + 1)
-					} else if a > 0 && id >= a {
-						checkpointed.Store(true)
-					}
-				},
-				OnRestart: func(_ int, cp int64, _ error) { restoredFrom.Store(cp) },
-			})
+			env := weir.NewEnvironment(f.config(t, backend))
 			// About a second of input, so that checkpoints complete mid-way.
 			src := weir.Generate(env, n, float64(n), func(i int64) int64 { return i }).SetParallelism(1)
 			res, late := declare(env, src, func(i int64) keyTs {
-				passed.Store(i)
-				if checkpointed.Load() && failed.CompareAndSwap(false, true) {
-					panic(errors.New("injected failure"))
-				}
+				f.pass(int64(i))
 				return elem(i)
 			})
 			resDir, lateDir := t.TempDir(), t.TempDir()
@@ -271,16 +250,13 @@ func TestSlicedWindowsSurviveFailure(t *testing.T) {
 			if weir.SlicedOpsOpened() == before {
 				t.Fatal("the sliced operator did not run")
 			}
-			if !failed.Load() || restoredFrom.Load() < armed.Load() {
-				t.Fatalf("the job did not fail after a checkpoint and restore from it (failed %v, restored checkpoint %d)",
-					failed.Load(), restoredFrom.Load())
-			}
+			f.check(t)
 			for name, c := range map[string][2][]string{"windows": {readCommitted(t, resDir), want}, "late elements": {readCommitted(t, lateDir), wantLateLines}} {
 				got, want := c[0], slices.Clone(c[1])
 				slices.Sort(got)
 				slices.Sort(want)
 				if !slices.Equal(got, want) {
-					t.Errorf("%s: %d results, want %d (restored from checkpoint %d); first difference: %s", name, len(got), len(want), restoredFrom.Load(), firstDiff(got, want))
+					t.Errorf("%s: %d results, want %d (restored from checkpoint %d); first difference: %s", name, len(got), len(want), f.restoredFrom.Load(), firstDiff(got, want))
 				}
 			}
 		})

@@ -1,11 +1,9 @@
 package weir
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/weirhq/weir/internal/keyed"
-	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/internal/window"
 	"github.com/weirhq/weir/state"
@@ -75,23 +73,9 @@ func (o *windowOp[K, T, R, U]) mergeTrigger(r TimeWindow, merged []TimeWindow) {
 // names, fires and purges as it says, and cleans the window up at its
 // cleanup time (the timer of the window's own domain).
 func (o *windowOp[K, T, R, U]) onTriggerTimer(tm timers.Timer, eventTime bool) {
-	o.core.SetKeyBytes(tm.Key)
-	ww, err := o.parseWindow(tm.Namespace)
-	if err != nil {
-		operator.Fail(fmt.Errorf("a window timer: %w", err))
-	}
-	w := TimeWindow(ww)
-	var sessions []TimeWindow
-	if o.merging {
-		o.core.SetNamespace(nil)
-		sessions, _ = o.sessions.Value()
-		live := false
-		for _, s := range sessions {
-			live = live || s == w
-		}
-		if !live {
-			return // a timer of a window merged away (Clear should have deleted it)
-		}
+	w, sessions, ok := o.timerWindow(tm)
+	if !ok {
+		return
 	}
 	o.setWindow(w)
 	o.tctx.window = w

@@ -2,10 +2,8 @@ package weir_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,31 +49,12 @@ func TestCountWindowsAndTriggersSurviveFailure(t *testing.T) {
 	wantC := continuousModel(timed, winSize, interval, false)
 	for _, backend := range []string{"hashmap", "pebble"} {
 		t.Run(backend, func(t *testing.T) {
-			var passed, armed atomic.Int64
-			var checkpointed, failed atomic.Bool
-			armed.Store(-1)
-			var restoredFrom atomic.Int64
-			env := weir.NewEnvironment(weir.Config{
-				Parallelism: 3, StateBackend: backend, StateDir: t.TempDir(),
-				Checkpointing: &weir.CheckpointConfig{Interval: 20 * time.Millisecond, Dir: t.TempDir()},
-				Restart: map[string]string{"restart-strategy.type": "fixed-delay",
-					"restart-strategy.fixed-delay.attempts": "3", "restart-strategy.fixed-delay.delay": "10ms"},
-				OnCheckpoint: func(id int64, _ bool) {
-					if a := armed.Load(); a < 0 && passed.Load() >= n/3 {
-						armed.Store(id + 1)
-					} else if a > 0 && id >= a {
-						checkpointed.Store(true)
-					}
-				},
-				OnRestart: func(_ int, cp int64, _ error) { restoredFrom.Store(cp) },
-			})
+			f := newFailOnce(int64(n))
+			env := weir.NewEnvironment(f.config(t, backend))
 			// About a second of input, so that checkpoints complete mid-way.
 			src := weir.Generate(env, n, float64(n), func(i int64) int64 { return i }).SetParallelism(1)
 			evs := weir.Map(src, func(i int64) kv {
-				passed.Store(i)
-				if checkpointed.Load() && failed.CompareAndSwap(false, true) {
-					panic(errors.New("injected failure"))
-				}
+				f.pass(int64(i))
 				return elem(i)
 			}).SetParallelism(1)
 			ks := weir.KeyBy(evs, func(e kv) int64 { return e.F0 })
@@ -101,11 +80,8 @@ func TestCountWindowsAndTriggersSurviveFailure(t *testing.T) {
 			if _, err := env.Execute(context.Background(), "count-window-failure"); err != nil {
 				t.Fatal(err)
 			}
-			if !failed.Load() || restoredFrom.Load() < armed.Load() {
-				t.Fatalf("the job did not fail after a checkpoint and restore from it (failed %v, restored checkpoint %d)",
-					failed.Load(), restoredFrom.Load())
-			}
-			t.Logf("restored from checkpoint %d", restoredFrom.Load())
+			f.check(t)
+			t.Logf("restored from checkpoint %d", f.restoredFrom.Load())
 			sameLines(t, "tumbling count windows", readCommitted(t, tDir), wantT)
 			sameLines(t, "sliding count windows", readCommitted(t, sDir), wantS)
 			sameLines(t, "continuous event-time trigger", readCommitted(t, cDir), wantC)

@@ -461,14 +461,16 @@ type lineReader struct {
 	curID       string
 	lastLine    bool // the line returned was the last of the split
 	// paused holds the ids of splits paused by watermark alignment
-	// (source.SplitPauser), at most those held.
+	// (source.SplitPauser), at most those held. stall says the reader
+	// waits for a resume (see updateStall).
 	paused map[string]bool
+	stall  bool
 }
 
 // pauseOrResume implements source.SplitPauser for both readers. The reader
 // reads one split at a time: while the one being read is paused it waits
 // for a resume (a streamed split's goroutine fills its bounded queue and
-// stops). Splits queued behind it wait too; a reader holds few.
+// stops), unless a split queued behind it is not paused (updateStall).
 func (c *lineReader) pauseOrResume(pause, resume []string) {
 	if c.paused == nil {
 		c.paused = map[string]bool{}
@@ -481,8 +483,29 @@ func (c *lineReader) pauseOrResume(pause, resume []string) {
 	for _, id := range resume {
 		delete(c.paused, id)
 	}
+	c.updateStall()
 	if len(resume) > 0 {
 		signal(c.wake)
+	}
+}
+
+// updateStall decides whether the reader waits: when the split being read
+// is paused and so is every split queued behind it. A queued split's output
+// was made when the split came, so its watermark is in the source's (and
+// the alignment group's) minimum; when it is not paused it may be what holds
+// the group back, and it can be read only after the current split: waiting
+// would never end. The reader then reads on, the paused split running ahead
+// of the drift, as Flink's unaligned source splits do. (Splits are queued
+// behind another only after a restore; the enumerator hands out one at a
+// time.) Called whenever the pauses, the queue or the current split change,
+// so that next checks one bool per line.
+func (c *lineReader) updateStall() {
+	c.stall = c.curID != "" && c.paused[c.curID]
+	for _, sp := range c.splits {
+		if !c.stall {
+			return
+		}
+		c.stall = c.paused[splitID(sp)]
 	}
 }
 
@@ -509,6 +532,7 @@ func (c *lineReader) addSplits(splits []Split) {
 	}
 	c.epoch++
 	c.requested = false
+	c.updateStall()
 	signal(c.wake)
 }
 
@@ -550,7 +574,7 @@ func (c *lineReader) next() (line string, ok bool) {
 		c.finished()
 	}
 	for {
-		if len(c.paused) > 0 && c.curID != "" && c.paused[c.curID] {
+		if c.stall {
 			c.status, c.wait = source.NothingAvailable, c.wake
 			return "", false
 		}
@@ -629,6 +653,7 @@ func (c *lineReader) open(sp Split) error {
 	c.cur, c.name, c.start, c.number = sp, sp.Path, sp.Start, 0
 	c.curID = splitID(sp)
 	c.epoch++
+	c.updateStall()
 	if sp.Stream {
 		if sp.Started {
 			return notReplayable(sp)
@@ -720,6 +745,7 @@ func (c *lineReader) finished() {
 	c.done = append(c.done, c.curID)
 	c.curID = ""
 	c.epoch++
+	c.stall = false
 }
 
 func (c *lineReader) closeFile() {

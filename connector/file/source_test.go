@@ -452,3 +452,83 @@ func TestReaderPausesSplit(t *testing.T) {
 		t.Fatalf("%d lines after pausing and resuming, want 2000 in order", len(got))
 	}
 }
+
+// A reader that holds a split queued behind the one it reads (after a
+// restore at a lower parallelism) does not wait while only the split being
+// read is paused: the queued split's output holds the source's watermark
+// (and so the alignment group's) where it is, and the reader reads one split
+// at a time, so waiting for a resume would wait forever. It reads on, the
+// paused split running ahead as Flink's unaligned source splits do; with
+// every split it holds paused it waits.
+func TestReaderReadsOnPastPausedSplitWithOneQueued(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "in")
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "%04d\n", i) // 5 bytes a line
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := file.TextSource{Path: path, SplitSize: 5000}
+	job, err := sourcetest.Start(src, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each reader starts its split and reads some of it.
+	for i := range 2 {
+		r := job.Reader(i)
+		r.YieldEvery = 10
+		for r.N == 0 {
+			if _, _, _, err := r.Poll(); err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Deliver(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cp, err := job.Checkpoint(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Close()
+	job, err = sourcetest.Restore(src, cp, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	r := job.Reader(0)
+	r.YieldEvery = 10
+	ids := []string{path + "@0", path + "@5000"}
+	// The first poll opens the first split (and makes both outputs).
+	if _, _, _, err := r.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.PerSplit) != 2 {
+		t.Fatalf("outputs %v after the restore at parallelism 1, want both splits'", r.PerSplit)
+	}
+	cur := ""
+	for id, n := range r.PerSplit {
+		if n > 0 {
+			cur = id
+		}
+	}
+	p := r.R.(source.SplitPauser)
+	p.PauseOrResumeSplits([]string{cur}, nil)
+	before := r.N
+	st, _, _, err := r.Poll()
+	if err != nil || r.N == before {
+		t.Fatalf("the split being read paused, another queued: poll = %v, %v, %d new lines; want the reader to read on", st, err, r.N-before)
+	}
+	// Every split paused: the reader waits.
+	p.PauseOrResumeSplits(ids, nil)
+	before = r.N
+	if st, wake, _, err := r.Poll(); err != nil || st != source.NothingAvailable || wake == nil || r.N != before {
+		t.Fatalf("every split paused: poll = %v, wake %v, %v, %d new lines; want NothingAvailable with a wake channel and none", st, wake != nil, err, r.N-before)
+	}
+	p.PauseOrResumeSplits(nil, ids)
+	if err := job.Run(rand.New(rand.NewPCG(1, 1)), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -152,7 +152,7 @@ func (v *view) vertex(id, vertexID string) (jobmanager.VertexInfo, bool) {
 }
 
 // watermarkStatus is the value of currentOutputWatermarkStatus: the names
-// of Flink's WatermarkStatus (docs/windows.md, decision 16).
+// of Flink's WatermarkStatus (docs/windows.md, decision 24).
 func watermarkStatus(idle bool) string {
 	if idle {
 		return "IDLE"
@@ -164,7 +164,7 @@ func watermarkStatus(idle bool) string {
 // currentInputWatermark and currentOutputWatermark, as Flink's metrics
 // name them (math.MinInt64 until the first watermark), and
 // currentOutputWatermarkStatus, ACTIVE or IDLE (Weir's; see
-// docs/windows.md, decision 16).
+// docs/windows.md, decision 24).
 func (v *view) Watermarks(id, vertexID string) ([]rest.Metric, bool) {
 	vx, ok := v.vertex(id, vertexID)
 	if !ok {

@@ -86,7 +86,6 @@ type alignmentGroup struct {
 type alignedCoordinator struct {
 	group *alignmentGroup
 	ids   []string // reader id in the group, per subtask
-	buf   []byte
 }
 
 // joinAlignment joins the group a names, pre-registering every reader
@@ -141,8 +140,10 @@ func (c *alignedCoordinator) report(ctx CoordinatorContext, subtask int, p []byt
 	// Every report is answered, also with an unchanged value: an answer
 	// may be lost (the JobManager drops events to a subtask it does not
 	// know yet), and a source waits for its first one before it reads.
-	c.buf = binary.AppendVarint(append(c.buf[:0], eventAllowedWatermark), d.Allowed())
-	ctx.SendEvent(subtask, c.buf)
+	// A new slice per answer: SendEvent hands it to the subtask, which
+	// reads it later on its own goroutine.
+	ans := binary.AppendVarint(append(make([]byte, 0, 1+binary.MaxVarintLen64), eventAllowedWatermark), d.Allowed())
+	ctx.SendEvent(subtask, ans)
 	return nil
 }
 

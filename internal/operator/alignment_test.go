@@ -239,3 +239,43 @@ func (p *punct) OnEvent(_ int64, ts int64, out WatermarkEmitter) {
 	}
 }
 func (p *punct) OnPeriodicEmit(WatermarkEmitter) {}
+
+// keptCoordContext keeps every payload as given, as the JobManager does: it
+// reaches the subtask later, as mail on the task's goroutine.
+type keptCoordContext struct {
+	fakeCoordContext
+	kept *[][]byte
+}
+
+func (k keptCoordContext) SendEvent(_ int, p []byte) { *k.kept = append(*k.kept, p) }
+
+// An answer is the coordinator's to give away: the next report (of any
+// subtask) must not write into an answer not delivered yet. (They shared one
+// buffer: the task read an answer while the JobManager wrote the next one, a
+// data race that could give a subtask another answer or a torn one, which it
+// rejects as corrupt, failing the job.)
+func TestAlignmentAnswersAreNotReused(t *testing.T) {
+	var sent []string
+	var kept [][]byte
+	ctx := keptCoordContext{fakeCoordContext{p: 2, shared: map[string]any{}, sent: &sent, name: "x"}, &kept}
+	f := coordinatorFactory[int64, string]{src: scriptSource{}, align: &Alignment{Group: "g", MaxDrift: 100, Interval: 10}}
+	c, err := f.CreateCoordinator(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		subtask int
+		wm      int64
+	}{{0, 1000}, {1, 5}, {1, 1 << 40}} {
+		if err := c.HandleEvent(r.subtask, report(reportActive, r.wm)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []int64{math.MinInt64 + 100, 105, 1100}
+	for i, p := range kept {
+		wm, k := binary.Varint(p[1:])
+		if p[0] != eventAllowedWatermark || k != len(p)-1 || wm != want[i] {
+			t.Errorf("answer %d is %x (allowed %d), want %d", i, p, wm, want[i])
+		}
+	}
+}

@@ -49,7 +49,9 @@ type Coordinator interface {
 
 // CoordinatorContext is what a coordinator can do.
 type CoordinatorContext interface {
-	// SendEvent sends an event to subtask i of the operator.
+	// SendEvent sends an event to subtask i of the operator. The payload
+	// is delivered later, as is, on the subtask's goroutine: it must not be
+	// written again.
 	SendEvent(subtask int, payload []byte)
 	Parallelism() int
 	// Shared returns the object the job's coordinators share under key,

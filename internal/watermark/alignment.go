@@ -20,7 +20,7 @@ import (
 // pure: the coordinator feeds it reports and announces Allowed.
 //
 // The source coordinators of a group share one (internal/operator,
-// alignment.go; docs/windows.md decision 18).
+// alignment.go; docs/windows.md decision 27).
 type Alignment struct {
 	maxDrift int64
 	readers  map[string]alignedReader

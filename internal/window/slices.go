@@ -1,7 +1,7 @@
 package window
 
 // Slice arithmetic for the sliced window operator (windowslice.go in the
-// root package; docs/windows.md, decision 16): a sliding window of size and slide is cut
+// root package; docs/windows.md, decision 29): a sliding window of size and slide is cut
 // into slices of length gcd(size, slide) aligned to the same offset, so each
 // element updates one slice and a window is the union of the size/gcd slices
 // it covers. Everything here is pure; timestamps near the int64 ends are
