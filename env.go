@@ -413,7 +413,7 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			return nil, nil, closeStores, fmt.Errorf("opening the checkpoint storage: %w", err)
 		}
 		stores = append(stores, store)
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store}
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: cp.SavepointDir}
 		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental}
 	}
 	rc, err := restartConfig(cfg.Restart, cfg.Checkpointing != nil)

@@ -175,9 +175,21 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 			defer jm.maybeFinalCheckpointLocked(j)
 		}
 	}
+	for _, id := range out.Savepoints {
+		delete(cp.pending, id)
+		if r := j.savepointOf(id); r != nil {
+			jm.endSavepointLocked(j, r.store.URL(), nil)
+		}
+		// The savepoint folder holds a copy: the checkpoint's own objects go
+		// (shared files stay: later checkpoints may reference them).
+		jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: id}, nil)
+	}
 	for _, r := range out.Rejected {
 		if r.Kind == coordinator.Final {
 			cp.finalRequested = false
+		}
+		if r.Kind == coordinator.Savepoint {
+			jm.savepointFailedLocked(j, 0, r.Reason)
 		}
 	}
 	for _, a := range out.Aborted {
@@ -185,6 +197,9 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 			cp.finalRequested = false
 		}
 		delete(cp.pending, a.ID)
+		if a.Kind == coordinator.Savepoint {
+			jm.savepointFailedLocked(j, a.ID, a.Reason)
+		}
 		if a.NotifyTasks {
 			jm.notifyLocked(j, a.ID, false, false)
 		}
@@ -211,10 +226,16 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		p.metadata = jm.metadataLocked(j, id, p, now)
 		cp.writing[id] = true
 		m, store := *p.metadata, cp.store
+		sp := j.savepointOf(id)
 		j.io.Add(1)
 		go func() {
 			defer j.io.Done()
-			err := storage.WriteMetadata(context.Background(), store, m)
+			var err error
+			if sp != nil {
+				err = jm.writeSavepoint(j, sp, m, store)
+			} else {
+				err = storage.WriteMetadata(context.Background(), store, m)
+			}
 			jm.finalized(j, id, err)
 		}()
 	}
@@ -298,6 +319,9 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	}
 	opts := protocol.CheckpointOptions{Kind: protocol.CheckpointKind(t.Kind), Unaligned: t.Unaligned,
 		AlignedTimeout: t.AlignedTimeout, AtLeastOnce: t.AtLeastOnce}
+	if r := j.savepointTriggeredLocked(t); r != nil {
+		opts.Native = r.opts.Native
+	}
 	if opts.Kind == protocol.Periodic && len(j.cp.sourcesEnded) == len(j.cp.sources) {
 		// Every source ended: whatever checkpoint comes now is final for the
 		// tasks (they end once it completes).

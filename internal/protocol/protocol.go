@@ -134,6 +134,9 @@ type CheckpointOptions struct {
 	AlignedTimeout int64
 	// AtLeastOnce: tasks do not block channels while aligning.
 	AtLeastOnce bool
+	// Native (savepoints only): keyed state in the backend's own format
+	// (Pebble's files); otherwise savepoints are canonical.
+	Native bool
 }
 
 // TriggerCheckpoint asks a source task to take checkpoint ID and inject its
