@@ -178,6 +178,11 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 	for _, id := range out.Savepoints {
 		delete(cp.pending, id)
 		if r := j.savepointOf(id); r != nil {
+			if r.opts.Stop {
+				// Stop with savepoint: sinks commit it, then every task
+				// ends FINISHED (protocol.NotifyCheckpoint.Terminate).
+				jm.terminateLocked(j, id)
+			}
 			jm.endSavepointLocked(j, r.store.URL(), nil)
 		}
 		// The savepoint folder holds a copy: the checkpoint's own objects go
@@ -198,6 +203,10 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		}
 		delete(cp.pending, a.ID)
 		if a.Kind == coordinator.Savepoint {
+			if r := j.savepointOf(a.ID); r != nil && r.opts.Stop && !a.NotifyTasks {
+				// The sources stopped at its barrier: they go on.
+				jm.notifyLocked(j, a.ID, false, false)
+			}
 			jm.savepointFailedLocked(j, a.ID, a.Reason)
 		}
 		if a.NotifyTasks {
@@ -320,7 +329,7 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	opts := protocol.CheckpointOptions{Kind: protocol.CheckpointKind(t.Kind), Unaligned: t.Unaligned,
 		AlignedTimeout: t.AlignedTimeout, AtLeastOnce: t.AtLeastOnce}
 	if r := j.savepointTriggeredLocked(t); r != nil {
-		opts.Native = r.opts.Native
+		opts.Native, opts.Stop, opts.Drain = r.opts.Native, r.opts.Stop, r.opts.Drain
 	}
 	if opts.Kind == protocol.Periodic && len(j.cp.sourcesEnded) == len(j.cp.sources) {
 		// Every source ended: whatever checkpoint comes now is final for the
@@ -349,6 +358,16 @@ func (jm *JobManager) notifyLocked(j *job, id int64, complete, final bool) {
 	for i, e := range j.execs {
 		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
 			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: complete, Final: final})
+		}
+	}
+}
+
+// terminateLocked tells every running execution that stop-with-savepoint id
+// completed: commit it and end.
+func (jm *JobManager) terminateLocked(j *job, id int64) {
+	for i, e := range j.execs {
+		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
+			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: true, Terminate: true})
 		}
 	}
 }

@@ -82,6 +82,8 @@ type SavepointRequest struct {
 	// of an abort.
 	writeErr error
 	done     bool
+	// polled is closed once a poll saw the request done.
+	polled   chan struct{}
 	location string
 	err      error
 	started  time.Time
@@ -124,7 +126,8 @@ func (jm *JobManager) TriggerSavepoint(jobID string, opts SavepointOptions) (str
 		st.Close()
 		return "", err
 	}
-	r := &SavepointRequest{id: newRequestID(), jobID: jobID, opts: opts, target: target, store: st, started: jm.clockOf(j).Now()}
+	r := &SavepointRequest{id: newRequestID(), jobID: jobID, opts: opts, target: target, store: st, started: jm.clockOf(j).Now(),
+		polled: make(chan struct{})}
 	jm.rememberSavepointLocked(r)
 	j.savepoint = r
 	jm.logger.Info("savepoint requested", "job", jobID, "request", r.id, "target", st.URL(), "native", opts.Native, "stop", opts.Stop, "drain", opts.Drain)
@@ -202,6 +205,13 @@ func (jm *JobManager) Savepoint(jobID, requestID string) (SavepointStatus, error
 		return SavepointStatus{}, fmt.Errorf("%w: job %s has no savepoint request %s (the JobManager keeps the last %d)",
 			ErrSavepointRequestNotFound, jobID, requestID, maxSavepointRequests)
 	}
+	if r.done {
+		select {
+		case <-r.polled:
+		default:
+			close(r.polled)
+		}
+	}
 	return SavepointStatus{RequestID: r.id, JobID: r.jobID, Done: r.done, Location: r.location, Err: r.err, CheckpointID: r.ckpt}, nil
 }
 
@@ -275,4 +285,28 @@ func (jm *JobManager) writeSavepoint(j *job, r *SavepointRequest, m storage.Meta
 		jm.mu.Unlock()
 	}
 	return err
+}
+
+// AwaitSavepointPolls waits, at most grace, until every completed
+// stop-with-savepoint request of a job has been polled once: the job's end
+// may take its REST API with it (an embedded cluster), and whoever stopped
+// the job needs the savepoint's location.
+func (jm *JobManager) AwaitSavepointPolls(jobID string, grace time.Duration) {
+	jm.mu.Lock()
+	var waits []chan struct{}
+	for _, r := range jm.savepoints {
+		if r.jobID == jobID && r.opts.Stop && r.done && r.err == nil {
+			waits = append(waits, r.polled)
+		}
+	}
+	jm.mu.Unlock()
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-deadline.C:
+			return
+		}
+	}
 }

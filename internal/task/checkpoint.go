@@ -171,7 +171,18 @@ func (t *Task) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 			t.decline(tc.ID, "the task is not a checkpointing source", false)
 			return
 		}
+		if tc.Options.Stop && tc.Options.Drain {
+			// --drain: every event-time timer and window fires before the
+			// barrier, so the final savepoint holds their output.
+			if d, ok := t.source.(operator.Drainer); ok {
+				t.current = 0
+				d.EmitMaxWatermark()
+			}
+		}
 		t.takeCheckpoint(sourceBarrier(tc, t.spec.Clock.NowMillis()), 0)
+		if tc.Options.Stop {
+			t.stopAt = tc.ID
+		}
 	}) {
 		// Not inline: the JobManager calls this with its lock held.
 		go t.decline(tc.ID, "the task has ended", false)
@@ -196,9 +207,15 @@ func (t *Task) NotifyCheckpoint(n protocol.NotifyCheckpoint) {
 				t.failed = t.opError(i, fmt.Errorf("completing checkpoint %d: %w", n.ID, err))
 			}
 		}
-		t.spec.Logger.Debug("checkpoint notified", "task", t.name, "checkpoint", n.ID, "complete", n.Complete, "final", n.Final)
+		t.spec.Logger.Debug("checkpoint notified", "task", t.name, "checkpoint", n.ID, "complete", n.Complete, "final", n.Final, "terminate", n.Terminate)
 		if n.Complete && n.Final {
 			t.finalComplete = true
+		}
+		if n.Complete && n.Terminate {
+			t.terminated = true
+		}
+		if !n.Complete && n.ID == t.stopAt {
+			t.stopAt = 0 // the stop failed: the job goes on, as in Flink
 		}
 	})
 }
