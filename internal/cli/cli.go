@@ -44,6 +44,13 @@ Usage:
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
+  weir savepoint <job-id> [--dir URL] [--format canonical|native] [--address A]
+                               take a savepoint of a running job into a folder
+                               savepoint-... under URL; prints its path
+  weir stop <job-id> [--dir URL] [--drain] [--format F] [--address A]
+                               stop a job with a final savepoint (sinks commit
+                               it; --drain first fires every event-time timer
+                               and window); prints its path
   weir help                    print this text
 
 Built-in jobs:
@@ -80,7 +87,9 @@ Checkpoints (keyed-count, window-agg):
                          default 1)
   --from latest|PATH     resume from the newest complete checkpoint of the job in
                          --checkpoint-dir (none: start from the beginning), or from
-                         a checkpoint's path
+                         a checkpoint's or a savepoint's path (also moved, or in
+                         an object store; at any parallelism and state backend
+                         for canonical savepoints)
 
 Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
@@ -143,6 +152,13 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		err = list(ctx, args[1:], stdout)
 	case "cancel":
 		err = cancel(ctx, args[1:], stdout)
+	case "savepoint":
+		if len(args) > 1 && args[1] == "inspect" {
+			return runSavepointInspect(args[2:], stdout, stderr)
+		}
+		err = takeSavepoint(ctx, args[1:], stdout, stderr) // savepoint.go
+	case "stop":
+		err = stopJob(ctx, args[1:], stdout, stderr) // savepoint.go
 	default:
 		err = usagef("unknown command %q", args[0])
 	}
