@@ -1,0 +1,114 @@
+package keyedcount_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/testseed"
+	"github.com/weirhq/weir/jobs/keyedcount"
+)
+
+// wantAPIError checks that err is an answer with status and a message
+// containing every one of parts.
+func wantAPIError(t *testing.T, what string, err error, status int, parts ...string) {
+	t.Helper()
+	var ae *rest.APIError
+	if !errors.As(err, &ae) || ae.Status != status {
+		t.Fatalf("%s: got %v, want status %d", what, err, status)
+	}
+	for _, p := range parts {
+		if !strings.Contains(ae.Error(), p) {
+			t.Fatalf("%s: %q does not say %q", what, ae.Error(), p)
+		}
+	}
+}
+
+// Savepoint requests that cannot work are answered at once, saying what was
+// wrong: no target directory and no default, one that cannot be written, a
+// bad format, a second request while one is in progress, an unknown request
+// id, a finished job. The /v1 prefix serves the same routes.
+func TestSavepointRequestErrors(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	writeInput(t, in, r, 20000, 40)
+	cfg := weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0", Checkpointing: &weir.CheckpointConfig{
+		Interval: time.Hour, Timeout: time.Minute, Dir: filepath.Join(dir, "checkpoints")}}
+	env := weir.NewEnvironment(cfg)
+	weir.WriteFiles(keyedcount.Build(env, keyedcount.Options{Input: in, RatePerSecond: 2000}), filepath.Join(dir, "out"), keyedcount.Format).UID("sink")
+	job, err := env.ExecuteAsync(context.Background(), "keyed-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		job.Cancel()
+		job.Wait(context.Background())
+	}()
+	ctx := context.Background()
+	c := rest.NewClient(job.RESTAddr(), nil)
+	v1 := rest.NewClient("http://"+job.RESTAddr()+"/v1", nil)
+
+	_, err = c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{})
+	wantAPIError(t, "no target directory", err, http.StatusBadRequest, "no target directory", "state.savepoints.dir")
+	blocker := filepath.Join(dir, "a-file")
+	os.WriteFile(blocker, []byte("x"), 0o644)
+	_, err = c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: filepath.Join(blocker, "sub")})
+	wantAPIError(t, "unwritable target", err, http.StatusBadRequest, "cannot be written", blocker)
+	_, err = c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: dir, FormatType: "SIDEWAYS"})
+	wantAPIError(t, "bad format", err, http.StatusBadRequest, "formatType", "SIDEWAYS")
+	_, err = c.SavepointStatus(ctx, job.ID(), "0123456789abcdef0123456789abcdef")
+	wantAPIError(t, "unknown request", err, http.StatusNotFound, "no savepoint request")
+
+	target := filepath.Join(dir, "sps")
+	rid, err := v1.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target})
+	if err != nil {
+		t.Fatalf("trigger under /v1: %v", err)
+	}
+	_, err2 := c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target})
+	first, ferr := c.SavepointStatus(ctx, job.ID(), rid)
+	switch {
+	case ferr != nil:
+		t.Fatal(ferr)
+	case err2 != nil:
+		wantAPIError(t, "second request", err2, http.StatusConflict, "in progress", rid)
+	case first.Status.ID != rest.StatusCompleted:
+		t.Fatalf("a second savepoint was accepted while %s is %s", rid, first.Status.ID)
+	}
+	if _, err := waitSavepoint(t, v1, job.ID(), rid); err != nil {
+		t.Fatal(err)
+	}
+
+	// Stop; before its result is polled the (embedded) cluster stays up,
+	// so the finished job can be asked for another savepoint.
+	sid, err := c.StopWithSavepoint(ctx, job.ID(), rest.StopRequest{TargetDirectory: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, err := c.Job(ctx, job.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.State == rest.JobFinished {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stopped job is %s after 30 s", d.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err = c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target})
+	wantAPIError(t, "finished job", err, http.StatusConflict, "FINISHED", "only a running job")
+	if _, err := waitSavepoint(t, c, job.ID(), sid); err != nil {
+		t.Fatal(err)
+	}
+}
