@@ -85,6 +85,8 @@ Checkpoints (keyed-count, window-agg):
   --unaligned            unaligned checkpoints (barriers overtake in-flight data)
   --retained N           completed checkpoints kept (state.checkpoints.num-retained,
                          default 1)
+  --savepoint-dir URL    default target of weir savepoint and weir stop without --dir
+                         (state.savepoints.dir)
   --from latest|PATH     resume from the newest complete checkpoint of the job in
                          --checkpoint-dir (none: start from the beginning), or from
                          a checkpoint's or a savepoint's path (also moved, or in
@@ -260,6 +262,7 @@ type jobFlags struct {
 	count         int64
 	ooo           time.Duration
 	checkpointDir string
+	savepointDir  string
 	interval      time.Duration
 	unaligned     bool
 	from          string
@@ -287,6 +290,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&f.count, "count", 0, "")
 	fs.DurationVar(&f.ooo, "max-out-of-orderness", 0, "")
 	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "")
+	fs.StringVar(&f.savepointDir, "savepoint-dir", "", "")
 	fs.DurationVar(&f.interval, "checkpoint-interval", time.Second, "")
 	fs.BoolVar(&f.unaligned, "unaligned", false, "")
 	fs.StringVar(&f.from, "from", "", "")
@@ -315,7 +319,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("fraud-detection needs --input and --output")
 		}
 	case "keyed-count", "window-agg":
-		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained")
+		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained", "savepoint-dir")
 		if job == "window-agg" {
 			flags = append(flags, "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
 		}
@@ -328,6 +332,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("window-agg needs --input, --output and --window")
 		case f.checkpointDir == "" && setFlag(fs, "from"):
 			err = usagef("--from needs --checkpoint-dir")
+		case f.checkpointDir == "" && setFlag(fs, "savepoint-dir"):
+			err = usagef("--savepoint-dir needs --checkpoint-dir (a savepoint is a checkpoint)")
 		case f.interval < 10*time.Millisecond:
 			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
 		case f.retained < 1 || f.retained > 1000:
@@ -357,7 +363,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "window-agg":
 		return runWindowAgg(ctx, f, cfg, stderr)
 	case "keyed-count":
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained}
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
+			SavepointDir: f.savepointDir}
 		cfg.ResumeFrom = f.from
 		announceCheckpoints(&cfg, stderr)
 		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg})
@@ -398,7 +405,8 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 		return usagef("--late-output and --output are both %q; they must differ", f.output)
 	}
 	if f.checkpointDir != "" {
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained}
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
+			SavepointDir: f.savepointDir}
 		cfg.ResumeFrom = f.from
 		announceCheckpoints(&cfg, stderr)
 	}
