@@ -313,6 +313,15 @@ func (jm *JobManager) finalized(j *job, id int64, err error) {
 func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	p := &pendingCheckpoint{trigger: t, coordState: map[string][]byte{}, acks: map[int]protocol.AcknowledgeCheckpoint{}}
 	j.cp.pending[t.ID] = p
+	if r := j.savepoint; r != nil && r.opts.Stop && r.ckpt != 0 && r.ckpt != t.ID && len(t.Sources) > 0 {
+		// The job is stopping with a savepoint: no checkpoint after it may
+		// commit what operators emit past its barrier (processing-time
+		// timers), which a run resumed from the savepoint emits again.
+		// Declined without counting, as Flink stops its periodic scheduler.
+		go jm.DeclineCheckpoint(protocol.DeclineCheckpoint{Exec: j.execs[t.Sources[0]], ID: t.ID,
+			Reason: fmt.Sprintf("the job is stopping with savepoint %d", r.ckpt)})
+		return
+	}
 	for id, oc := range j.coords {
 		st, err := oc.c.Snapshot(t.ID)
 		if err != nil {
