@@ -40,8 +40,9 @@ func TestSavepointRequestErrors(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.txt")
 	writeInput(t, in, r, 20000, 40)
+	// Interval 0: no periodic checkpoints, savepoints still go through.
 	cfg := weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0", Checkpointing: &weir.CheckpointConfig{
-		Interval: time.Hour, Timeout: time.Minute, Dir: filepath.Join(dir, "checkpoints")}}
+		Timeout: time.Minute, Dir: filepath.Join(dir, "checkpoints")}}
 	env := weir.NewEnvironment(cfg)
 	weir.WriteFiles(keyedcount.Build(env, keyedcount.Options{Input: in, RatePerSecond: 2000}), filepath.Join(dir, "out"), keyedcount.Format).UID("sink")
 	job, err := env.ExecuteAsync(context.Background(), "keyed-count")
