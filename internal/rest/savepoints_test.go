@@ -62,6 +62,9 @@ func TestSavepointShapes(t *testing.T) {
 		{"POST", "/jobs/" + runningID + "/savepoints", `{"target-directory":"/sp","cancel-job":false,"formatType":"NATIVE"}`, 202, `{"request-id":"aaaabbbbccccddddaaaabbbbccccdddd"}`},
 		{"POST", "/v1/jobs/" + runningID + "/savepoints", ``, 202, `{"request-id":"aaaabbbbccccddddaaaabbbbccccdddd"}`},
 		{"POST", "/jobs/" + runningID + "/stop", `{"targetDirectory":"/sp","drain":true}`, 202, `{"request-id":"aaaabbbbccccddddaaaabbbbccccdddd"}`},
+		// Flink 2.3's client's bodies, exactly (triggerId null).
+		{"POST", "/v1/jobs/" + runningID + "/savepoints", `{"target-directory":"/sp","cancel-job":false,"formatType":"CANONICAL","triggerId":null}`, 202, `"request-id"`},
+		{"POST", "/v1/jobs/" + runningID + "/stop", `{"targetDirectory":"/sp","drain":false,"formatType":"CANONICAL","triggerId":null}`, 202, `"request-id"`},
 		{"POST", "/jobs/" + runningID + "/savepoints", `{"target_directory":"/sp"}`, 400, `unknown field`},
 		{"POST", "/jobs/" + runningID + "/savepoints", `{"formatType":"ZIP"}`, 400, `formatType`},
 		{"POST", "/jobs/" + unknownID + "/savepoints", `{}`, 404, `Job ` + unknownID + ` not found`},
@@ -77,7 +80,8 @@ func TestSavepointShapes(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s, want %d with %s", c.method, c.path, c.body, status, body, c.status, c.want)
 		}
 	}
-	want := []rest.SavepointTrigger{{TargetDir: "/sp", Native: true}, {}, {TargetDir: "/sp", Stop: true, Drain: true}}
+	want := []rest.SavepointTrigger{{TargetDir: "/sp", Native: true}, {}, {TargetDir: "/sp", Stop: true, Drain: true},
+		{TargetDir: "/sp"}, {TargetDir: "/sp", Stop: true}}
 	if len(f.got) != len(want) {
 		t.Fatalf("triggers %+v, want %+v", f.got, want)
 	}
