@@ -3,14 +3,17 @@ package keyedcount_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/testseed"
 	"github.com/weirhq/weir/jobs/keyedcount"
@@ -111,5 +114,60 @@ func TestSavepointRequestErrors(t *testing.T) {
 	wantAPIError(t, "finished job", err, http.StatusConflict, "FINISHED", "only a running job")
 	if _, err := waitSavepoint(t, c, job.ID(), sid); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A savepoint whose folder cannot be written to completes with a failure
+// cause naming the store and the cause; the job keeps running, its
+// checkpoints are not failed by it, and the next savepoint succeeds.
+func TestSavepointWriteFailure(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	writeInput(t, in, r, 20000, 40)
+	target := filepath.Join(dir, "sps")
+	var failing atomic.Bool // read by the store's callers
+	failing.Store(true)
+	undo := storage.Intercept("file://"+filepath.ToSlash(target), func(s *storage.Store) *storage.Store {
+		return storage.WithFaults(s, func(op, key string) (time.Duration, error) {
+			if failing.Load() && op == storage.OpWrite {
+				return 0, fmt.Errorf("%w: disk full (test)", storage.ErrInjected)
+			}
+			return 0, nil
+		})
+	})
+	defer undo()
+	cfg := weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0", Checkpointing: &weir.CheckpointConfig{
+		Interval: 50 * time.Millisecond, Timeout: time.Minute, Dir: filepath.Join(dir, "checkpoints")}}
+	env := weir.NewEnvironment(cfg)
+	weir.WriteFiles(keyedcount.Build(env, keyedcount.Options{Input: in, RatePerSecond: 2000}), filepath.Join(dir, "out"), keyedcount.Format).UID("sink")
+	job, err := env.ExecuteAsync(context.Background(), "keyed-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		job.Cancel()
+		job.Wait(context.Background())
+	}()
+	ctx := context.Background()
+	c := rest.NewClient(job.RESTAddr(), nil)
+	rid, err := c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitSavepoint(t, c, job.ID(), rid); err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "sps") {
+		t.Fatalf("a savepoint that cannot be written: %v", err)
+	}
+	failing.Store(false)
+	rid, err = c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitSavepoint(t, c, job.ID(), rid); err != nil {
+		t.Fatalf("the next savepoint: %v", err)
+	}
+	d, err := c.Job(ctx, job.ID())
+	if err != nil || d.State != rest.JobRunning {
+		t.Fatalf("after a failed savepoint the job is %s (%v), want RUNNING", d.State, err)
 	}
 }
