@@ -11,7 +11,7 @@ import (
 // The view's savepoint operations, in Flink's asynchronous-operation shapes.
 
 func (v *view) TriggerSavepoint(jobID string, t rest.SavepointTrigger) (string, error) {
-	id, err := v.c.JM.TriggerSavepoint(jobID, jobmanager.SavepointOptions{TargetDir: t.TargetDir, Native: t.Native, Stop: t.Stop, Drain: t.Drain})
+	id, err := v.c.JM.TriggerSavepoint(jobID, jobmanager.SavepointOptions{TargetDir: t.TargetDir, Native: t.Native, Stop: t.Stop, Drain: t.Drain, Cancel: t.Cancel})
 	return id, restError(err)
 }
 

@@ -184,6 +184,10 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 				jm.terminateLocked(j, id)
 			}
 			jm.endSavepointLocked(j, r.store.URL(), nil)
+			if r.opts.Cancel {
+				// Not inline: Cancel takes the lock this runs under.
+				go jm.Cancel(j.spec.ID)
+			}
 		}
 		// The savepoint folder holds a copy: the checkpoint's own objects go
 		// (shared files stay: later checkpoints may reference them).

@@ -55,6 +55,9 @@ type SavepointOptions struct {
 	// Drain, with Stop, makes sources send the maximum watermark before
 	// the barrier, so every event-time timer and window fires first.
 	Drain bool
+	// Cancel cancels the job once the savepoint completed (Flink's
+	// deprecated cancel-with-savepoint: the job ends CANCELED).
+	Cancel bool
 }
 
 // SavepointStatus is the state of a savepoint request.
@@ -103,6 +106,9 @@ func (jm *JobManager) TriggerSavepoint(jobID string, opts SavepointOptions) (str
 	target, err := jm.checkSavepointable(jobID, &opts)
 	if err != nil {
 		return "", err
+	}
+	if opts.Cancel && opts.Stop {
+		return "", fmt.Errorf("%w: cancel-job and stop exclude each other", ErrBadSavepointRequest)
 	}
 	if opts.Drain && !opts.Stop {
 		return "", fmt.Errorf("%w: drain needs stop (only a stopping job sends the maximum watermark)", ErrBadSavepointRequest)
@@ -295,7 +301,7 @@ func (jm *JobManager) AwaitSavepointPolls(jobID string, grace time.Duration) {
 	jm.mu.Lock()
 	var waits []chan struct{}
 	for _, r := range jm.savepoints {
-		if r.jobID == jobID && r.opts.Stop && r.done && r.err == nil {
+		if r.jobID == jobID && (r.opts.Stop || r.opts.Cancel) && r.done && r.err == nil {
 			waits = append(waits, r.polled)
 		}
 	}

@@ -30,8 +30,9 @@ type SavepointOperator interface {
 type SavepointTrigger struct {
 	TargetDir string
 	Native    bool
-	Stop      bool // stop with savepoint (POST /stop, or cancel-job)
+	Stop      bool // stop with savepoint (POST /stop)
 	Drain     bool
+	Cancel    bool // cancel the job once the savepoint completed (cancel-job)
 }
 
 // StatusError is an error with the HTTP status the handler answers.
@@ -157,7 +158,7 @@ func (h *handler) triggerSavepoint(w http.ResponseWriter, r *http.Request, id st
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	h.trigger(w, id, SavepointTrigger{TargetDir: req.TargetDirectory, Native: native, Stop: req.CancelJob})
+	h.trigger(w, id, SavepointTrigger{TargetDir: req.TargetDirectory, Native: native, Cancel: req.CancelJob})
 }
 
 func (h *handler) stopWithSavepoint(w http.ResponseWriter, r *http.Request, id string) {

@@ -171,3 +171,38 @@ func TestSavepointWriteFailure(t *testing.T) {
 		t.Fatalf("after a failed savepoint the job is %s (%v), want RUNNING", d.State, err)
 	}
 }
+
+// "cancel-job": true takes the savepoint, then cancels the job (Flink's
+// cancel-with-savepoint): the savepoint's location can still be read, and
+// the job ends CANCELED.
+func TestSavepointThenCancel(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	writeInput(t, in, r, 20000, 40)
+	cfg := weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0", Checkpointing: &weir.CheckpointConfig{
+		Interval: 50 * time.Millisecond, Timeout: time.Minute, Dir: filepath.Join(dir, "checkpoints")}}
+	env := weir.NewEnvironment(cfg)
+	weir.WriteFiles(keyedcount.Build(env, keyedcount.Options{Input: in, RatePerSecond: 2000}), filepath.Join(dir, "out"), keyedcount.Format).UID("sink")
+	job, err := env.ExecuteAsync(context.Background(), "keyed-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rest.NewClient(job.RESTAddr(), nil)
+	rid, err := c.TriggerSavepoint(context.Background(), job.ID(), rest.SavepointTriggerRequest{TargetDirectory: filepath.Join(dir, "sps"), CancelJob: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := waitSavepoint(t, c, job.ID(), rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := job.Wait(ctx); !errors.Is(err, weir.ErrCanceled) {
+		t.Fatalf("after cancel-job the job ended with %v, want canceled", err)
+	}
+	if _, err := os.Stat(filepath.Join(strings.TrimPrefix(loc, "file://"), "_metadata")); err != nil {
+		t.Fatal(err)
+	}
+}
