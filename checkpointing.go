@@ -60,6 +60,10 @@ type CheckpointConfig struct {
 	// Incremental makes the Pebble backend upload only new files
 	// (execution.checkpointing.incremental).
 	Incremental bool
+	// SavepointDir is the default target directory of savepoints
+	// (state.savepoints.dir): a path or URL as Dir; "" makes every
+	// savepoint request name its own.
+	SavepointDir string
 }
 
 // defaultCheckpointDir is used when CheckpointConfig.Dir is empty.

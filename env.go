@@ -361,6 +361,10 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		case err != nil:
 			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
 		}
+		// A stop-with-savepoint ends the job, and with it this cluster's
+		// REST API: let whoever stopped it read the savepoint's location
+		// first (bounded, so nobody polling cannot hold the process).
+		c.JM.AwaitSavepointPolls(spec.ID, savepointPollGrace)
 		c.Close(context.Background())
 		c.JM.Drain(spec.ID)
 		closeStores()
@@ -371,6 +375,10 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 	}()
 	return j, nil
 }
+
+// savepointPollGrace bounds how long an ended job's embedded cluster keeps
+// serving until a completed stop-with-savepoint request has been polled.
+const savepointPollGrace = 5 * time.Second
 
 // Execute runs the job on an embedded local cluster and waits for it to end.
 func (e *Environment) Execute(ctx context.Context, name string) (*JobResult, error) {
@@ -413,7 +421,7 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			return nil, nil, closeStores, fmt.Errorf("opening the checkpoint storage: %w", err)
 		}
 		stores = append(stores, store)
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store}
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: cp.SavepointDir}
 		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental}
 	}
 	rc, err := restartConfig(cfg.Restart, cfg.Checkpointing != nil)

@@ -168,7 +168,12 @@ type watermarkOp[T any] struct {
 // last watermark emitted, kept in checkpoints, and the periodic wake-up.
 type watermarkEmitter struct {
 	interval, emitted int64
-	saved             watermarkState
+	// beforeMax is what was emitted before the maximum watermark (the end
+	// of input, or a stop with --drain), which is what a checkpoint keeps:
+	// the maximum ends event time for this run only, and a run resumed from
+	// a drained savepoint must not start with every element late.
+	beforeMax int64
+	saved     watermarkState
 	// Idleness (idleTimeout > 0): events counts elements; at each periodic
 	// wake-up the output goes idle when none came for idleTimeout ms.
 	idleTimeout, events, seenEvents, lastActive int64
@@ -207,9 +212,16 @@ func (e *watermarkEmitter) Open(ctx *operator.Context) error {
 }
 
 // SnapshotState implements operator.Snapshotter.
-func (e *watermarkEmitter) SnapshotState(int64) error { e.saved.save(e.emitted); return nil }
-func (e *watermarkEmitter) Finish() error             { return nil }
-func (e *watermarkEmitter) Close() error              { return nil }
+func (e *watermarkEmitter) SnapshotState(int64) error {
+	wm := e.emitted
+	if wm == math.MaxInt64 {
+		wm = e.beforeMax
+	}
+	e.saved.save(wm)
+	return nil
+}
+func (e *watermarkEmitter) Finish() error { return nil }
+func (e *watermarkEmitter) Close() error  { return nil }
 
 func (o *watermarkOp[T]) ProcessElement(v T, _ int64) {
 	o.ctx.Enter()
@@ -225,7 +237,7 @@ func (o *watermarkOp[T]) ProcessElement(v T, _ int64) {
 
 func (o *watermarkOp[T]) ProcessWatermark(wm int64) {
 	if wm == math.MaxInt64 && o.emitted != wm {
-		o.emitted = wm
+		o.beforeMax, o.emitted = o.emitted, wm
 		o.out.ProcessWatermark(wm)
 	}
 }
@@ -272,7 +284,7 @@ func (o *generatorOp[T]) EmitWatermark(wm int64) {
 
 func (o *generatorOp[T]) ProcessWatermark(wm int64) {
 	if wm == math.MaxInt64 && o.emitted != wm {
-		o.emitted = wm
+		o.beforeMax, o.emitted = o.emitted, wm
 		o.out.ProcessWatermark(wm)
 	}
 }

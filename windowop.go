@@ -495,7 +495,7 @@ func (o *windowOp[K, T, R, U]) Finish() error { return nil }
 // SnapshotState implements operator.Snapshotter: the watermark goes into
 // the checkpoint (see watermarkState), then the function's own hook runs.
 func (o *windowOp[K, T, R, U]) SnapshotState(id int64) error {
-	o.saved.save(o.core.CurrentWatermark())
+	o.saved.save(o.core.CheckpointWatermark())
 	return o.fnHooks.SnapshotState(id)
 }
 func (o *windowOp[K, T, R, U]) Close() error { return closeFn(o.fn) }

@@ -354,7 +354,7 @@ func (o *slicedOp[K, T, R, U]) Finish() error { return nil }
 
 // SnapshotState implements operator.Snapshotter, as windowOp's.
 func (o *slicedOp[K, T, R, U]) SnapshotState(id int64) error {
-	o.saved.save(o.core.CurrentWatermark())
+	o.saved.save(o.core.CheckpointWatermark())
 	return o.fnHooks.SnapshotState(id)
 }
 

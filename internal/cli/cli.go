@@ -44,6 +44,13 @@ Usage:
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
+  weir savepoint <job-id> [--dir URL] [--format canonical|native] [--address A]
+                               take a savepoint of a running job into a folder
+                               savepoint-... under URL; prints its path
+  weir stop <job-id> [--dir URL] [--drain] [--format F] [--address A]
+                               stop a job with a final savepoint (sinks commit
+                               it; --drain first fires every event-time timer
+                               and window); prints its path
   weir help                    print this text
 
 Built-in jobs:
@@ -78,9 +85,13 @@ Checkpoints (keyed-count, window-agg):
   --unaligned            unaligned checkpoints (barriers overtake in-flight data)
   --retained N           completed checkpoints kept (state.checkpoints.num-retained,
                          default 1)
+  --savepoint-dir URL    default target of weir savepoint and weir stop without --dir
+                         (state.savepoints.dir)
   --from latest|PATH     resume from the newest complete checkpoint of the job in
                          --checkpoint-dir (none: start from the beginning), or from
-                         a checkpoint's path
+                         a checkpoint's or a savepoint's path (also moved, or in
+                         an object store; at any parallelism and state backend
+                         for canonical savepoints)
 
 Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
@@ -143,6 +154,13 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		err = list(ctx, args[1:], stdout)
 	case "cancel":
 		err = cancel(ctx, args[1:], stdout)
+	case "savepoint":
+		if len(args) > 1 && args[1] == "inspect" {
+			return runSavepointInspect(args[2:], stdout, stderr)
+		}
+		err = takeSavepoint(ctx, args[1:], stdout, stderr) // savepoint.go
+	case "stop":
+		err = stopJob(ctx, args[1:], stdout, stderr) // savepoint.go
 	default:
 		err = usagef("unknown command %q", args[0])
 	}
@@ -244,6 +262,7 @@ type jobFlags struct {
 	count         int64
 	ooo           time.Duration
 	checkpointDir string
+	savepointDir  string
 	interval      time.Duration
 	unaligned     bool
 	from          string
@@ -271,6 +290,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&f.count, "count", 0, "")
 	fs.DurationVar(&f.ooo, "max-out-of-orderness", 0, "")
 	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "")
+	fs.StringVar(&f.savepointDir, "savepoint-dir", "", "")
 	fs.DurationVar(&f.interval, "checkpoint-interval", time.Second, "")
 	fs.BoolVar(&f.unaligned, "unaligned", false, "")
 	fs.StringVar(&f.from, "from", "", "")
@@ -299,7 +319,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("fraud-detection needs --input and --output")
 		}
 	case "keyed-count", "window-agg":
-		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained")
+		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained", "savepoint-dir")
 		if job == "window-agg" {
 			flags = append(flags, "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
 		}
@@ -312,6 +332,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("window-agg needs --input, --output and --window")
 		case f.checkpointDir == "" && setFlag(fs, "from"):
 			err = usagef("--from needs --checkpoint-dir")
+		case f.checkpointDir == "" && setFlag(fs, "savepoint-dir"):
+			err = usagef("--savepoint-dir needs --checkpoint-dir (a savepoint is a checkpoint)")
 		case f.interval < 10*time.Millisecond:
 			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
 		case f.retained < 1 || f.retained > 1000:
@@ -341,7 +363,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "window-agg":
 		return runWindowAgg(ctx, f, cfg, stderr)
 	case "keyed-count":
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained}
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
+			SavepointDir: f.savepointDir}
 		cfg.ResumeFrom = f.from
 		announceCheckpoints(&cfg, stderr)
 		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg})
@@ -382,7 +405,8 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 		return usagef("--late-output and --output are both %q; they must differ", f.output)
 	}
 	if f.checkpointDir != "" {
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained}
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
+			SavepointDir: f.savepointDir}
 		cfg.ResumeFrom = f.from
 		announceCheckpoints(&cfg, stderr)
 	}

@@ -175,9 +175,30 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 			defer jm.maybeFinalCheckpointLocked(j)
 		}
 	}
+	for _, id := range out.Savepoints {
+		delete(cp.pending, id)
+		if r := j.savepointOf(id); r != nil {
+			if r.opts.Stop {
+				// Stop with savepoint: sinks commit it, then every task
+				// ends FINISHED (protocol.NotifyCheckpoint.Terminate).
+				jm.terminateLocked(j, id)
+			}
+			jm.endSavepointLocked(j, r.store.URL(), nil)
+			if r.opts.Cancel {
+				// Not inline: Cancel takes the lock this runs under.
+				go jm.Cancel(j.spec.ID)
+			}
+		}
+		// The savepoint folder holds a copy: the checkpoint's own objects go
+		// (shared files stay: later checkpoints may reference them).
+		jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: id}, nil)
+	}
 	for _, r := range out.Rejected {
 		if r.Kind == coordinator.Final {
 			cp.finalRequested = false
+		}
+		if r.Kind == coordinator.Savepoint {
+			jm.savepointFailedLocked(j, 0, r.Reason)
 		}
 	}
 	for _, a := range out.Aborted {
@@ -185,6 +206,13 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 			cp.finalRequested = false
 		}
 		delete(cp.pending, a.ID)
+		if a.Kind == coordinator.Savepoint {
+			if r := j.savepointOf(a.ID); r != nil && r.opts.Stop && !a.NotifyTasks {
+				// The sources stopped at its barrier: they go on.
+				jm.notifyLocked(j, a.ID, false, false)
+			}
+			jm.savepointFailedLocked(j, a.ID, a.Reason)
+		}
 		if a.NotifyTasks {
 			jm.notifyLocked(j, a.ID, false, false)
 		}
@@ -211,10 +239,16 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		p.metadata = jm.metadataLocked(j, id, p, now)
 		cp.writing[id] = true
 		m, store := *p.metadata, cp.store
+		sp := j.savepointOf(id)
 		j.io.Add(1)
 		go func() {
 			defer j.io.Done()
-			err := storage.WriteMetadata(context.Background(), store, m)
+			var err error
+			if sp != nil {
+				err = jm.writeSavepoint(j, sp, m, store)
+			} else {
+				err = storage.WriteMetadata(context.Background(), store, m)
+			}
 			jm.finalized(j, id, err)
 		}()
 	}
@@ -283,6 +317,15 @@ func (jm *JobManager) finalized(j *job, id int64, err error) {
 func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	p := &pendingCheckpoint{trigger: t, coordState: map[string][]byte{}, acks: map[int]protocol.AcknowledgeCheckpoint{}}
 	j.cp.pending[t.ID] = p
+	if r := j.savepoint; r != nil && r.opts.Stop && r.ckpt != 0 && r.ckpt != t.ID && len(t.Sources) > 0 {
+		// The job is stopping with a savepoint: no checkpoint after it may
+		// commit what operators emit past its barrier (processing-time
+		// timers), which a run resumed from the savepoint emits again.
+		// Declined without counting, as Flink stops its periodic scheduler.
+		go jm.DeclineCheckpoint(protocol.DeclineCheckpoint{Exec: j.execs[t.Sources[0]], ID: t.ID,
+			Reason: fmt.Sprintf("the job is stopping with savepoint %d", r.ckpt)})
+		return
+	}
 	for id, oc := range j.coords {
 		st, err := oc.c.Snapshot(t.ID)
 		if err != nil {
@@ -298,6 +341,9 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	}
 	opts := protocol.CheckpointOptions{Kind: protocol.CheckpointKind(t.Kind), Unaligned: t.Unaligned,
 		AlignedTimeout: t.AlignedTimeout, AtLeastOnce: t.AtLeastOnce}
+	if r := j.savepointTriggeredLocked(t); r != nil {
+		opts.Native, opts.Stop, opts.Drain = r.opts.Native, r.opts.Stop, r.opts.Drain
+	}
 	if opts.Kind == protocol.Periodic && len(j.cp.sourcesEnded) == len(j.cp.sources) {
 		// Every source ended: whatever checkpoint comes now is final for the
 		// tasks (they end once it completes).
@@ -325,6 +371,16 @@ func (jm *JobManager) notifyLocked(j *job, id int64, complete, final bool) {
 	for i, e := range j.execs {
 		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
 			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: complete, Final: final})
+		}
+	}
+}
+
+// terminateLocked tells every running execution that stop-with-savepoint id
+// completed: commit it and end.
+func (jm *JobManager) terminateLocked(j *job, id int64) {
+	for i, e := range j.execs {
+		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
+			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: true, Terminate: true})
 		}
 	}
 }

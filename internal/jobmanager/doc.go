@@ -5,6 +5,9 @@
 // under the restart strategy, drives the checkpoint coordinator (triggers,
 // metadata written last, notifications, retention), plans what each subtask
 // restores, and hosts the operator coordinators (source split enumerators).
+// It takes savepoints on request (savepoints.go): checkpoints of kind
+// Savepoint copied into a self-contained folder, and stop-with-savepoint,
+// after which the tasks end FINISHED.
 //
 // The decisions are made by pure state machines: the job's lifecycle in
 // jobstate.go, checkpoints in internal/checkpoint/coordinator, restarts in

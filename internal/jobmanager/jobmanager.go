@@ -43,6 +43,9 @@ type CheckpointSpec struct {
 	Settings coordinator.Settings
 	// Store is where the job's checkpoints go (the job's directory is its ID).
 	Store *storage.Store
+	// SavepointDir is the default target directory of savepoints
+	// (state.savepoints.dir); "" needs one per request.
+	SavepointDir string
 }
 
 // JobSpec is a submitted job.
@@ -79,6 +82,10 @@ type JobManager struct {
 	free []int // free slots per TaskManager, parallel to tms
 	jobs map[string]*job
 	ids  []string // submission order
+	// savepoints are the savepoint requests kept for polling, by request
+	// id; savepointOrder their order (bounded, see maxSavepointRequests).
+	savepoints     map[string]*SavepointRequest
+	savepointOrder []string
 }
 
 // job is the JobManager's record of one job.
@@ -111,6 +118,9 @@ type job struct {
 	// (operator.CoordinatorContext.Shared), made anew with them.
 	shared map[string]any
 	cp     *checkpoints // nil without checkpointing
+	// savepoint is the savepoint request in progress (nil: none); one at a
+	// time per job.
+	savepoint *SavepointRequest
 	// restore is what the current attempt restored from (nil: fresh start).
 	restore *storage.Metadata
 	// restoreStore is the store restore's handles are in.
@@ -493,6 +503,7 @@ func (jm *JobManager) finishLocked(j *job) {
 	if j.cp != nil {
 		jm.stopCheckpointsLocked(j)
 	}
+	jm.savepointFailedLocked(j, 0, fmt.Sprintf("the job ended (%s) before the savepoint completed", j.state.status))
 	close(j.done)
 	jm.logger.Info("job ended", "job", j.spec.ID, "status", j.state.status)
 }

@@ -24,6 +24,9 @@ type Core[K comparable] struct {
 	kg       int
 	current  K
 	wm       int64
+	// beforeMax is the watermark before the maximum one (see
+	// CheckpointWatermark).
+	beforeMax int64
 	// timerKey is true when the timer service points at the current key.
 	timerKey bool
 }
@@ -134,12 +137,27 @@ func (c *Core[K]) ArmProcessingTime() {
 	}
 }
 
+// CheckpointWatermark is the watermark a checkpoint keeps: the current one,
+// except after the maximum watermark (end of input, or a stop with
+// --drain), which ends event time for this run only: then the one before
+// it, so that a run resumed from a drained savepoint goes on from where the
+// data was instead of taking every element as late.
+func (c *Core[K]) CheckpointWatermark() int64 {
+	if c.wm == math.MaxInt64 {
+		return c.beforeMax
+	}
+	return c.wm
+}
+
 // RestoreWatermark sets the watermark a restored operator had at its
 // checkpoint, without firing timers (those it passed had fired then).
 func (c *Core[K]) RestoreWatermark(wm int64) { c.wm = wm }
 
 // AdvanceWatermark fires, in time order, the event-time timers wm passed.
 func (c *Core[K]) AdvanceWatermark(wm int64, fire func(timers.Timer)) {
+	if wm == math.MaxInt64 && c.wm != math.MaxInt64 {
+		c.beforeMax = c.wm
+	}
 	c.wm = wm
 	c.st.Timers.AdvanceWatermark(wm, fire)
 }

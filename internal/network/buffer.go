@@ -169,11 +169,15 @@ type Barrier struct {
 	Kind uint8
 	// AlignedTimeout (ms) > 0: turn unaligned when alignment takes longer.
 	AlignedTimeout int64
+	// Native (savepoints only): keyed state in the backend's own format
+	// (Pebble files) instead of the canonical one.
+	Native bool
 }
 
 const (
 	barrierUnaligned   = 1
 	barrierAtLeastOnce = 2
+	barrierNative      = 4
 )
 
 // NewBarrier returns a barrier event.
@@ -189,6 +193,9 @@ func NewBarrier(br Barrier) *Buffer {
 	if br.AtLeastOnce {
 		flags |= barrierAtLeastOnce
 	}
+	if br.Native {
+		flags |= barrierNative
+	}
 	d = append(d, flags, br.Kind)
 	return &Buffer{Kind: KindBarrier, Data: d}
 }
@@ -200,6 +207,7 @@ func (b *Buffer) Barrier() Barrier {
 		ID: int64(binary.LittleEndian.Uint64(d)), Timestamp: int64(binary.LittleEndian.Uint64(d[8:])),
 		AlignedTimeout: int64(binary.LittleEndian.Uint64(d[16:])),
 		Unaligned:      d[24]&barrierUnaligned != 0, AtLeastOnce: d[24]&barrierAtLeastOnce != 0, Kind: d[25],
+		Native: d[24]&barrierNative != 0,
 	}
 }
 

@@ -174,6 +174,22 @@ func (s *SourceOperator[T, S]) HandleOperatorEvent(p []byte) error {
 	return fmt.Errorf("source: unknown event %q from the enumerator", p[0])
 }
 
+// Drainer is implemented by sources that can send the maximum watermark
+// without ending (stop with savepoint and --drain).
+type Drainer interface{ EmitMaxWatermark() }
+
+// EmitMaxWatermark implements Drainer: the maximum watermark, as at the end
+// of input, so every event-time timer downstream fires. The source is not
+// polled afterwards (the task stops it).
+func (s *SourceOperator[T, S]) EmitMaxWatermark() {
+	if s.ended {
+		return
+	}
+	s.ctx.SetIdle(false)
+	s.ctx.Enter()
+	s.out.in.ProcessWatermark(MaxWatermark)
+}
+
 // PollNext implements Source. At the end of input it emits the maximum
 // watermark, so every event-time timer downstream fires.
 func (s *SourceOperator[T, S]) PollNext() (Status, <-chan struct{}, int64, error) {

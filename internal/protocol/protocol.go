@@ -134,6 +134,13 @@ type CheckpointOptions struct {
 	AlignedTimeout int64
 	// AtLeastOnce: tasks do not block channels while aligning.
 	AtLeastOnce bool
+	// Native (savepoints only): keyed state in the backend's own format
+	// (Pebble's files); otherwise savepoints are canonical.
+	Native bool
+	// Stop (savepoints only): stop-with-savepoint. Sources emit nothing
+	// after the barrier; Drain makes them send the maximum watermark just
+	// before it.
+	Stop, Drain bool
 }
 
 // TriggerCheckpoint asks a source task to take checkpoint ID and inject its
@@ -154,6 +161,10 @@ type NotifyCheckpoint struct {
 	// Final: every task had finished its input when it took this
 	// checkpoint, so once it is complete every task may end (FLIP-147).
 	Final bool
+	// Terminate: the checkpoint was a stop-with-savepoint; once its
+	// listeners ran (two-phase-commit sinks committed), the task ends
+	// FINISHED without finishing its operators.
+	Terminate bool
 }
 
 // AcknowledgeCheckpoint says a task finished its part of checkpoint ID:

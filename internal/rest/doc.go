@@ -5,7 +5,8 @@
 //   - the wire vocabulary: typed response structs whose JSON field names are
 //     exactly Flink's (/overview, /jobs, /jobs/overview, /jobs/:jobid,
 //     /jobs/:jobid/exceptions, /config, /taskmanagers, the checkpoint,
-//     watermark and metric endpoints), the job and task state names, and
+//     watermark and metric endpoints, and the asynchronous savepoint and
+//     stop operations of savepoints.go), the job and task state names, and
 //     the job-id format (32 lowercase hex characters);
 //   - the server side: NewHandler turns a Cluster (implemented by the
 //     JobManager) into an http.Handler, and Server gives it a lifecycle

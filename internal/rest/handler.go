@@ -55,6 +55,7 @@ type handler struct {
 	cps  CheckpointReporter // nil when c does not implement it
 	wms  WatermarkReporter  // nil when c does not implement it
 	mets MetricReporter     // nil when c does not implement it
+	sps  SavepointOperator  // nil when c does not implement it (savepoints.go)
 	opts options
 }
 
@@ -71,6 +72,7 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 	h.cps, _ = c.(CheckpointReporter)
 	h.wms, _ = c.(WatermarkReporter)
 	h.mets, _ = c.(MetricReporter)
+	h.sps, _ = c.(SavepointOperator)
 
 	routes := map[string]byMethod{
 		"/config":                  {http.MethodGet: h.config},
@@ -97,6 +99,7 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 		routes["/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics"] = byMethod{http.MethodGet: h.withJobID(h.aggregatedMetrics)}
 		routes["/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/metrics"] = byMethod{http.MethodGet: h.withJobID(h.subtaskMetrics)}
 	}
+	h.savepointRoutes(routes)
 	mux := http.NewServeMux()
 	for path, m := range routes {
 		mux.Handle(path, m)

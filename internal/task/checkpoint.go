@@ -156,7 +156,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func sourceBarrier(tc protocol.TriggerCheckpoint, now int64) network.Barrier {
 	o := tc.Options
 	br := network.Barrier{ID: tc.ID, Timestamp: tc.Timestamp, Unaligned: o.Unaligned,
-		AtLeastOnce: o.AtLeastOnce, Kind: uint8(o.Kind)}
+		AtLeastOnce: o.AtLeastOnce, Kind: uint8(o.Kind), Native: o.Native}
 	if o.Unaligned && o.AlignedTimeout > 0 && now-tc.Timestamp <= o.AlignedTimeout {
 		br.Unaligned, br.AlignedTimeout = false, o.AlignedTimeout
 	}
@@ -171,7 +171,18 @@ func (t *Task) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 			t.decline(tc.ID, "the task is not a checkpointing source", false)
 			return
 		}
+		if tc.Options.Stop && tc.Options.Drain {
+			// --drain: every event-time timer and window fires before the
+			// barrier, so the final savepoint holds their output.
+			if d, ok := t.source.(operator.Drainer); ok {
+				t.current = 0
+				d.EmitMaxWatermark()
+			}
+		}
 		t.takeCheckpoint(sourceBarrier(tc, t.spec.Clock.NowMillis()), 0)
+		if tc.Options.Stop {
+			t.stopAt = tc.ID
+		}
 	}) {
 		// Not inline: the JobManager calls this with its lock held.
 		go t.decline(tc.ID, "the task has ended", false)
@@ -196,9 +207,15 @@ func (t *Task) NotifyCheckpoint(n protocol.NotifyCheckpoint) {
 				t.failed = t.opError(i, fmt.Errorf("completing checkpoint %d: %w", n.ID, err))
 			}
 		}
-		t.spec.Logger.Debug("checkpoint notified", "task", t.name, "checkpoint", n.ID, "complete", n.Complete, "final", n.Final)
+		t.spec.Logger.Debug("checkpoint notified", "task", t.name, "checkpoint", n.ID, "complete", n.Complete, "final", n.Final, "terminate", n.Terminate)
 		if n.Complete && n.Final {
 			t.finalComplete = true
+		}
+		if n.Complete && n.Terminate {
+			t.terminated = true
+		}
+		if !n.Complete && n.ID == t.stopAt {
+			t.stopAt = 0 // the stop failed: the job goes on, as in Flink
 		}
 	})
 }
@@ -410,7 +427,7 @@ func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
 	start := t.spec.Clock.Now()
 	snap := &pendingSnapshot{id: br.ID, unaligned: br.Unaligned, ops: make([]opSnapshot, len(t.ops)),
 		input: closedChan, alignMs: alignMs, startedAt: start.UnixMilli()}
-	if err := t.snapshotOperators(br.ID, snap); err != nil {
+	if err := t.snapshotOperators(br, snap); err != nil {
 		snap.release()
 		t.decline(br.ID, err.Error(), true)
 		for _, w := range t.writers {
@@ -444,7 +461,8 @@ func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
 
 // snapshotOperators runs the operators' Snapshotter hooks and freezes their
 // state stores.
-func (t *Task) snapshotOperators(id int64, snap *pendingSnapshot) error {
+func (t *Task) snapshotOperators(br network.Barrier, snap *pendingSnapshot) error {
+	id := br.ID
 	for i, op := range t.ops {
 		if s, ok := op.(operator.Snapshotter); ok {
 			t.current = i
@@ -462,8 +480,14 @@ func (t *Task) snapshotOperators(id int64, snap *pendingSnapshot) error {
 		if st.keyed == nil {
 			continue
 		}
+		// Checkpoints are native when incremental; savepoints are canonical
+		// (restorable into any backend) unless the user asked for native.
+		native := t.cp.cfg.Incremental
+		if protocol.CheckpointKind(br.Kind) == protocol.Savepoint {
+			native = br.Native
+		}
 		kind := statebackend.Canonical
-		if t.cp.cfg.Incremental && t.spec.StateBackend == statebackend.KindPebble {
+		if native && t.spec.StateBackend == statebackend.KindPebble {
 			kind = statebackend.Native
 		}
 		p, err := st.keyed.Backend.Snapshot(id, kind)

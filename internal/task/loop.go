@@ -92,6 +92,9 @@ func (t *Task) loop() error {
 // finished, its inputs ended, and with checkpointing its final checkpoint
 // completed.
 func (t *Task) done() bool {
+	if t.terminated {
+		return true
+	}
 	if !t.finished || (t.source == nil && t.in.live > 0) {
 		return false
 	}
@@ -110,7 +113,7 @@ func (t *Task) outputsAvailable() bool {
 
 // pollSource polls the source once (a bounded batch).
 func (t *Task) pollSource() (progressed bool, wake <-chan struct{}, retry time.Duration, err error) {
-	if t.finished {
+	if t.finished || t.stopAt != 0 {
 		return false, nil, 0, nil
 	}
 	t.current = 0

@@ -134,6 +134,11 @@ type Task struct {
 	// every task took after finishing is complete (FLIP-147).
 	finished      bool
 	finalComplete bool
+	// stopAt is the stop-with-savepoint a source task took (0: none): it
+	// polls its source no more unless that savepoint is aborted.
+	stopAt int64
+	// terminated: the stop-with-savepoint completed; the task ends.
+	terminated bool
 	// failed is set by mailbox actions that fail the task.
 	failed error
 	// asyncWG waits for the upload goroutines; asyncCancel stops them.
@@ -224,6 +229,12 @@ func (t *Task) Run(cancel <-chan struct{}) (err error) {
 	t.lastFlush, t.lastPub, t.started = now, now, now
 	if err := t.loop(); err != nil {
 		return err
+	}
+	if t.terminated {
+		// Stopped with a savepoint: the consumers end on their own
+		// notification; an end of partition would finish their operators
+		// (fire windows, flush) after the savepoint.
+		return nil
 	}
 	for _, w := range t.writers {
 		w.EndOfPartition()

@@ -78,6 +78,14 @@ func line(key string, w win, a acc) string {
 // in file order, the watermark after each (highest ts - ooo - 1), windows
 // by their definition.
 func reference(evs []event, sp windowagg.Spec, ooo, lateness int64) (results, late []string) {
+	return referenceDrained(evs, sp, ooo, lateness, -1)
+}
+
+// referenceDrained is reference with a stop with --drain before element
+// drainAt (-1: none): every window fires and is purged as at the end of
+// input, and the run resumed from the savepoint goes on with the watermark
+// of before the drain (the maximum watermark is not kept in checkpoints).
+func referenceDrained(evs []event, sp windowagg.Spec, ooo, lateness int64, drainAt int) (results, late []string) {
 	wm, maxTs := int64(math.MinInt64), int64(math.MinInt64)
 	maxOf := func(w win) int64 { return w.end - 1 }
 	cleanup := func(w win) int64 { return maxOf(w) + lateness }
@@ -119,7 +127,12 @@ func reference(evs []event, sp windowagg.Spec, ooo, lateness int64) (results, la
 		}
 		wm = nwm
 	}
-	for _, e := range evs {
+	for i, e := range evs {
+		if i == drainAt {
+			before := wm
+			advance(math.MaxInt64)
+			wm = before
+		}
 		if sp.Kind == "session" {
 			gap := sp.Gap.Milliseconds()
 			n := win{e.ts, e.ts + gap}

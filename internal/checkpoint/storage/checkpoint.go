@@ -275,10 +275,11 @@ func latestOfJob(ctx context.Context, s *Store, jobID, jobName string, log *slog
 }
 
 // Resolve opens the checkpoint named by pathOrURL, as given to --from: a
-// checkpoint directory ".../<job-id>/chk-<n>" or its "_metadata" file, as a
-// plain path or a file://, mem:// or s3:// URL. It returns the store rooted at
-// the checkpoint root (two levels above chk-<n>), on which every key of the
-// metadata resolves, and the metadata.
+// checkpoint directory ".../<job-id>/chk-<n>", a savepoint folder (any other
+// name), or its "_metadata" file, as a plain path or a file://, mem:// or
+// s3:// URL. It returns the store on which every key of the metadata
+// resolves (the checkpoint root, two levels above chk-<n>, or the savepoint
+// folder itself), and the metadata.
 func Resolve(ctx context.Context, pathOrURL string) (*Store, *Metadata, error) {
 	fail := func(format string, args ...any) (*Store, *Metadata, error) {
 		return nil, nil, fmt.Errorf("storage: resolve %q: %s", pathOrURL, fmt.Sprintf(format, args...))
@@ -291,6 +292,13 @@ func Resolve(ctx context.Context, pathOrURL string) (*Store, *Metadata, error) {
 	elems := loc.elements()
 	if n := len(elems); n > 0 && elems[n-1] == MetadataName {
 		elems = elems[:n-1]
+	}
+	if n := len(elems); n > 0 {
+		if _, ok := ParseCheckpointDir(elems[n-1]); !ok {
+			// Not chk-<n>: a savepoint folder, under any name (a
+			// savepoint may be moved and renamed).
+			return resolveSavepoint(ctx, loc.withElements(elems), fail)
+		}
 	}
 	if len(elems) < 2 {
 		return fail("%s", want)
@@ -350,4 +358,25 @@ func Discard(ctx context.Context, s *Store, m Metadata, sharedToDelete []string)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// resolveSavepoint opens the savepoint folder at loc.
+func resolveSavepoint(ctx context.Context, loc location, fail func(string, ...any) (*Store, *Metadata, error)) (*Store, *Metadata, error) {
+	s, err := openLocation(ctx, loc, false)
+	if err != nil {
+		return fail("%s is not a checkpoint directory .../<job-id>/chk-<n>, and opening it as a savepoint folder failed: %v", loc, err)
+	}
+	m, err := ReadSavepointMetadata(ctx, s)
+	if err != nil {
+		s.Close()
+		if errors.Is(err, ErrNotFound) {
+			return fail("%s is not a checkpoint directory .../<job-id>/chk-<n>, nor a complete savepoint folder (it has no %s)", s.URL(), MetadataName)
+		}
+		return fail("%v", err)
+	}
+	if !m.Savepoint {
+		s.Close()
+		return fail("%s holds the metadata of checkpoint %d of job %s, not a savepoint: resume from its directory .../%s/%s instead", s.URL(), m.CheckpointID, m.JobID, m.JobID, CheckpointDir(m.CheckpointID))
+	}
+	return s, m, nil
 }

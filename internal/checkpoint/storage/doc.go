@@ -14,6 +14,14 @@
 // Every key a Metadata names is relative to the root of the store it was
 // written to, so a checkpoint root can be moved or copied as a whole.
 //
+// A savepoint is a folder of its own (savepoint.go), the root of its keys:
+//
+//	<target>/savepoint-<job id[:6]>-<random>/_metadata   written last (Savepoint: true)
+//	<target>/savepoint-.../<name>, shared/<name>          its objects, copied from a checkpoint
+//
+// so the folder alone can be moved, renamed or copied to another store;
+// Resolve takes any folder not named chk-<n> as one.
+//
 // Atomicity: Put and NewWriter publish an object whole or not at all (file:
 // write to "<name>.<hex>.tmp" beside it, rename, fsync file and directory;
 // mem: on Close; s3: one PUT or a completed multipart upload). A writer whose
