@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,6 +107,11 @@ type Config struct {
 	// complete checkpoint of a job of the same name in the checkpoint
 	// directory; none there: from the beginning) or a checkpoint's path.
 	ResumeFrom string
+	// AllowNonRestoredState lets a job resume from a checkpoint or savepoint
+	// that holds state of operators the job no longer has: that state is
+	// skipped (a Warn log line names each operator). Without it such a
+	// resume fails, naming the operator (Flink's --allowNonRestoredState).
+	AllowNonRestoredState bool
 }
 
 func (c Config) withDefaults() Config {
@@ -271,6 +277,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		return nil, err
 	}
 	cfg := e.cfg
+	if cfg.Checkpointing != nil || cfg.ResumeFrom != "" {
+		warnMissingUIDs(cfg.Logger, name, e.sg.Nodes)
+	}
 	need := 0
 	for _, v := range jg.Vertices {
 		need = max(need, v.Parallelism)
@@ -430,6 +439,35 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			stores = append(stores, s)
 		}
 		spec.Restore, spec.RestoreStore = m, s
+		spec.AllowNonRestoredState = cfg.AllowNonRestoredState
 	}
 	return spec, tmJob, closeStores, nil
+}
+
+// warnMissingUIDs logs one warning listing the operators that may hold state
+// (sources, keyed operators) and have no UID. Their state is matched on
+// restore by a stable ID derived from their name and inputs, so a change of
+// the graph upstream of them (or of their name) orphans it; Flink gives the
+// same advice (set uid on every stateful operator). Other operators can
+// hold state too (a sink's pending commits, broadcast state), but the graph
+// cannot tell, so they are not listed.
+func warnMissingUIDs(logger *slog.Logger, job string, nodes []*graph.Node) {
+	var missing []string
+	for _, n := range nodes {
+		if n.UID != "" {
+			continue
+		}
+		switch {
+		case n.IsSource || n.Coordinator != nil:
+			missing = append(missing, fmt.Sprintf("%q (source)", n.Name))
+		case slices.ContainsFunc(n.Inputs, func(e graph.Edge) bool { return e.Partition == graph.Hash }):
+			missing = append(missing, fmt.Sprintf("%q (keyed)", n.Name))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	logger.Warn("stateful operators without a UID: their checkpoints and savepoints will not restore after a change of the job graph "+
+		"that changes their names or inputs; set a UID on each (DataStream.UID)",
+		"job", job, "operators", strings.Join(missing, ", "))
 }
