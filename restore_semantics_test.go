@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/file"
 	"github.com/weirhq/weir/jobs/keyedcount"
+	"github.com/weirhq/weir/state"
 )
 
 // logBuffer is a bytes.Buffer safe for the engine's goroutines.
@@ -41,6 +43,8 @@ type restoreJob struct {
 	withCount bool
 	countUID  string // "" leaves the keyed operator without a UID
 	cfg       weir.Config
+	// counter replaces keyedcount.Counter when set.
+	counter weir.KeyedProcessFunction[string, keyedcount.Record, keyedcount.Count]
 }
 
 func writeRestoreInput(t *testing.T) string {
@@ -71,7 +75,11 @@ func (rj restoreJob) run(t *testing.T, input, ckptDir string) error {
 	})).Name("Parse").UID("parse")
 	if rj.withCount {
 		keyed := weir.KeyBy(records, func(r keyedcount.Record) string { return r.Key })
-		counts := weir.ProcessKeyed[string, keyedcount.Record, keyedcount.Count](keyed, &keyedcount.Counter{}).Name("Count")
+		var fn weir.KeyedProcessFunction[string, keyedcount.Record, keyedcount.Count] = &keyedcount.Counter{}
+		if rj.counter != nil {
+			fn = rj.counter
+		}
+		counts := weir.ProcessKeyed[string, keyedcount.Record, keyedcount.Count](keyed, fn).Name("Count")
 		if rj.countUID != "" {
 			counts = counts.UID(rj.countUID)
 		}
@@ -194,5 +202,59 @@ func TestResumeNativePebbleIntoHeap(t *testing.T) {
 	pebble.ResumeFrom = "latest"
 	if err := (restoreJob{withCount: true, countUID: "count", cfg: pebble}).run(t, input, dir); err != nil {
 		t.Fatalf("native checkpoint into pebble: %v", err)
+	}
+}
+
+// stringCounter declares keyed-count's state "count-sum" with another type
+// (string instead of tuple.T2[int64, int64]): a codec change.
+type stringCounter struct{ s state.ValueState[string] }
+
+func (c *stringCounter) Open(ctx weir.KeyedRuntimeContext) error {
+	cd, err := codec.For[string]()
+	if err != nil {
+		return err
+	}
+	c.s = state.GetValueState(ctx.State(), state.ValueDescriptor[string]{Name: "count-sum", Codec: cd})
+	return nil
+}
+
+func (c *stringCounter) ProcessElement(_ weir.KeyedContext[string], r keyedcount.Record, _ weir.Collector[keyedcount.Count]) error {
+	c.s.Update(r.Key)
+	return nil
+}
+
+// A state whose declared type changed fails the restore, naming the state
+// and both codecs, on both backends and from native Pebble checkpoints.
+func TestResumeWithAnotherStateCodec(t *testing.T) {
+	input := writeRestoreInput(t)
+	noRestart := map[string]string{"restart-strategy.type": "none"}
+	for _, tc := range []struct {
+		name string
+		cfg  weir.Config
+	}{
+		{"hashmap", weir.Config{}},
+		{"pebble", weir.Config{StateBackend: "pebble"}},
+		{"pebble-native", weir.Config{StateBackend: "pebble", Checkpointing: &weir.CheckpointConfig{Incremental: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := firstRun(t, input, "count", tc.cfg)
+			cfg := tc.cfg
+			cfg.ResumeFrom, cfg.Restart = "latest", noRestart
+			err := restoreJob{withCount: true, countUID: "count", cfg: cfg, counter: &stringCounter{}}.run(t, input, dir)
+			if err == nil {
+				t.Fatal("restoring count-sum as a string state succeeded")
+			}
+			t.Logf("error: %v", err)
+			for _, w := range []string{`state "count-sum"`, `"tuple.T2[int64,int64]"`, `"string"`, "migration", "Count"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			// The unchanged job still resumes.
+			cfg.Restart = nil
+			if err := (restoreJob{withCount: true, countUID: "count", cfg: cfg}).run(t, input, dir); err != nil {
+				t.Fatalf("resuming the unchanged job: %v", err)
+			}
+		})
 	}
 }

@@ -61,7 +61,7 @@ func TestSavepointInspect(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, w := range []string{`checkpoint 1 of job "keyed-count"`, `operator "Count" uid "count"`, "parallelism 2, max parallelism 128",
-		`keyed "count-sum"`, "value: 7 keys, 7 entries", "key groups 0-63", "key groups 64-127",
+		`keyed "count-sum"`, "value, codec tuple.T2[int64,int64]: 7 keys, 7 entries", "key groups 0-63", "key groups 64-127",
 		"pending commit: subtask", "enumerator (coordinator) state"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("text output lacks %q:\n%s", w, out)

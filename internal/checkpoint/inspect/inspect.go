@@ -65,9 +65,10 @@ type KeyedState struct {
 	Name    string `json:"name"`
 	Kind    string `json:"kind"`
 	TTLMs   int64  `json:"ttlMillis,omitempty"`
-	Keys    int64  `json:"keys"`    // distinct keys (per key group; key groups are disjoint)
-	Entries int64  `json:"entries"` // namespaces, list elements and map entries count one each
-	Bytes   int64  `json:"bytes"`   // keys, namespaces, user keys and values
+	Codec   string `json:"codec,omitempty"` // the codec identity recorded (snapshot format 2 on); "" unknown
+	Keys    int64  `json:"keys"`            // distinct keys (per key group; key groups are disjoint)
+	Entries int64  `json:"entries"`         // namespaces, list elements and map entries count one each
+	Bytes   int64  `json:"bytes"`           // keys, namespaces, user keys and values
 }
 
 // OperatorState is one non-keyed state, summed over the subtasks.
@@ -244,7 +245,7 @@ func sumCanonical(ctx context.Context, s *storage.Store, h storage.ObjectHandle,
 	for i, m := range states {
 		sum := sums[m.Name]
 		if sum == nil {
-			sum = &KeyedState{Name: m.Name, Kind: m.Kind.String(), TTLMs: m.TTLMillis}
+			sum = &KeyedState{Name: m.Name, Kind: m.Kind.String(), TTLMs: m.TTLMillis, Codec: m.Codec}
 			sums[m.Name] = sum
 		}
 		local[i] = sum

@@ -124,7 +124,7 @@ func TestInspectCanonical(t *testing.T) {
 					found = true
 					// One value per key: keys and entries both equal the
 					// input's distinct keys.
-					if ks.Kind != "value" || ks.Keys != int64(keys) || ks.Entries != int64(keys) || ks.Bytes <= 0 {
+					if ks.Kind != "value" || ks.Keys != int64(keys) || ks.Entries != int64(keys) || ks.Bytes <= 0 || ks.Codec != "tuple.T2[int64,int64]" {
 						t.Errorf("count-sum: %+v, want value state with %d keys and entries", ks, keys)
 					}
 				}

@@ -42,6 +42,9 @@ func WriteText(w io.Writer, r *Report) error {
 			if ks.TTLMs > 0 {
 				ttl = fmt.Sprintf(", ttl %dms", ks.TTLMs)
 			}
+			if ks.Codec != "" {
+				ttl += ", codec " + ks.Codec
+			}
 			fmt.Fprintf(&b, "  keyed %-24q %s%s: %d keys, %d entries, %d bytes\n", ks.Name, ks.Kind, ttl, ks.Keys, ks.Entries, ks.Bytes)
 		}
 		for _, os := range op.OperatorStates {
