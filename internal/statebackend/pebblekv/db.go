@@ -175,6 +175,29 @@ func encodeMeta(id uint16, m snapshot.StateMeta) []byte {
 	return b
 }
 
+// decodeMeta decodes encodeMeta's output for state name. The value comes
+// from a database that may be a downloaded native checkpoint, so it is
+// checked, never trusted (FuzzDecodeMeta).
+func decodeMeta(name string, v []byte) (snapshot.StateMeta, uint16, error) {
+	if len(v) < 4 {
+		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
+	}
+	id := binary.BigEndian.Uint16(v)
+	ttl, n := binary.Varint(v[3:])
+	if n <= 0 || len(v) < 3+n+1 {
+		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
+	}
+	m := snapshot.StateMeta{Name: name, Kind: snapshot.Kind(v[2]), TTLMillis: ttl, TTLUpdate: snapshot.TTLUpdate(v[3+n])}
+	if rest := v[3+n+1:]; len(rest) > 0 {
+		cl, w := binary.Uvarint(rest)
+		if w <= 0 || cl != uint64(len(rest)-w) {
+			return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (codec identity)", name)
+		}
+		m.Codec = string(rest[w:])
+	}
+	return m, id, nil
+}
+
 func (d *DB) loadMeta() error {
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: metaPrefix, UpperBound: metaEnd})
 	if err != nil {
@@ -183,22 +206,9 @@ func (d *DB) loadMeta() error {
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		name := string(it.Key()[3:])
-		v := it.Value()
-		if len(v) < 4 {
-			return fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
-		}
-		id := binary.BigEndian.Uint16(v)
-		ttl, n := binary.Varint(v[3:])
-		if n <= 0 || len(v) < 3+n+1 {
-			return fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
-		}
-		m := snapshot.StateMeta{Name: name, Kind: snapshot.Kind(v[2]), TTLMillis: ttl, TTLUpdate: snapshot.TTLUpdate(v[3+n])}
-		if rest := v[3+n+1:]; len(rest) > 0 {
-			cl, w := binary.Uvarint(rest)
-			if w <= 0 || cl != uint64(len(rest)-w) {
-				return fmt.Errorf("pebblekv: corrupt metadata of state %q (codec identity)", name)
-			}
-			m.Codec = string(rest[w:])
+		m, id, err := decodeMeta(name, it.Value())
+		if err != nil {
+			return err
 		}
 		d.tables[name] = newTable(d, m, id)
 		d.nextID = max(d.nextID, id+1)
