@@ -128,3 +128,42 @@ func TestSavepointInspect(t *testing.T) {
 		t.Errorf("corrupt metadata: exit %d, stderr %q; want 1 naming the file", code, errOut)
 	}
 }
+
+// `weir run --from` a checkpoint of another job (window-agg's, whose
+// window and sink keyed-count does not have) fails naming an operator by
+// UID and the flag; with --allow-non-restored-state it runs, and the log
+// names what was skipped.
+func TestRunAllowNonRestoredState(t *testing.T) {
+	dir := t.TempDir()
+	events, kv := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "kv.tsv")
+	var b strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&b, "{\"ts\": %d, \"key\": \"k%d\", \"value\": %d}\n", i*100, i%3, i)
+	}
+	if err := os.WriteFile(events, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kv, []byte("a\t1\nb\t2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "ck")
+	if code, _, errOut := runCLI("run", "window-agg", "--input", events, "--output", filepath.Join(dir, "w"), "--window", "tumbling:1s",
+		"--checkpoint-dir", ck, "--rest-address", ""); code != ExitOK {
+		t.Fatalf("window-agg: exit %d: %s", code, errOut)
+	}
+	chks, _ := filepath.Glob(filepath.Join(ck, "*", "chk-*"))
+	if len(chks) != 1 {
+		t.Fatalf("checkpoints %v", chks)
+	}
+	args := []string{"run", "keyed-count", "--input", kv, "--output", filepath.Join(dir, "out"), "--checkpoint-dir", filepath.Join(dir, "ck2"),
+		"--from", chks[0], "--rest-address", ""}
+	code, _, errOut := runCLI(args...)
+	if code != ExitFailed || !strings.Contains(errOut, "which this job does not have") || !strings.Contains(errOut, "--allow-non-restored-state") ||
+		!strings.Contains(errOut, `(uid "`) {
+		t.Fatalf("without the flag: exit %d, stderr %q; want 1 naming an operator by uid and the flag", code, errOut)
+	}
+	code, _, errOut = runCLI(append(args, "--allow-non-restored-state")...)
+	if code != ExitOK || !strings.Contains(errOut, "skipping state of an operator") || !strings.Contains(errOut, `uid \"window\"`) {
+		t.Fatalf("with the flag: exit %d, stderr %q; want 0 and a log line naming the window operator", code, errOut)
+	}
+}
