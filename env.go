@@ -313,6 +313,22 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		c.Close(context.Background())
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
 	}
+	if cfg.MaxParallelism == 0 && spec.Restore != nil {
+		if mp := adoptedMaxParallelism(spec.Restore, jg); mp != 0 {
+			// Flink's rule: a max parallelism the user did not set is
+			// taken from the savepoint, so that a job resumed at a larger
+			// parallelism (whose derived default would be larger) keeps
+			// its key groups.
+			sg := e.sg
+			sg.JobName, sg.MaxParallelism = name, mp
+			if jg, err = graph.Compile(&sg); err != nil {
+				c.Close(context.Background())
+				closeStores()
+				return nil, fmt.Errorf("weir: job %q: %w", name, err)
+			}
+			spec.Graph, tmJob.Graph = jg, jg
+		}
+	}
 	stateDir, removeDir := cfg.StateDir, false
 	if stateDir == "" {
 		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
@@ -470,4 +486,40 @@ func warnMissingUIDs(logger *slog.Logger, job string, nodes []*graph.Node) {
 	logger.Warn("stateful operators without a UID: their checkpoints and savepoints will not restore after a change of the job graph "+
 		"that changes their names or inputs; set a UID on each (DataStream.UID)",
 		"job", job, "operators", strings.Join(missing, ", "))
+}
+
+// adoptedMaxParallelism returns the max parallelism to adopt from the
+// restored checkpoint m when the job did not set one: the one its keyed
+// operators had, when they agree, it differs from jg's derived default and
+// every default-max-parallelism vertex's parallelism fits under it; else 0.
+// Operators that set their own max parallelism keep it (and are checked
+// against the checkpoint when the restore is planned).
+func adoptedMaxParallelism(m *storage.Metadata, jg *graph.JobGraph) int {
+	mp := 0
+	for _, os := range m.Operators {
+		keyed := false
+		for _, st := range os.Subtasks {
+			keyed = keyed || len(st.Keyed) > 0
+		}
+		if !keyed {
+			continue
+		}
+		if mp != 0 && os.MaxParallelism != mp {
+			return 0
+		}
+		mp = os.MaxParallelism
+	}
+	if mp == 0 || mp == jg.MaxParallelism {
+		return 0
+	}
+	for _, v := range jg.Vertices {
+		defaulted := true
+		for _, n := range v.Nodes {
+			defaulted = defaulted && n.MaxParallelism == 0
+		}
+		if defaulted && v.Parallelism > mp {
+			return 0
+		}
+	}
+	return mp
 }

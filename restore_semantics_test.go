@@ -183,6 +183,18 @@ func TestResumeWithAnotherMaxParallelism(t *testing.T) {
 	}
 }
 
+// A max parallelism the job does not set is taken from the checkpoint (as
+// in Flink): at parallelism 90 the derived default would be 256, but the
+// checkpoint's 128 key groups are kept and the resume works.
+func TestResumeAdoptsMaxParallelism(t *testing.T) {
+	input := writeRestoreInput(t)
+	dir := firstRun(t, input, "count", weir.Config{Parallelism: 2})
+	cfg := weir.Config{ResumeFrom: "latest", Parallelism: 90, BufferSize: 1 << 10}
+	if err := (restoreJob{withCount: true, countUID: "count", cfg: cfg}).run(t, input, dir); err != nil {
+		t.Fatalf("resuming at parallelism 90 without a max parallelism: %v", err)
+	}
+}
+
 // Keyed state in Pebble's native format (incremental checkpoints) restores
 // into Pebble only; into the heap backend the run fails before it deploys,
 // naming the operator and both formats.
