@@ -17,8 +17,8 @@ parallelism, max parallelism): keyed state names and kinds, key-group ranges,
 keys, entries and bytes per state; operator (list, union, broadcast) state
 sizes; source splits and enumerator state; pending sink commits. PATH is a
 chk-<n> or savepoint directory or its _metadata file, as a path or URL
-(file://, s3://). Keyed state in Pebble's native format is listed by file,
-not decoded.
+(file://, s3://). Keyed state in Pebble's native format is downloaded to a
+temporary directory and read with Pebble; its counts are Pebble records.
 
 Exit codes: 0 success, 1 unreadable or corrupt input (the message names the
 file), 2 usage error.

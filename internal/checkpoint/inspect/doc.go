@@ -10,8 +10,11 @@
 // large savepoint is streamed and memory stays bounded by one key group's
 // distinct keys (counted through 64-bit hashes, so two keys could collide
 // and be counted once: an under-count of about n²/2⁶⁴). Keyed state in
-// Pebble's native format is not decoded: for it the report lists the files
-// and their sizes, and the timers (which are stored canonically).
+// Pebble's native format is downloaded (file by file, checked, to a
+// temporary directory: Pebble opens files, not object ranges) and read
+// with Pebble in key order; its counts are Pebble records (a list state is
+// one record per key and namespace), and its timers are a canonical
+// snapshot read as above.
 //
 // Elements of operator state are encoded by codecs only the job knows, so
 // their contents are not decoded, except the framing Weir's own operators

@@ -150,9 +150,10 @@ func TestInspectCanonical(t *testing.T) {
 	}
 }
 
-// Native Pebble checkpoints list files; their keyed states are not decoded.
+// Native Pebble checkpoints are downloaded and read with Pebble: keys and
+// records per state, checked against the input's distinct keys.
 func TestInspectNative(t *testing.T) {
-	path, _ := runKeyedCount(t, weir.Config{StateBackend: "pebble", Checkpointing: &weir.CheckpointConfig{Incremental: true}})
+	path, keys := runKeyedCount(t, weir.Config{StateBackend: "pebble", Checkpointing: &weir.CheckpointConfig{Incremental: true}})
 	r, err := inspect.Inspect(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -164,17 +165,25 @@ func TestInspectNative(t *testing.T) {
 			t.Errorf("range %+v: want native files", kr)
 		}
 	}
+	found := false
 	for _, ks := range count.KeyedStates {
 		if ks.Name == "count-sum" {
-			t.Errorf("a native checkpoint's keyed state was reported as decoded: %+v", ks)
+			found = true
+			// A value state is one Pebble record per key.
+			if !ks.Native || ks.Keys != int64(keys) || ks.Entries != int64(keys) || ks.Codec != "tuple.T2[int64,int64]" {
+				t.Errorf("count-sum from native files: %+v, want %d keys and records", ks, keys)
+			}
 		}
+	}
+	if !found {
+		t.Errorf("no count-sum state in the native checkpoint: %+v", count.KeyedStates)
 	}
 	var b strings.Builder
 	if err := inspect.WriteText(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "states not decoded") {
-		t.Errorf("text does not say native states are not decoded:\n%s", b.String())
+	if !strings.Contains(b.String(), "Pebble records") {
+		t.Errorf("text does not say native counts are Pebble records:\n%s", b.String())
 	}
 }
 

@@ -33,7 +33,7 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, kr := range op.KeyedRanges {
 			fmt.Fprintf(&b, "  keyed state, subtask %d, key groups %d-%d: %s, %d bytes", kr.Subtask, kr.KeyGroupStart, kr.KeyGroupEnd, kr.Format, kr.Bytes)
 			if kr.Format == "native" {
-				fmt.Fprintf(&b, " in %d Pebble files (%d shared); states not decoded, timers %d bytes", kr.Files, kr.SharedFiles, kr.TimerBytes)
+				fmt.Fprintf(&b, " in %d Pebble files (%d shared), timers %d bytes", kr.Files, kr.SharedFiles, kr.TimerBytes)
 			}
 			b.WriteString("\n")
 		}
@@ -45,7 +45,11 @@ func WriteText(w io.Writer, r *Report) error {
 			if ks.Codec != "" {
 				ttl += ", codec " + ks.Codec
 			}
-			fmt.Fprintf(&b, "  keyed %-24q %s%s: %d keys, %d entries, %d bytes\n", ks.Name, ks.Kind, ttl, ks.Keys, ks.Entries, ks.Bytes)
+			unit := "entries"
+			if ks.Native {
+				unit = "Pebble records"
+			}
+			fmt.Fprintf(&b, "  keyed %-24q %s%s: %d keys, %d %s, %d bytes\n", ks.Name, ks.Kind, ttl, ks.Keys, ks.Entries, unit, ks.Bytes)
 		}
 		for _, os := range op.OperatorStates {
 			fmt.Fprintf(&b, "  operator state %q (%s): %d elements, %d bytes", os.Name, os.Kind, os.Elements, os.Bytes)
