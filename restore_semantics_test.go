@@ -184,14 +184,16 @@ func TestResumeWithAnotherMaxParallelism(t *testing.T) {
 }
 
 // A max parallelism the job does not set is taken from the checkpoint (as
-// in Flink): at parallelism 90 the derived default would be 256, but the
-// checkpoint's 128 key groups are kept and the resume works.
+// in Flink): the first run set 64, the resumed job sets none (its derived
+// default is 128), and the checkpoint's 64 key groups are kept. (The same
+// rule lets a job resumed at parallelism 86 or more, whose derived default
+// is 256, keep 128.)
 func TestResumeAdoptsMaxParallelism(t *testing.T) {
 	input := writeRestoreInput(t)
-	dir := firstRun(t, input, "count", weir.Config{Parallelism: 2})
-	cfg := weir.Config{ResumeFrom: "latest", Parallelism: 90, BufferSize: 1 << 10}
+	dir := firstRun(t, input, "count", weir.Config{Parallelism: 2, MaxParallelism: 64})
+	cfg := weir.Config{ResumeFrom: "latest", Parallelism: 3}
 	if err := (restoreJob{withCount: true, countUID: "count", cfg: cfg}).run(t, input, dir); err != nil {
-		t.Fatalf("resuming at parallelism 90 without a max parallelism: %v", err)
+		t.Fatalf("resuming without a max parallelism: %v", err)
 	}
 }
 
