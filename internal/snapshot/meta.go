@@ -1,6 +1,10 @@
 package snapshot
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/weirhq/weir/failure"
+)
 
 // Kind is the kind of a state, recorded in snapshots. The numbers are part of
 // the format: never renumber, only add.
@@ -76,12 +80,14 @@ type StateMeta struct {
 }
 
 // CodecChangeError is the error for a state whose codec changed between
-// the snapshot and the job restoring it.
+// the snapshot and the job restoring it. It is permanent (package failure):
+// a restart would restore the same snapshot into the same code, so the job
+// fails at once instead of restarting into it under its restart strategy.
 func CodecChangeError(state, restored, registered string) error {
-	return fmt.Errorf("state %q was written with codec %q and is declared now with codec %q; "+
+	return failure.Permanent(fmt.Errorf("state %q was written with codec %q and is declared now with codec %q; "+
 		"a state's codec can change only through a declared migration, and Weir has no state migration yet: "+
 		"keep the old type (and codec version), or move the data to a state of a new name",
-		state, restored, registered)
+		state, restored, registered))
 }
 
 // CodecMismatch says whether a restored state's codec differs from the
