@@ -14,7 +14,9 @@
 // temporary directory: Pebble opens files, not object ranges) and read
 // with Pebble in key order; its counts are Pebble records (a list state is
 // one record per key and namespace), and its timers are a canonical
-// snapshot read as above.
+// snapshot read as above. Operator (non-keyed) state objects are read
+// whole, as a restore reads them: they are bounded by what one subtask's
+// operator state holds, not by the keyed state.
 //
 // Elements of operator state are encoded by codecs only the job knows, so
 // their contents are not decoded, except the framing Weir's own operators
