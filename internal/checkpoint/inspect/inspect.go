@@ -83,6 +83,7 @@ type OperatorState struct {
 	Elements int    `json:"elements"`
 	Bytes    int64  `json:"bytes"`
 	Meaning  string `json:"meaning,omitempty"` // for states Weir's operators write
+	Codec    string `json:"codec,omitempty"`   // the codec identity recorded (operator format 2 on)
 }
 
 // PendingCommit is a committable a two-phase-commit sink prepared and had
@@ -175,7 +176,7 @@ func inspectOperator(ctx context.Context, s *storage.Store, os *storage.Operator
 		for _, ost := range snap.States {
 			sum := opStates[ost.Name]
 			if sum == nil {
-				sum = &OperatorState{Name: ost.Name, Kind: ost.Kind.String(), Meaning: meaning(ost.Name)}
+				sum = &OperatorState{Name: ost.Name, Kind: ost.Kind.String(), Meaning: meaning(ost.Name), Codec: ost.Codec}
 				opStates[ost.Name] = sum
 			}
 			// Broadcast state is the same in every subtask: count one copy.
