@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,6 +107,11 @@ type Config struct {
 	// complete checkpoint of a job of the same name in the checkpoint
 	// directory; none there: from the beginning) or a checkpoint's path.
 	ResumeFrom string
+	// AllowNonRestoredState lets a job resume from a checkpoint or savepoint
+	// that holds state of operators the job no longer has: that state is
+	// skipped (a Warn log line names each operator). Without it such a
+	// resume fails, naming the operator (Flink's --allowNonRestoredState).
+	AllowNonRestoredState bool
 }
 
 func (c Config) withDefaults() Config {
@@ -271,6 +277,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		return nil, err
 	}
 	cfg := e.cfg
+	if cfg.Checkpointing != nil || cfg.ResumeFrom != "" {
+		warnMissingUIDs(cfg.Logger, name, e.sg.Nodes)
+	}
 	need := 0
 	for _, v := range jg.Vertices {
 		need = max(need, v.Parallelism)
@@ -303,6 +312,22 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 	if err != nil {
 		c.Close(context.Background())
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
+	}
+	if cfg.MaxParallelism == 0 && spec.Restore != nil {
+		if mp := adoptedMaxParallelism(spec.Restore, jg); mp != 0 {
+			// Flink's rule: a max parallelism the user did not set is
+			// taken from the savepoint, so that a job resumed at a larger
+			// parallelism (whose derived default would be larger) keeps
+			// its key groups.
+			sg := e.sg
+			sg.JobName, sg.MaxParallelism = name, mp
+			if jg, err = graph.Compile(&sg); err != nil {
+				c.Close(context.Background())
+				closeStores()
+				return nil, fmt.Errorf("weir: job %q: %w", name, err)
+			}
+			spec.Graph, tmJob.Graph = jg, jg
+		}
 	}
 	stateDir, removeDir := cfg.StateDir, false
 	if stateDir == "" {
@@ -438,6 +463,71 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			stores = append(stores, s)
 		}
 		spec.Restore, spec.RestoreStore = m, s
+		spec.AllowNonRestoredState = cfg.AllowNonRestoredState
 	}
 	return spec, tmJob, closeStores, nil
+}
+
+// warnMissingUIDs logs one warning listing the operators that may hold state
+// (sources, keyed operators) and have no UID. Their state is matched on
+// restore by a stable ID derived from their name and inputs, so a change of
+// the graph upstream of them (or of their name) orphans it; Flink gives the
+// same advice (set uid on every stateful operator). Other operators can
+// hold state too (a sink's pending commits, broadcast state), but the graph
+// cannot tell, so they are not listed.
+func warnMissingUIDs(logger *slog.Logger, job string, nodes []*graph.Node) {
+	var missing []string
+	for _, n := range nodes {
+		if n.UID != "" {
+			continue
+		}
+		switch {
+		case n.IsSource || n.Coordinator != nil:
+			missing = append(missing, fmt.Sprintf("%q (source)", n.Name))
+		case slices.ContainsFunc(n.Inputs, func(e graph.Edge) bool { return e.Partition == graph.Hash }):
+			missing = append(missing, fmt.Sprintf("%q (keyed)", n.Name))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	logger.Warn("stateful operators without a UID: their checkpoints and savepoints will not restore after a change of the job graph "+
+		"that changes their names or inputs; set a UID on each (DataStream.UID)",
+		"job", job, "operators", strings.Join(missing, ", "))
+}
+
+// adoptedMaxParallelism returns the max parallelism to adopt from the
+// restored checkpoint m when the job did not set one: the one its keyed
+// operators had, when they agree, it differs from jg's derived default and
+// every default-max-parallelism vertex's parallelism fits under it; else 0.
+// Operators that set their own max parallelism keep it (and are checked
+// against the checkpoint when the restore is planned).
+func adoptedMaxParallelism(m *storage.Metadata, jg *graph.JobGraph) int {
+	mp := 0
+	for _, os := range m.Operators {
+		keyed := false
+		for _, st := range os.Subtasks {
+			keyed = keyed || len(st.Keyed) > 0
+		}
+		if !keyed {
+			continue
+		}
+		if mp != 0 && os.MaxParallelism != mp {
+			return 0
+		}
+		mp = os.MaxParallelism
+	}
+	if mp == 0 || mp == jg.MaxParallelism {
+		return 0
+	}
+	for _, v := range jg.Vertices {
+		defaulted := true
+		for _, n := range v.Nodes {
+			defaulted = defaulted && n.MaxParallelism == 0
+		}
+		if defaulted && v.Parallelism > mp {
+			return 0
+		}
+	}
+	return mp
 }

@@ -42,7 +42,7 @@ import (
 //
 // Note formatType is upper case and triggerId is sent as null: a decoder
 // that rejects unknown fields or expects "canonical" refuses Flink's client.
-const flinkSavepointRoutesBuilt = false
+const flinkSavepointRoutesBuilt = true
 
 // startEndlessJob starts a job that runs until it is canceled or stopped,
 // with its REST API on a free port. Cleanup cancels it if it still runs.

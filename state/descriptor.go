@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/weirhq/weir/codec"
@@ -65,11 +66,11 @@ type AggregatingDescriptor[IN, ACC, OUT any] struct {
 	TTL      *TTLConfig
 }
 
-func stateMeta(name string, kind snapshot.Kind, ttl *TTLConfig) snapshot.StateMeta {
+func stateMeta(name string, kind snapshot.Kind, ttl *TTLConfig, codecID string) snapshot.StateMeta {
 	if name == "" {
 		panic(fmt.Sprintf("state: %s state descriptor without a name", kind))
 	}
-	m := snapshot.StateMeta{Name: name, Kind: kind}
+	m := snapshot.StateMeta{Name: name, Kind: kind, Codec: codecID}
 	if ttl != nil {
 		if ttl.TTL < time.Millisecond {
 			panic(fmt.Sprintf("state %q: TTL %v is below one millisecond", name, ttl.TTL))
@@ -87,4 +88,26 @@ func need(ok bool, name, what string) {
 	if !ok {
 		panic(fmt.Sprintf("state %q: descriptor has no %s", name, what))
 	}
+}
+
+// CodecVersioned is implemented by codecs whose encoding can change for the
+// same Go type (a hand-written codec's second layout, say): the version is
+// part of the state's codec identity recorded in snapshots, so restoring
+// bytes written by another version fails instead of decoding garbage.
+// Derived codecs (codec.For) need not implement it: their encoding follows
+// the type, whose name is recorded.
+type CodecVersioned interface {
+	CodecVersion() int
+}
+
+// codecID is the identity of a codec of T recorded with a state in
+// snapshots: the Go type's name, plus the codec's declared version. It
+// deliberately does not name the codec's implementation type, so that an
+// internal change of how codecs are built does not invalidate savepoints.
+func codecID[T any](c any) string {
+	id := reflect.TypeFor[T]().String()
+	if v, ok := c.(CodecVersioned); ok {
+		id += fmt.Sprintf("@v%d", v.CodecVersion())
+	}
+	return id
 }

@@ -11,7 +11,7 @@ import (
 
 // GetListState returns the list state described by d.
 func GetListState[V any](s KeyedStore, d ListDescriptor[V]) ListState[V] {
-	meta := stateMeta(d.Name, snapshot.KindList, d.TTL)
+	meta := stateMeta(d.Name, snapshot.KindList, d.TTL, codecID[V](d.Codec))
 	need(d.Codec != nil, d.Name, "Codec")
 	return register(s, meta, func(b statespi.Backend) (ListState[V], error) {
 		if b.Heap != nil {

@@ -12,7 +12,7 @@ import (
 
 // GetMapState returns the map state described by d.
 func GetMapState[UK comparable, UV any](s KeyedStore, d MapDescriptor[UK, UV]) MapState[UK, UV] {
-	meta := stateMeta(d.Name, snapshot.KindMap, d.TTL)
+	meta := stateMeta(d.Name, snapshot.KindMap, d.TTL, codecID[UK](d.UserKeyCodec)+" -> "+codecID[UV](d.ValueCodec))
 	need(d.UserKeyCodec != nil, d.Name, "UserKeyCodec")
 	need(d.ValueCodec != nil, d.Name, "ValueCodec")
 	return register(s, meta, func(b statespi.Backend) (MapState[UK, UV], error) {

@@ -79,7 +79,7 @@ func (s *OperatorStore) snapshot() (snapshot.OperatorSnapshot, error) {
 	return out, nil
 }
 
-func registerOperator[H operatorState](s *OperatorStore, name string, kind snapshot.Kind, create func(restored [][]byte) (H, error)) H {
+func registerOperator[H operatorState](s *OperatorStore, name string, kind snapshot.Kind, codecID string, create func(restored [][]byte) (H, error)) H {
 	if name == "" {
 		panic(fmt.Sprintf("state: %s state descriptor without a name", kind))
 	}
@@ -94,6 +94,9 @@ func registerOperator[H operatorState](s *OperatorStore, name string, kind snaps
 	if r, ok := s.restored[name]; ok {
 		if r.Kind != kind {
 			panic(fmt.Sprintf("operator state %q was restored as %s state, requested as %s state", name, r.Kind, kind))
+		}
+		if snapshot.CodecMismatch(r.Codec, codecID) {
+			panic(&BackendError{State: name, Op: "restore", Err: snapshot.CodecChangeError(name, r.Codec, codecID)})
 		}
 		elems = r.Elements
 	}
@@ -124,8 +127,9 @@ func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot
 	if d.TTL != nil {
 		panic(fmt.Sprintf("operator state %q: TTL applies to keyed state only", d.Name))
 	}
-	return registerOperator(s, d.Name, kind, func(restored [][]byte) (*operatorList[V], error) {
-		l := &operatorList[V]{name: d.Name, kind: kind, codec: d.Codec}
+	id := codecID[V](d.Codec)
+	return registerOperator(s, d.Name, kind, id, func(restored [][]byte) (*operatorList[V], error) {
+		l := &operatorList[V]{name: d.Name, kind: kind, codec: d.Codec, codecID: id}
 		for _, b := range restored {
 			v, _, err := d.Codec.Decode(b)
 			if err != nil {
@@ -138,10 +142,11 @@ func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot
 }
 
 type operatorList[V any] struct {
-	name  string
-	kind  snapshot.Kind
-	codec codec.Codec[V]
-	elems []V
+	name    string
+	kind    snapshot.Kind
+	codec   codec.Codec[V]
+	codecID string // recorded in snapshots, checked on restore
+	elems   []V
 }
 
 func (l *operatorList[V]) Get() []V {
@@ -155,7 +160,7 @@ func (l *operatorList[V]) AddAll(vs []V) { l.elems = append(l.elems, vs...) }
 func (l *operatorList[V]) Update(vs []V) { l.elems = slices.Clone(vs) }
 func (l *operatorList[V]) Clear()        { l.elems = nil }
 func (l *operatorList[V]) snapshot() (snapshot.OperatorState, error) {
-	st := snapshot.OperatorState{Name: l.name, Kind: l.kind}
+	st := snapshot.OperatorState{Name: l.name, Kind: l.kind, Codec: l.codecID}
 	for _, v := range l.elems {
 		st.Elements = append(st.Elements, l.codec.AppendEncode(nil, v))
 	}
@@ -186,7 +191,7 @@ type BroadcastState[K comparable, V any] interface {
 func GetBroadcastState[K comparable, V any](s *OperatorStore, d BroadcastDescriptor[K, V]) BroadcastState[K, V] {
 	need(d.KeyCodec != nil, d.Name, "KeyCodec")
 	need(d.ValueCodec != nil, d.Name, "ValueCodec")
-	return registerOperator(s, d.Name, snapshot.KindBroadcast, func(restored [][]byte) (*broadcast[K, V], error) {
+	return registerOperator(s, d.Name, snapshot.KindBroadcast, broadcastCodecID(d), func(restored [][]byte) (*broadcast[K, V], error) {
 		b := &broadcast[K, V]{d: d, m: map[K]V{}}
 		for _, e := range restored {
 			n, w := binary.Uvarint(e)
@@ -230,7 +235,7 @@ func (b *broadcast[K, V]) All() iter.Seq2[K, V] {
 // snapshot encodes the entries sorted by their bytes, so every subtask's
 // copy encodes identically.
 func (b *broadcast[K, V]) snapshot() (snapshot.OperatorState, error) {
-	st := snapshot.OperatorState{Name: b.d.Name, Kind: snapshot.KindBroadcast}
+	st := snapshot.OperatorState{Name: b.d.Name, Kind: snapshot.KindBroadcast, Codec: broadcastCodecID(b.d)}
 	for k, v := range b.m {
 		kb := b.d.KeyCodec.AppendEncode(nil, k)
 		e := binary.AppendUvarint(nil, uint64(len(kb)))
@@ -239,4 +244,8 @@ func (b *broadcast[K, V]) snapshot() (snapshot.OperatorState, error) {
 	}
 	slices.SortFunc(st.Elements, bytes.Compare)
 	return st, nil
+}
+
+func broadcastCodecID[K comparable, V any](d BroadcastDescriptor[K, V]) string {
+	return codecID[K](d.KeyCodec) + " -> " + codecID[V](d.ValueCodec)
 }

@@ -9,7 +9,7 @@ import (
 
 // GetValueState returns the value state described by d.
 func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
-	meta := stateMeta(d.Name, snapshot.KindValue, d.TTL)
+	meta := stateMeta(d.Name, snapshot.KindValue, d.TTL, codecID[V](d.Codec))
 	need(d.Codec != nil, d.Name, "Codec")
 	return register(s, meta, func(b statespi.Backend) (ValueState[V], error) {
 		if b.Heap != nil {

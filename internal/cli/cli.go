@@ -92,6 +92,9 @@ Checkpoints (keyed-count, window-agg):
                          a checkpoint's or a savepoint's path (also moved, or in
                          an object store; at any parallelism and state backend
                          for canonical savepoints)
+  --allow-non-restored-state
+                         with --from: skip (and log) state of operators the job no
+                         longer has, instead of failing
 
 Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
@@ -250,23 +253,24 @@ func interruptible(stderr io.Writer) (context.Context, func()) {
 
 // jobFlags are the flags of `weir run`, shared by every job unless noted.
 type jobFlags struct {
-	parallelism   int
-	restAddr      string
-	bufferTimeout time.Duration
-	bufferSize    sizeFlag
-	networkMemory sizeFlag
-	logLevel      string
-	backend       string
-	input, output string
-	rate          float64
-	count         int64
-	ooo           time.Duration
-	checkpointDir string
-	savepointDir  string
-	interval      time.Duration
-	unaligned     bool
-	from          string
-	retained      int
+	parallelism      int
+	restAddr         string
+	bufferTimeout    time.Duration
+	bufferSize       sizeFlag
+	networkMemory    sizeFlag
+	logLevel         string
+	backend          string
+	input, output    string
+	rate             float64
+	count            int64
+	ooo              time.Duration
+	checkpointDir    string
+	savepointDir     string
+	interval         time.Duration
+	unaligned        bool
+	from             string
+	retained         int
+	allowNonRestored bool
 	// window-agg
 	window, watermarks, lateOutput string
 	outOfOrderness, lateness       time.Duration
@@ -295,6 +299,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.unaligned, "unaligned", false, "")
 	fs.StringVar(&f.from, "from", "", "")
 	fs.IntVar(&f.retained, "retained", 1, "")
+	fs.BoolVar(&f.allowNonRestored, "allow-non-restored-state", false, "")
 	fs.StringVar(&f.window, "window", "", "")
 	fs.StringVar(&f.watermarks, "watermarks", "punctuated", "")
 	fs.StringVar(&f.lateOutput, "late-output", "", "")
@@ -319,7 +324,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("fraud-detection needs --input and --output")
 		}
 	case "keyed-count", "window-agg":
-		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained", "savepoint-dir")
+		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained", "savepoint-dir", "allow-non-restored-state")
 		if job == "window-agg" {
 			flags = append(flags, "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
 		}
@@ -334,6 +339,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("--from needs --checkpoint-dir")
 		case f.checkpointDir == "" && setFlag(fs, "savepoint-dir"):
 			err = usagef("--savepoint-dir needs --checkpoint-dir (a savepoint is a checkpoint)")
+		case f.from == "" && setFlag(fs, "allow-non-restored-state"):
+			err = usagef("--allow-non-restored-state needs --from")
 		case f.interval < 10*time.Millisecond:
 			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
 		case f.retained < 1 || f.retained > 1000:
@@ -366,6 +373,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
 			SavepointDir: f.savepointDir}
 		cfg.ResumeFrom = f.from
+		cfg.AllowNonRestoredState = f.allowNonRestored
 		announceCheckpoints(&cfg, stderr)
 		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg})
 	default: // clicks
@@ -408,6 +416,7 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
 			SavepointDir: f.savepointDir}
 		cfg.ResumeFrom = f.from
+		cfg.AllowNonRestoredState = f.allowNonRestored
 		announceCheckpoints(&cfg, stderr)
 	}
 	return windowagg.Run(ctx, windowagg.Options{Input: f.input, Output: f.output, LateOutput: f.lateOutput, Window: spec,

@@ -126,6 +126,8 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"run", "wordcount", "--rate", "3"}, "--rate does not apply to wordcount"},
 		{[]string{"run", "clicks", "--input", "x"}, "--input does not apply to clicks"},
 		{[]string{"run", "fraud-detection", "--input", "x"}, "fraud-detection needs --input and --output"},
+		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--allow-non-restored-state"}, "--allow-non-restored-state needs --from"},
+		{[]string{"run", "wordcount", "--allow-non-restored-state"}, "--allow-non-restored-state does not apply to wordcount"},
 		{[]string{"run"}, "run needs exactly one job name"},
 		{[]string{"run", "wordcount", "extra"}, "run needs exactly one job name"},
 		{[]string{"run", "wordcount", "--nope"}, "unknown flag --nope"},

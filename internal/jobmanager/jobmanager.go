@@ -61,8 +61,13 @@ type JobSpec struct {
 	// RestoreStore.
 	Restore      *storage.Metadata
 	RestoreStore *storage.Store
-	Clock        clock.Clock
-	// StateBackend names the keyed state backend, for the REST API.
+	// AllowNonRestoredState lets a job start from a checkpoint that holds
+	// state of operators it does not have: that state is skipped, with a
+	// log line naming each operator (Flink's allowNonRestoredState).
+	AllowNonRestoredState bool
+	Clock                 clock.Clock
+	// StateBackend names the keyed state backend, for the REST API and to
+	// refuse restoring Pebble's native format into another backend.
 	StateBackend string
 	// OnCheckpoint, if set, is called when a checkpoint completes (with the
 	// JobManager's lock held: it must be quick and not call back).

@@ -35,9 +35,16 @@ func (jm *JobManager) planRestore(j *job) (map[ExecutionID]*protocol.TaskRestore
 			if os == nil || len(os.Subtasks) == 0 {
 				continue
 			}
-			if os.MaxParallelism != v.MaxParallelism {
-				return nil, fmt.Errorf("operator %q had max parallelism %d in checkpoint %d and has %d now; the number of key groups cannot change",
-					n.Name, os.MaxParallelism, m.CheckpointID, v.MaxParallelism)
+			// Only keyed state is cut by key group; operator state and a
+			// source's splits redistribute whatever the max parallelism.
+			if os.MaxParallelism != v.MaxParallelism && hasKeyed(os) {
+				return nil, fmt.Errorf("%s had max parallelism %d in checkpoint %d and has %d now; "+
+					"max parallelism (the number of key groups) is fixed when a job first runs and cannot change across a restore: "+
+					"set it back to %d (Config.MaxParallelism, or the operator's own)",
+					describeOperator(os.UID, n.Name, opID), os.MaxParallelism, m.CheckpointID, v.MaxParallelism, os.MaxParallelism)
+			}
+			if err := checkKeyedFormat(os, j.spec.StateBackend, m.CheckpointID, describeOperator(os.UID, n.Name, opID)); err != nil {
+				return nil, err
 			}
 			opStates, err := redistributeOperatorState(j.restoreStore, os, v.Parallelism)
 			if err != nil {
@@ -76,16 +83,68 @@ func (jm *JobManager) planRestore(j *job) (map[ExecutionID]*protocol.TaskRestore
 		}
 	}
 	for _, os := range m.Operators {
-		if !known[os.OperatorID] && (len(os.Subtasks) > 0 || os.Coordinator != nil) {
-			uid := ""
-			if os.UID != "" {
-				uid = fmt.Sprintf(" (uid %q)", os.UID)
-			}
-			return nil, fmt.Errorf("checkpoint %d has state of operator %q%s, which this job does not have; "+
-				"give the operator its old UID, or start without that state", m.CheckpointID, os.Name, uid)
+		if known[os.OperatorID] || (len(os.Subtasks) == 0 && os.Coordinator == nil) {
+			continue
 		}
+		what := describeOperator(os.UID, os.Name, os.OperatorID)
+		if j.spec.AllowNonRestoredState {
+			// The state is dropped for good: the next checkpoint of this
+			// job will not have it. The log line is the only trace.
+			jm.logger.Warn("skipping state of an operator this job does not have (allow non-restored state)",
+				"job", j.spec.ID, "checkpoint", m.CheckpointID, "operator", what)
+			continue
+		}
+		fix := "give the operator its old UID"
+		if os.UID == "" {
+			fix = fmt.Sprintf("restore the operator with the same name and inputs (it had no UID; its stable ID %s comes from them)", os.OperatorID)
+		}
+		return nil, fmt.Errorf("checkpoint %d has state of %s, which this job does not have; "+
+			"%s, or pass --allow-non-restored-state (Config.AllowNonRestoredState) to start without that state",
+			m.CheckpointID, what, fix)
 	}
 	return plan, nil
+}
+
+func hasKeyed(os *storage.OperatorState) bool {
+	for _, st := range os.Subtasks {
+		if len(st.Keyed) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// describeOperator names an operator of a checkpoint for an error: by its
+// UID when it had one (that is what a user matches on), else by its name
+// and the stable ID that was derived from its name and inputs.
+func describeOperator(uid, name, opID string) string {
+	if uid != "" {
+		return fmt.Sprintf("operator %q (uid %q)", name, uid)
+	}
+	return fmt.Sprintf("operator %q (no uid; stable ID %s)", name, opID)
+}
+
+// checkKeyedFormat refuses, before anything is deployed, keyed state in
+// Pebble's native format for a job on another backend: only Pebble can read
+// its own files, and a task that failed on it would restart into the same
+// failure again and again. Canonical snapshots restore into either backend.
+func checkKeyedFormat(os *storage.OperatorState, backend string, checkpointID int64, what string) error {
+	if backend == "pebble" {
+		return nil
+	}
+	if backend == "" {
+		backend = "hashmap"
+	}
+	for _, st := range os.Subtasks {
+		for _, kh := range st.Keyed {
+			if kh.Kind == storage.KindNative {
+				return fmt.Errorf("checkpoint %d holds the keyed state of %s in Pebble's native format (incremental checkpoints, or a native savepoint), "+
+					"which only the pebble state backend restores; this job uses the %s backend, which reads the canonical format: "+
+					"resume with --state-backend pebble, or take a canonical savepoint", checkpointID, what, backend)
+			}
+		}
+	}
+	return nil
 }
 
 // redistributeOperatorState returns each new subtask's operator state,

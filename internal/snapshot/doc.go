@@ -14,7 +14,8 @@
 //	         checkpoint id i64, CRC32C u32 of the previous 32 bytes
 //	chunks   type byte | payload length u32 | payload | CRC32C u32 of type+length+payload
 //	         'M' metadata (exactly one, first): uvarint count, per state:
-//	             name (uvarint length + bytes), kind byte, ttl millis varint, ttl update byte
+//	             name (uvarint length + bytes), kind byte, ttl millis varint, ttl update byte,
+//	             codec identity (uvarint length + bytes; version 2 on, absent in version 1)
 //	         'G' key-group entries (zero or more per key group, contiguous per key group):
 //	             uvarint key group, then entries until the end of the payload:
 //	             uvarint state index, flags byte (1: has user key, 2: has TTL timestamp),

@@ -1,6 +1,10 @@
 package snapshot
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/weirhq/weir/failure"
+)
 
 // Kind is the kind of a state, recorded in snapshots. The numbers are part of
 // the format: never renumber, only add.
@@ -66,6 +70,30 @@ type StateMeta struct {
 	Kind      Kind
 	TTLMillis int64 // 0: no TTL
 	TTLUpdate TTLUpdate
+	// Codec identifies how the state's values (and map user keys) are
+	// encoded: the Go types and, for codecs that declare one, their codec
+	// version (see state.CodecVersioned). Restore refuses a snapshot whose
+	// codec differs from the registered state's, since its bytes would be
+	// decoded as another type. "" means unknown (snapshots of format
+	// version 1, timers): not checked.
+	Codec string
+}
+
+// CodecChangeError is the error for a state whose codec changed between
+// the snapshot and the job restoring it. It is permanent (package failure):
+// a restart would restore the same snapshot into the same code, so the job
+// fails at once instead of restarting into it under its restart strategy.
+func CodecChangeError(state, restored, registered string) error {
+	return failure.Permanent(fmt.Errorf("state %q was written with codec %q and is declared now with codec %q; "+
+		"a state's codec can change only through a declared migration, and Weir has no state migration yet: "+
+		"keep the old type (and codec version), or move the data to a state of a new name",
+		state, restored, registered))
+}
+
+// CodecMismatch says whether a restored state's codec differs from the
+// registered one's; unknown ("") on either side matches.
+func CodecMismatch(restored, registered string) bool {
+	return restored != "" && registered != "" && restored != registered
 }
 
 // HasTTL reports whether entries of the state carry a TTL timestamp.

@@ -14,6 +14,9 @@ type OperatorState struct {
 	Name     string
 	Kind     Kind // KindOperatorList, KindOperatorUnion or KindBroadcast
 	Elements [][]byte
+	// Codec identifies the elements' codec (as StateMeta.Codec; broadcast
+	// state: "K -> V"); "" unknown (format version 1), not checked.
+	Codec string
 }
 
 // OperatorSnapshot is the non-keyed state of one operator subtask.
@@ -22,21 +25,26 @@ type OperatorSnapshot struct {
 }
 
 const (
-	operatorMagic   = "WEIROPS\x00"
-	operatorVersion = 1
+	operatorMagic = "WEIROPS\x00"
+	// operatorVersion 2 added each state's codec identity after its kind;
+	// version 1 (testdata/operator-v1.bin) still decodes, without it.
+	operatorVersion    = 2
+	minOperatorVersion = 1
 )
 
 // EncodeOperator encodes an operator snapshot:
 //
 //	magic "WEIROPS\x00" | version u16 | payload length u32 | payload | CRC32C u32 of all before
-//	payload: uvarint count, per state: name, kind byte, uvarint element count, elements
-//	(names and elements are uvarint length + bytes)
+//	payload: uvarint count, per state: name, kind byte, codec (version 2 on),
+//	uvarint element count, elements (names, codecs and elements are uvarint
+//	length + bytes)
 func EncodeOperator(s OperatorSnapshot) []byte {
 	var p []byte
 	p = binary.AppendUvarint(p, uint64(len(s.States)))
 	for _, st := range s.States {
 		p = appendBytes(p, []byte(st.Name))
 		p = append(p, byte(st.Kind))
+		p = appendBytes(p, []byte(st.Codec))
 		p = binary.AppendUvarint(p, uint64(len(st.Elements)))
 		for _, e := range st.Elements {
 			p = appendBytes(p, e)
@@ -59,8 +67,9 @@ func DecodeOperator(b []byte) (OperatorSnapshot, error) {
 	if string(b[:8]) != operatorMagic {
 		return s, corrupt(part, "bad magic %q", b[:8])
 	}
-	if v := binary.BigEndian.Uint16(b[8:]); v != operatorVersion {
-		return s, corrupt(part, "unsupported version %d (this build reads %d)", v, operatorVersion)
+	v := binary.BigEndian.Uint16(b[8:])
+	if v < minOperatorVersion || v > operatorVersion {
+		return s, corrupt(part, "unsupported version %d (this build reads %d to %d)", v, minOperatorVersion, operatorVersion)
 	}
 	n := binary.BigEndian.Uint32(b[10:])
 	if uint64(n)+18 != uint64(len(b)) {
@@ -76,6 +85,9 @@ func DecodeOperator(b []byte) (OperatorSnapshot, error) {
 	}
 	for i := uint64(0); i < count && d.err == nil; i++ {
 		st := OperatorState{Name: string(d.bytes("state name")), Kind: Kind(d.byte1("state kind"))}
+		if v >= 2 {
+			st.Codec = string(d.bytes("codec"))
+		}
 		ne := d.uvarint("element count")
 		if d.err == nil && ne > uint64(len(d.b)) {
 			return s, corrupt(part, "state %q: element count %d exceeds payload", st.Name, ne)
@@ -112,6 +124,7 @@ func RedistributeOperator(old []OperatorSnapshot, newParallelism int) ([]Operato
 	}
 	type merged struct {
 		kind  Kind
+		codec string
 		elems [][]byte
 		first bool // broadcast: a copy was taken already
 	}
@@ -120,10 +133,14 @@ func RedistributeOperator(old []OperatorSnapshot, newParallelism int) ([]Operato
 		for _, st := range o.States {
 			m := all[st.Name]
 			if m == nil {
-				m = &merged{kind: st.Kind}
+				m = &merged{kind: st.Kind, codec: st.Codec}
 				all[st.Name] = m
 			} else if m.kind != st.Kind {
 				return nil, fmt.Errorf("snapshot: operator state %q is %s in one subtask and %s in subtask %d", st.Name, m.kind, st.Kind, i)
+			} else if CodecMismatch(m.codec, st.Codec) {
+				return nil, fmt.Errorf("snapshot: operator state %q has codec %q in one subtask and %q in subtask %d", st.Name, m.codec, st.Codec, i)
+			} else if m.codec == "" {
+				m.codec = st.Codec
 			}
 			if st.Kind == KindBroadcast {
 				if !m.first {
@@ -145,7 +162,7 @@ func RedistributeOperator(old []OperatorSnapshot, newParallelism int) ([]Operato
 		total := len(m.elems)
 		start := 0
 		for i := range out {
-			st := OperatorState{Name: n, Kind: m.kind}
+			st := OperatorState{Name: n, Kind: m.kind, Codec: m.codec}
 			switch m.kind {
 			case KindOperatorList:
 				size := total / newParallelism

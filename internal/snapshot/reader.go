@@ -57,8 +57,8 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 		return nil, corrupt("header", "checksum mismatch (computed %08x, stored %08x)", got, want)
 	}
 	v := int(binary.BigEndian.Uint16(hb[8:]))
-	if v != Version {
-		return nil, corrupt("header", "unsupported format version %d (this build reads %d)", v, Version)
+	if v < minVersion || v > Version {
+		return nil, corrupt("header", "unsupported format version %d (this build reads %d to %d)", v, minVersion, Version)
 	}
 	sr := &Reader{r: r, size: size, groups: map[int][]indexEntry{}}
 	sr.header = Header{
@@ -208,6 +208,10 @@ func (sr *Reader) parseMeta(p []byte) error {
 		k := Kind(d.byte1("state kind"))
 		ttl := d.varint("ttl")
 		upd := TTLUpdate(d.byte1("ttl update"))
+		var cdc string
+		if sr.header.Version >= 2 {
+			cdc = string(d.bytes("codec"))
+		}
 		if d.err != nil {
 			break
 		}
@@ -221,7 +225,7 @@ func (sr *Reader) parseMeta(p []byte) error {
 			return corrupt(d.part, "state %q listed twice", name)
 		}
 		seen[name] = true
-		sr.states = append(sr.states, StateMeta{Name: name, Kind: k, TTLMillis: ttl, TTLUpdate: upd})
+		sr.states = append(sr.states, StateMeta{Name: name, Kind: k, TTLMillis: ttl, TTLUpdate: upd, Codec: cdc})
 	}
 	if d.err == nil && len(d.b) != 0 {
 		return corrupt(d.part, "%d trailing bytes", len(d.b))

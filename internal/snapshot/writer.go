@@ -13,7 +13,12 @@ import (
 
 // Version is the format version this package writes. Readers accept only
 // versions they know; a new version keeps a golden file of the old one.
-const Version = 1
+// Version 2 added each state's codec identity (StateMeta.Codec) to the
+// metadata chunk; version 1 files still decode, with no codec recorded.
+const Version = 2
+
+// minVersion is the oldest format version the reader accepts.
+const minVersion = 1
 
 // ChunkTarget is the payload size after which a key group's entries continue
 // in a new chunk.
@@ -83,6 +88,7 @@ func NewWriter(w io.Writer, h Header, states []StateMeta) (*Writer, error) {
 		p = append(p, byte(s.Kind))
 		p = binary.AppendVarint(p, s.TTLMillis)
 		p = append(p, byte(s.TTLUpdate))
+		p = appendBytes(p, []byte(s.Codec))
 	}
 	if err := sw.chunk(chunkMeta, p); err != nil {
 		return nil, err

@@ -24,7 +24,10 @@
 //     Every Pending must be materialized or released.
 //   - Restore takes snapshots of any key-group ranges (canonical, from either
 //     backend; or native Pebble checkpoints into the Pebble backend) and keeps
-//     the key groups of its own range: that is rescaling.
+//     the key groups of its own range: that is rescaling. A restored state
+//     registered later with another kind or codec identity
+//     (snapshot.StateMeta.Codec) fails its registration: its bytes would
+//     be decoded as another type.
 //   - Close releases the backend (Pebble: closes and deletes its working dir).
 //
 // Everything but Pending.Materialize must be called from the task goroutine.

@@ -171,6 +171,9 @@ func (s *Store) attach(name string, t erased) error {
 	if r.meta.Kind != t.meta().Kind {
 		return fmt.Errorf("state %q was restored as %s state but is registered as %s state", name, r.meta.Kind, t.meta().Kind)
 	}
+	if snapshot.CodecMismatch(r.meta.Codec, t.meta().Codec) {
+		return snapshot.CodecChangeError(name, r.meta.Codec, t.meta().Codec)
+	}
 	var mk []byte
 	// Kinds with one entry per key: the table can be sized for a key
 	// group's entries before they go in. (A map or list state has an
@@ -252,6 +255,9 @@ func (s *Store) Restore(r *snapshot.Reader) error {
 				if t.meta().Kind != m.Kind {
 					return fmt.Errorf("state %q: snapshot has %s state, registered as %s", m.Name, m.Kind, t.meta().Kind)
 				}
+				if snapshot.CodecMismatch(m.Codec, t.meta().Codec) {
+					return snapshot.CodecChangeError(m.Name, m.Codec, t.meta().Codec)
+				}
 				mk = mapKey(mk[:0], e.Key, e.Namespace)
 				return t.restore(kg, mk, e, m.HasTTL())
 			}
@@ -261,6 +267,10 @@ func (s *Store) Restore(r *snapshot.Reader) error {
 				s.pending[m.Name] = p
 			} else if p.meta.Kind != m.Kind {
 				return fmt.Errorf("state %q: snapshots disagree on its kind (%s, %s)", m.Name, p.meta.Kind, m.Kind)
+			} else if snapshot.CodecMismatch(p.meta.Codec, m.Codec) {
+				return fmt.Errorf("state %q: snapshots disagree on its codec (%q, %q)", m.Name, p.meta.Codec, m.Codec)
+			} else if p.meta.Codec == "" {
+				p.meta.Codec = m.Codec
 			}
 			p.add(kg, e)
 			return nil

@@ -165,7 +165,37 @@ func encodeMeta(id uint16, m snapshot.StateMeta) []byte {
 	b := binary.BigEndian.AppendUint16(nil, id)
 	b = append(b, byte(m.Kind))
 	b = binary.AppendVarint(b, m.TTLMillis)
-	return append(b, byte(m.TTLUpdate))
+	b = append(b, byte(m.TTLUpdate))
+	// The codec identity came later: metadata without it (older databases
+	// and native checkpoints) ends after the TTL update byte.
+	if m.Codec != "" {
+		b = binary.AppendUvarint(b, uint64(len(m.Codec)))
+		b = append(b, m.Codec...)
+	}
+	return b
+}
+
+// decodeMeta decodes encodeMeta's output for state name. The value comes
+// from a database that may be a downloaded native checkpoint, so it is
+// checked, never trusted (FuzzDecodeMeta).
+func decodeMeta(name string, v []byte) (snapshot.StateMeta, uint16, error) {
+	if len(v) < 4 {
+		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
+	}
+	id := binary.BigEndian.Uint16(v)
+	ttl, n := binary.Varint(v[3:])
+	if n <= 0 || len(v) < 3+n+1 {
+		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
+	}
+	m := snapshot.StateMeta{Name: name, Kind: snapshot.Kind(v[2]), TTLMillis: ttl, TTLUpdate: snapshot.TTLUpdate(v[3+n])}
+	if rest := v[3+n+1:]; len(rest) > 0 {
+		cl, w := binary.Uvarint(rest)
+		if w <= 0 || cl != uint64(len(rest)-w) {
+			return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (codec identity)", name)
+		}
+		m.Codec = string(rest[w:])
+	}
+	return m, id, nil
 }
 
 func (d *DB) loadMeta() error {
@@ -176,16 +206,10 @@ func (d *DB) loadMeta() error {
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		name := string(it.Key()[3:])
-		v := it.Value()
-		if len(v) < 4 {
-			return fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
+		m, id, err := decodeMeta(name, it.Value())
+		if err != nil {
+			return err
 		}
-		id := binary.BigEndian.Uint16(v)
-		ttl, n := binary.Varint(v[3:])
-		if n <= 0 || len(v) != 3+n+1 {
-			return fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
-		}
-		m := snapshot.StateMeta{Name: name, Kind: snapshot.Kind(v[2]), TTLMillis: ttl, TTLUpdate: snapshot.TTLUpdate(v[3+n])}
 		d.tables[name] = newTable(d, m, id)
 		d.nextID = max(d.nextID, id+1)
 	}
@@ -199,6 +223,9 @@ func (d *DB) Table(m snapshot.StateMeta) (*Table, error) {
 	if t, ok := d.tables[m.Name]; ok {
 		if t.meta.Kind != m.Kind {
 			return nil, fmt.Errorf("state %q holds %s state, requested as %s", m.Name, t.meta.Kind, m.Kind)
+		}
+		if snapshot.CodecMismatch(t.meta.Codec, m.Codec) {
+			return nil, snapshot.CodecChangeError(m.Name, t.meta.Codec, m.Codec)
 		}
 		if t.meta.HasTTL() != m.HasTTL() {
 			return nil, fmt.Errorf("state %q: turning TTL on or off for existing state is not supported by the pebble backend (stored TTL %d ms, requested %d ms)",

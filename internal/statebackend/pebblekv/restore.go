@@ -106,6 +106,9 @@ func (d *DB) restoreTable(m snapshot.StateMeta) (*Table, error) {
 		if t.meta.Kind != m.Kind {
 			return nil, fmt.Errorf("state %q: snapshot has %s state, the backend %s", m.Name, m.Kind, t.meta.Kind)
 		}
+		if snapshot.CodecMismatch(m.Codec, t.meta.Codec) {
+			return nil, snapshot.CodecChangeError(m.Name, m.Codec, t.meta.Codec)
+		}
 		return t, nil
 	}
 	return d.Table(m)
