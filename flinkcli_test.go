@@ -48,7 +48,10 @@ const flinkSavepointRoutesBuilt = true
 // with its REST API on a free port. Cleanup cancels it if it still runs.
 func startEndlessJob(t *testing.T, name string) *weir.Job {
 	t.Helper()
-	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0"})
+	// Checkpointing on (interval 0: none periodically): a savepoint is a
+	// checkpoint forced through the coordinator.
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0",
+		Checkpointing: &weir.CheckpointConfig{Dir: t.TempDir()}})
 	src := weir.Generate(env, -1, 500, func(i int64) int64 { return i })
 	weir.Discard(weir.Map(src.Rebalance(), func(v int64) int64 { return v * 2 }).Name("Double").UID("double"))
 	job, err := env.ExecuteAsync(context.Background(), name)

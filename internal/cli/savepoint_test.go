@@ -35,8 +35,8 @@ func TestProcessSavepointAndStop(t *testing.T) {
 	if code, _, stderr := runWeir(t, 20*time.Second, "savepoint", id, "--address", addr, "--format", "sideways"); code != ExitUsage || !strings.Contains(stderr, "--format") {
 		t.Fatalf("bad --format: exit %d, %s", code, stderr)
 	}
-	if code, _, stderr := runWeir(t, 20*time.Second, "savepoint", "inspect", "x"); code != ExitUsage || !strings.Contains(stderr, "not built") {
-		t.Fatalf("savepoint inspect (stub): exit %d, %s", code, stderr)
+	if code, _, stderr := runWeir(t, 20*time.Second, "savepoint", "inspect", filepath.Join(dir, "missing")); code != ExitFailed || !strings.Contains(stderr, "missing") {
+		t.Fatalf("savepoint inspect of a missing path: exit %d, %s", code, stderr)
 	}
 	time.Sleep(time.Duration(100+r.IntN(400)) * time.Millisecond)
 	// No --dir: the job's --savepoint-dir.
