@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,11 +121,24 @@ func (c *Client) TaskManagers(ctx context.Context) ([]TaskManager, error) {
 
 // do sends one request and decodes a 2xx body into out (if non-nil).
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	return c.send(ctx, method, path, nil, out)
+}
+
+// send sends one request, with body as its JSON content when non-nil, and
+// decodes a 2xx answer into out (if non-nil).
+func (c *Client) send(ctx context.Context, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return fmt.Errorf("weir rest: %w", err)
 	}
 	req.Header.Set("Accept", contentType)
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if isDialError(err) {
@@ -133,20 +147,20 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 		return fmt.Errorf("weir rest: %s %s: %w", method, c.base+path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return fmt.Errorf("weir rest: %s %s: reading answer: %w", method, c.base+path, err)
 	}
-	if len(body) > maxResponseBytes {
+	if len(data) > maxResponseBytes {
 		return fmt.Errorf("weir rest: %s %s: answer larger than %d bytes", method, c.base+path, maxResponseBytes)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return apiError(resp.StatusCode, body)
+		return apiError(resp.StatusCode, data)
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("weir rest: %s %s: decoding answer: %w", method, c.base+path, err)
 	}
 	return nil

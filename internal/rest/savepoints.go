@@ -228,35 +228,12 @@ func (c *Client) SavepointStatus(ctx context.Context, id, requestID string) (Asy
 	return res, err
 }
 
-// doJSON sends one request with a JSON body and decodes a 2xx answer.
+// doJSON sends one request with body as JSON and decodes a 2xx answer
+// into out, as do.
 func (c *Client) doJSON(ctx context.Context, method, path string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("weir rest: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, strings.NewReader(string(b)))
-	if err != nil {
-		return fmt.Errorf("weir rest: %w", err)
-	}
-	req.Header.Set("Accept", contentType)
-	req.Header.Set("Content-Type", contentType)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if isDialError(err) {
-			return fmt.Errorf("%w at %s: %w", ErrNoCluster, c.base, err)
-		}
-		return fmt.Errorf("weir rest: %s %s: %w", method, c.base+path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err != nil {
-		return fmt.Errorf("weir rest: %s %s: reading answer: %w", method, c.base+path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return apiError(resp.StatusCode, data)
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("weir rest: %s %s: decoding answer: %w", method, c.base+path, err)
-	}
-	return nil
+	return c.send(ctx, method, path, b, out)
 }
