@@ -18,11 +18,7 @@ import (
 	"github.com/weirhq/weir/internal/flinktest"
 )
 
-// flinkSavepointRoutesBuilt says whether Weir serves Flink's savepoint and
-// stop routes (POST /jobs/{id}/savepoints, GET /jobs/{id}/savepoints/{rid},
-// POST /jobs/{id}/stop). They are being built on another branch; whoever
-// merges it sets this to true, and then the savepoint and stop subtests of
-// TestFlinkCLI must pass. While it is false they skip, naming this constant.
+// Flink's savepoint and stop routes, as TestFlinkCLI exercises them.
 //
 // What Flink 2.3's client sends and expects, observed against a scratch
 // server (so the routes can be checked before the merge):
@@ -42,16 +38,22 @@ import (
 //
 // Note formatType is upper case and triggerId is sent as null: a decoder
 // that rejects unknown fields or expects "canonical" refuses Flink's client.
-const flinkSavepointRoutesBuilt = true
 
 // startEndlessJob starts a job that runs until it is canceled or stopped,
 // with its REST API on a free port. Cleanup cancels it if it still runs.
 func startEndlessJob(t *testing.T, name string) *weir.Job {
 	t.Helper()
+	return startEndlessJobFrom(t, name, "")
+}
+
+// startEndlessJobFrom is startEndlessJob resuming from a checkpoint or
+// savepoint path when from is not empty.
+func startEndlessJobFrom(t *testing.T, name, from string) *weir.Job {
+	t.Helper()
 	// Checkpointing on (interval 0: none periodically): a savepoint is a
 	// checkpoint forced through the coordinator.
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0",
-		Checkpointing: &weir.CheckpointConfig{Dir: t.TempDir()}})
+		Checkpointing: &weir.CheckpointConfig{Dir: t.TempDir()}, ResumeFrom: from})
 	src := weir.Generate(env, -1, 500, func(i int64) int64 { return i })
 	weir.Discard(weir.Map(src.Rebalance(), func(v int64) int64 { return v * 2 }).Name("Double").UID("double"))
 	job, err := env.ExecuteAsync(context.Background(), name)
@@ -151,29 +153,26 @@ func TestFlinkCLI(t *testing.T) {
 	})
 
 	t.Run("savepoint", func(t *testing.T) {
-		if !flinkSavepointRoutesBuilt {
-			t.Skip("skipping: Weir does not serve Flink's savepoint routes on this branch; set flinkSavepointRoutesBuilt to true once they are merged")
-		}
 		dir := t.TempDir()
 		code, out := flink.Run(t, "savepoint", "-m", addr, job.ID(), dir)
 		if code != 0 {
 			t.Fatalf("flink savepoint: exit %d; output:\n%s", code, out)
 		}
-		checkSavepointWritten(t, out, dir)
+		loc := checkSavepointWritten(t, out, dir)
 		// Taking a savepoint leaves the job running.
 		select {
 		case <-job.Done():
 			t.Fatal("the job ended after flink savepoint")
 		default:
 		}
-		// TODO(merge): resume a job from the savepoint (weir run --from)
-		// once the savepoint branch defines how, and check its state.
+		// Weir resumes a job from the savepoint Flink's client took.
+		resumed := startEndlessJobFrom(t, "flink-cli-resumed", loc)
+		if got := resumed.RestoredFrom(); !strings.Contains(got, job.ID()) {
+			t.Fatalf("a job resumed from %s says it restored %q, want a checkpoint of job %s", loc, got, job.ID())
+		}
 	})
 
 	t.Run("stop", func(t *testing.T) {
-		if !flinkSavepointRoutesBuilt {
-			t.Skip("skipping: Weir does not serve Flink's stop route on this branch; set flinkSavepointRoutesBuilt to true once it is merged")
-		}
 		dir := t.TempDir()
 		code, out := flink.Run(t, "stop", "--savepointPath", dir, "-m", addr, job.ID())
 		if code != 0 {
