@@ -80,7 +80,7 @@ func takeSavepoint(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("triggering a savepoint of job %s: %w", id, err)
 	}
 	fmt.Fprintf(stderr, "weir: savepoint of job %s requested (request %s); waiting\n", id, rid)
-	loc, err := awaitSavepoint(ctx, c, id, rid)
+	loc, err := awaitSavepoint(ctx, c, id, rid, stderr)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func stopJob(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("stopping job %s with a savepoint: %w", id, err)
 	}
 	fmt.Fprintf(stderr, "weir: stop of job %s with a savepoint requested (request %s); waiting\n", id, rid)
-	loc, err := awaitSavepoint(ctx, c, id, rid)
+	loc, err := awaitSavepoint(ctx, c, id, rid, stderr)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func stopJob(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // awaitSavepoint polls a savepoint request until it completes.
-func awaitSavepoint(ctx context.Context, c *rest.Client, id, rid string) (string, error) {
+func awaitSavepoint(ctx context.Context, c *rest.Client, id, rid string, stderr io.Writer) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, savepointTimeout)
 	defer cancel()
 	for {
@@ -129,6 +129,9 @@ func awaitSavepoint(ctx context.Context, c *rest.Client, id, rid string) (string
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
+				// Ctrl-C ends the waiting, not the request (the CLI's
+				// interrupt message speaks of canceling): say so.
+				fmt.Fprintf(stderr, "weir: stopped waiting; job %s was not canceled and its request %s may still complete (GET /jobs/%s/savepoints/%s)\n", id, rid, id, rid)
 				return "", ctx.Err()
 			}
 			return "", fmt.Errorf("savepoint request %s of job %s did not complete within %v", rid, id, savepointTimeout)
