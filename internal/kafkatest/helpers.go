@@ -1,0 +1,195 @@
+package kafkatest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// OpLimit bounds each helper's requests to the broker.
+const OpLimit = 60 * time.Second
+
+// Seeds splits a bootstrap address list ("h1:p1,h2:p2") for kgo.SeedBrokers.
+func Seeds(brokers string) []string {
+	var out []string
+	for _, s := range strings.Split(brokers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Client returns a franz-go client for brokers with opts, closed when the
+// test ends.
+func Client(t testing.TB, brokers string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(Seeds(brokers)...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kafkatest: client for %s: %v", brokers, err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+var topicSeq atomic.Int64
+
+// Topic returns a topic name unique to this test binary run, built from the
+// test's name and suffix, so tests sharing one broker never share topics.
+func Topic(t testing.TB, suffix string) string {
+	t.Helper()
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, t.Name())
+	if len(name) > 150 {
+		name = name[:150]
+	}
+	return fmt.Sprintf("%s-%s-%d-%d", name, suffix, time.Now().UnixNano()%1e9, topicSeq.Add(1))
+}
+
+// CreateTopic creates topic with the given number of partitions
+// (replication factor 1) and waits until every partition has a leader.
+func CreateTopic(t testing.TB, brokers, topic string, partitions int) {
+	t.Helper()
+	adm := kadm.NewClient(Client(t, brokers))
+	ctx, cancel := context.WithTimeout(context.Background(), OpLimit)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("kafkatest: create topic %s (%d partitions): %v", topic, partitions, err)
+	}
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			td, ok := md.Topics[topic]
+			ready := ok && td.Err == nil && len(td.Partitions) == partitions
+			for _, p := range td.Partitions {
+				ready = ready && p.Err == nil && p.Leader >= 0
+			}
+			if ready {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("kafkatest: topic %s has no leader for every partition after %v (last metadata error: %v)", topic, OpLimit, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Produce writes lines to topic as record values (no key, so the default
+// partitioner spreads them) and waits until all are acknowledged.
+func Produce(t testing.TB, brokers, topic string, lines ...string) {
+	t.Helper()
+	recs := make([]*kgo.Record, len(lines))
+	for i, l := range lines {
+		recs[i] = &kgo.Record{Topic: topic, Value: []byte(l)}
+	}
+	ProduceRecords(t, brokers, recs...)
+}
+
+// ProduceRecords writes recs (each naming its topic) and waits until all
+// are acknowledged.
+func ProduceRecords(t testing.TB, brokers string, recs ...*kgo.Record) {
+	t.Helper()
+	cl := Client(t, brokers, kgo.ProducerLinger(0))
+	ctx, cancel := context.WithTimeout(context.Background(), OpLimit)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("kafkatest: produce %d records: %v", len(recs), err)
+	}
+}
+
+// ReadCommitted reads topic from its start with isolation level
+// read_committed up to the last stable offset of each partition as it is
+// when called: every record of a committed transaction (and every
+// non-transactional record) before it, none of an aborted or open one.
+// Records come in offset order per partition.
+func ReadCommitted(t testing.TB, brokers, topic string) []*kgo.Record {
+	t.Helper()
+	return read(t, brokers, topic, true)
+}
+
+// ReadUncommitted reads topic from its start with isolation level
+// read_uncommitted up to each partition's high watermark: aborted and open
+// transactions' records included.
+func ReadUncommitted(t testing.TB, brokers, topic string) []*kgo.Record {
+	t.Helper()
+	return read(t, brokers, topic, false)
+}
+
+func read(t testing.TB, brokers, topic string, committed bool) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), OpLimit)
+	defer cancel()
+	adm := kadm.NewClient(Client(t, brokers))
+	list := adm.ListEndOffsets
+	level := kgo.ReadUncommitted()
+	if committed {
+		list, level = adm.ListCommittedOffsets, kgo.ReadCommitted()
+	}
+	ends, err := list(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("kafkatest: list end offsets of %s: %v", topic, err)
+	}
+	// The end offsets are where reading stops. Control records (the commit
+	// and abort markers) take offsets too, so they are kept while reading
+	// to know when a partition's end is reached, and dropped from the result.
+	want := map[int32]int64{}
+	start := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+			start[o.Partition] = kgo.NewOffset().AtStart()
+		}
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	cl := Client(t, brokers,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
+		kgo.FetchIsolationLevel(level),
+		kgo.KeepControlRecords())
+	var out []*kgo.Record
+	next := map[int32]int64{}
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("kafkatest: reading %s did not reach the end offsets %v within %v (reached %v)", topic, want, OpLimit, next)
+		}
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("kafkatest: reading %s: %v", topic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			end, ok := want[r.Partition]
+			if !ok || r.Offset >= end {
+				return
+			}
+			next[r.Partition] = r.Offset + 1
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+			if r.Offset+1 >= end {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/flinktest"
+)
+
+// EnvBrokers names the environment variable with the bootstrap address of
+// an already running broker; when set, Broker returns it and starts none.
+const EnvBrokers = "WEIR_KAFKA_BROKERS"
+
+// StartLimit bounds one run of scripts/kafka-broker start: a fetch of the
+// jars (up to 30 s cold) plus the script's own 60 s bound on the broker's
+// startup.
+const StartLimit = 3 * time.Minute
+
+var (
+	mu      sync.Mutex
+	started *running // the broker this test binary started, if any
+	failed  error    // why starting it failed; later tests fail the same way at once
+)
+
+type running struct {
+	addr, dir, script string
+}
+
+// InCI reports whether the tests run under CI, where a missing Java or
+// Maven fails a test instead of skipping it.
+func InCI() bool { return flinktest.InCI() }
+
+// Main runs the tests and then stops the broker they started, if any, and
+// removes its folder. Use it as TestMain's body:
+//
+//	func TestMain(m *testing.M) { kafkatest.Main(m) }
+//
+// An interrupt (SIGINT, SIGTERM) stops the broker too before the process
+// exits.
+func Main(m *testing.M) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		Stop()
+		fmt.Fprintf(os.Stderr, "kafkatest: %v: stopped the test broker\n", s)
+		os.Exit(130)
+	}()
+	code := m.Run()
+	signal.Stop(sig)
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the broker this test binary started (if any) and removes its
+// folder. Main calls it; it is safe to call more than once.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	if started == nil {
+		return
+	}
+	b := started
+	started = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.script, "stop", "--dir", b.dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "kafkatest: stopping the broker in %s: %v\n%s", b.dir, err, out)
+		return // keep the folder and its log for a look
+	}
+	os.RemoveAll(b.dir)
+}
+
+// Broker returns the bootstrap address of a running broker: WEIR_KAFKA_BROKERS
+// if set, else the one this test binary started on its first call. When Java,
+// or the jars and Maven to fetch them, are missing, it fails the test under
+// CI and skips it elsewhere; when the broker does not start, it fails.
+func Broker(t testing.TB) string {
+	t.Helper()
+	if v := os.Getenv(EnvBrokers); v != "" {
+		return v
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if started != nil {
+		return started.addr
+	}
+	if failed != nil {
+		t.Fatalf("kafkatest: the test broker did not start for an earlier test: %v", failed)
+	}
+	missing := func(format string, args ...any) {
+		t.Helper()
+		flinktest.MissingTool(t, "no Kafka broker ("+EnvBrokers+" is not set) and scripts/kafka-broker cannot start one: "+format, args...)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		missing("java (17+) is not on PATH")
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv("WEIR_KAFKA_CACHE")
+	if cache == "" {
+		cache = filepath.Join(root, ".cache", "kafka")
+	}
+	if _, err := os.Stat(filepath.Join(cache, "lib", ".complete-"+Version)); err != nil {
+		if _, lerr := exec.LookPath("mvn"); lerr != nil {
+			missing("Kafka %s's jars are not fetched (no %s) and mvn, which fetches them, is not on PATH", Version, filepath.Join(cache, "lib"))
+		}
+	}
+	script := filepath.Join(root, "scripts", "kafka-broker")
+	start := time.Now()
+	b, err := startBroker(script)
+	if err != nil {
+		failed = err
+		t.Fatalf("kafkatest: %v", err)
+	}
+	t.Logf("kafkatest: started a Kafka broker at %s in %v (dir %s)", b.addr, time.Since(start).Round(time.Millisecond), b.dir)
+	started = b
+	return b.addr
+}
+
+// Version is the Kafka release scripts/kafka-broker runs.
+const Version = "4.4.0"
+
+func startBroker(script string) (*running, error) {
+	sweep()
+	dir, err := os.MkdirTemp("", "weir-kafka-")
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), StartLimit)
+		cmd := exec.CommandContext(ctx, script, "start", "--port", strconv.Itoa(port), "--dir", dir,
+			"--owner-pid", strconv.Itoa(os.Getpid()))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.WaitDelay = 5 * time.Second
+		err = cmd.Run()
+		cancel()
+		if err == nil {
+			addr := strings.TrimSpace(stdout.String())
+			if addr == "" {
+				return nil, fmt.Errorf("%s start printed no address; its stderr:\n%s", script, stderr.String())
+			}
+			return &running{addr: addr, dir: dir, script: script}, nil
+		}
+		if ctx.Err() != nil {
+			exec.Command(script, "stop", "--dir", dir).Run()
+			return nil, fmt.Errorf("%s start did not finish within %v; its stderr:\n%s", script, StartLimit, stderr.String())
+		}
+		lastErr = fmt.Errorf("%s start --port %d --dir %s: %v; its stderr:\n%s", script, port, dir, err, stderr.String())
+		// Another process may have taken the free port between our check
+		// and the broker's bind: try another.
+		if !strings.Contains(stderr.String(), "is busy") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// sweep removes the folders of test brokers that are gone (their test
+// binary was killed before Main could clean up; the watchdog stopped the
+// broker itself) and untouched for an hour.
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "weir-kafka-*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < time.Hour {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "broker.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && syscall.Kill(pid, 0) == nil {
+				continue
+			}
+		}
+		os.RemoveAll(d)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// repoRoot is the nearest directory upwards that holds go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("kafkatest: no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
