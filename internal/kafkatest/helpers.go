@@ -2,6 +2,7 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -114,12 +115,53 @@ func ProduceRecords(t testing.TB, brokers string, recs ...*kgo.Record) {
 	}
 }
 
-// ReadCommitted reads topic from its start with isolation level
-// read_committed up to the last stable offset of each partition as it is
-// when called: every record of a committed transaction (and every
-// non-transactional record) before it, none of an aborted or open one.
-// Records come in offset order per partition.
+// SettleLimit bounds how long ReadCommitted waits for the transactions
+// open on a topic to end.
+const SettleLimit = 30 * time.Second
+
+// ReadCommitted waits until no transaction is open on any partition of
+// topic (each partition's last stable offset equals its high watermark),
+// then reads the topic from its start with isolation level read_committed:
+// every record of a committed transaction and every non-transactional
+// record, none of an aborted one. The wait matters after a commit: Kafka
+// answers EndTxn before it has written the commit markers, and until they
+// are written read_committed readers do not see the transaction. A
+// transaction still open after SettleLimit fails the test, naming the
+// partitions it holds back. Records come in offset order per partition.
 func ReadCommitted(t testing.TB, brokers, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), SettleLimit)
+	defer cancel()
+	adm := kadm.NewClient(Client(t, brokers))
+	for {
+		stable, err1 := adm.ListCommittedOffsets(ctx, topic)
+		high, err2 := adm.ListEndOffsets(ctx, topic)
+		var open []string
+		if err := errors.Join(err1, err2); err == nil {
+			if err = errors.Join(stable.Error(), high.Error()); err == nil {
+				high.Each(func(h kadm.ListedOffset) {
+					if s, _ := stable.Lookup(topic, h.Partition); s.Offset != h.Offset {
+						open = append(open, fmt.Sprintf("partition %d: last stable offset %d, high watermark %d", h.Partition, s.Offset, h.Offset))
+					}
+				})
+				if len(open) == 0 {
+					return read(t, brokers, topic, true)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("kafkatest: %s still has open transactions after %v (or its offsets cannot be listed: %v): %s",
+				topic, SettleLimit, errors.Join(err1, err2), strings.Join(open, "; "))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ReadCommittedNow reads topic from its start with isolation level
+// read_committed up to each partition's last stable offset as it is now,
+// without waiting for open transactions to end.
+func ReadCommittedNow(t testing.TB, brokers, topic string) []*kgo.Record {
 	t.Helper()
 	return read(t, brokers, topic, true)
 }

@@ -2,6 +2,7 @@ package keyedcount
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -33,16 +34,27 @@ func Format(c Count) string {
 
 // Parse reads one input line; errors name the file and line.
 func Parse(l file.Line) (Record, error) {
-	key, val, ok := strings.Cut(l.Text, "\t")
+	r, err := ParseText(l.Text)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s line %d: %w", l.Path, l.Number, err)
+	}
+	return r, nil
+}
+
+// ParseText reads one record "key<TAB>value" (value an int64, spaces
+// around it allowed); its errors say what is wrong with the text, for the
+// caller to say where it came from.
+func ParseText(text string) (Record, error) {
+	key, val, ok := strings.Cut(text, "\t")
 	if !ok {
-		return Record{}, fmt.Errorf("%s line %d: want key<TAB>value, got %.80q", l.Path, l.Number, l.Text)
+		return Record{}, fmt.Errorf("want key<TAB>value, got %.80q", text)
 	}
 	if key == "" {
-		return Record{}, fmt.Errorf("%s line %d: the key is empty", l.Path, l.Number)
+		return Record{}, errors.New("the key is empty")
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 	if err != nil {
-		return Record{}, fmt.Errorf("%s line %d: value %.40q is not an integer", l.Path, l.Number, val)
+		return Record{}, fmt.Errorf("value %.40q is not an integer", val)
 	}
 	return Record{Key: key, Value: v}, nil
 }
