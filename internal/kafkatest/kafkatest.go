@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirhq/weir/internal/flinktest"
 )
 
@@ -44,24 +47,31 @@ type running struct {
 func InCI() bool { return flinktest.InCI() }
 
 // Main runs the tests and then stops the broker they started, if any, and
-// removes its folder. Use it as TestMain's body:
+// removes its folder; then it runs cleanups (the test binary's own, such as
+// removing a binary it built) and exits. Use it as TestMain's body:
 //
 //	func TestMain(m *testing.M) { kafkatest.Main(m) }
 //
-// An interrupt (SIGINT, SIGTERM) stops the broker too before the process
-// exits.
-func Main(m *testing.M) {
+// An interrupt (SIGINT, SIGTERM) stops the broker and runs cleanups too
+// before the process exits.
+func Main(m *testing.M, cleanups ...func()) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	cleanup := func() {
+		Stop()
+		for _, c := range cleanups {
+			c()
+		}
+	}
 	go func() {
 		s := <-sig
-		Stop()
+		cleanup()
 		fmt.Fprintf(os.Stderr, "kafkatest: %v: stopped the test broker\n", s)
 		os.Exit(130)
 	}()
 	code := m.Run()
 	signal.Stop(sig)
-	Stop()
+	cleanup()
 	os.Exit(code)
 }
 
@@ -129,6 +139,11 @@ func Broker(t testing.TB) string {
 		failed = err
 		t.Fatalf("kafkatest: %v", err)
 	}
+	if err := warmUp(b.addr); err != nil {
+		failed = err
+		exec.Command(script, "stop", "--dir", b.dir).Run()
+		t.Fatalf("kafkatest: %v", err)
+	}
 	t.Logf("kafkatest: started a Kafka broker at %s in %v (dir %s)", b.addr, time.Since(start).Round(time.Millisecond), b.dir)
 	started = b
 	return b.addr
@@ -194,6 +209,32 @@ func sweep() {
 			}
 		}
 		os.RemoveAll(d)
+	}
+}
+
+// warmUp waits until a new broker's group coordinator answers. A fresh
+// broker creates its offsets topic on the first group request and answers
+// COORDINATOR_NOT_AVAILABLE until then (a second or so), which every test
+// would otherwise meet in its first group request.
+func warmUp(addr string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), OpLimit)
+	defer cancel()
+	for {
+		_, err := adm.FetchOffsets(ctx, "kafkatest-warm-up")
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the new broker at %s: its group coordinator did not answer within %v: %v", addr, OpLimit, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
