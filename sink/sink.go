@@ -1,6 +1,10 @@
 package sink
 
-import "github.com/weirhq/weir/codec"
+import (
+	"time"
+
+	"github.com/weirhq/weir/codec"
+)
 
 // Context describes a sink subtask.
 type Context interface {
@@ -11,6 +15,10 @@ type Context interface {
 	// Checkpointing reports whether the job takes checkpoints; without,
 	// committables are committed at the end of input.
 	Checkpointing() bool
+	// CheckpointInterval is the interval between checkpoints (0 without
+	// checkpointing): a sink whose pre-committed output must outlive a
+	// checkpoint interval (a Kafka transaction) checks its timeouts with it.
+	CheckpointInterval() time.Duration
 	// Canceled is closed when the subtask is canceled: a writer that blocks
 	// (on a full channel, a slow reader) must stop waiting then.
 	Canceled() <-chan struct{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/sink"
@@ -19,6 +20,9 @@ func (s sinkContext) Parallelism() int          { return s.ctx.Parallelism }
 func (s sinkContext) Attempt() int              { return s.ctx.Attempt }
 func (s sinkContext) Checkpointing() bool       { return s.ctx.Checkpointing }
 func (s sinkContext) Canceled() <-chan struct{} { return s.ctx.Cancel }
+func (s sinkContext) CheckpointInterval() time.Duration {
+	return s.ctx.CheckpointInterval
+}
 
 // NewSinkFactory returns the factory of a sink's operator.
 func NewSinkFactory[T any](s sink.Sink[T]) Factory {
