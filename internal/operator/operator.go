@@ -82,6 +82,9 @@ type Context struct {
 	Checkpointing bool
 	// CheckpointInterval is the checkpoint interval (0 without checkpoints).
 	CheckpointInterval time.Duration
+	// RestoredCheckpoint is the id of the checkpoint the task restored
+	// from (0: a fresh start).
+	RestoredCheckpoint int64
 	// SendEvent sends an event to the operator's coordinator (set by the task).
 	SendEvent func(payload []byte)
 	// sideOutputs are the operator's side outputs by tag (each an Input of

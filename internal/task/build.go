@@ -74,6 +74,9 @@ func (t *Task) build() error {
 		if t.spec.Checkpoints != nil {
 			ctx.CheckpointInterval = t.spec.Checkpoints.Interval
 		}
+		if t.spec.Restore != nil {
+			ctx.RestoredCheckpoint = t.spec.Restore.CheckpointID
+		}
 		opID := t.spec.OperatorIDs[n.ID]
 		ctx.SendEvent = func(p []byte) {
 			t.spec.Reporter.SendEvent(protocol.OperatorEvent{Exec: t.spec.Exec, OperatorID: opID, Payload: append([]byte(nil), p...)})
