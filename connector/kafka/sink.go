@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/sink"
 )
@@ -126,8 +127,8 @@ func (s *Sink[T]) checkTopic(ctx context.Context, adm *kadm.Client) error {
 // timeout against transaction.max.timeout.ms).
 func (s *Sink[T]) CreateWriter(sc sink.Context) (sink.CommittingWriter[T, Committable], error) {
 	if s.cfg.Guarantee == ExactlyOnce && sc.Checkpointing() && s.cfg.TransactionTimeout <= sc.CheckpointInterval() {
-		return nil, fmt.Errorf("kafka sink: SinkConfig.TransactionTimeout %v must exceed the checkpoint interval %v: a transaction stays open from one checkpoint to the one after (raise the timeout, at most to the broker's transaction.max.timeout.ms, or checkpoint more often)",
-			s.cfg.TransactionTimeout, sc.CheckpointInterval())
+		return nil, failure.Permanent(fmt.Errorf("kafka sink: SinkConfig.TransactionTimeout %v must exceed the checkpoint interval %v: a transaction stays open from one checkpoint to the one after (raise the timeout, at most to the broker's transaction.max.timeout.ms, or checkpoint more often)",
+			s.cfg.TransactionTimeout, sc.CheckpointInterval()))
 	}
 	ctx, cancel := taskContext(sc)
 	w := &writer[T]{s: s, ctx: ctx, cancel: cancel, subtask: sc.Subtask(), parallelism: sc.Parallelism(), lastBarrier: sc.RestoredCheckpoint()}
@@ -313,7 +314,7 @@ func (w *writer[T]) begin() error {
 	if _, _, err := cl.ProducerID(w.ctx); err != nil {
 		cl.Close()
 		if errors.Is(err, kerr.InvalidTransactionTimeout) {
-			return fmt.Errorf("kafka sink: the broker rejected SinkConfig.TransactionTimeout %v: it exceeds the broker's transaction.max.timeout.ms (default 15m); lower TransactionTimeout (it must still exceed the checkpoint interval) or raise transaction.max.timeout.ms: %w", w.s.cfg.TransactionTimeout, err)
+			return failure.Permanent(fmt.Errorf("kafka sink: the broker rejected SinkConfig.TransactionTimeout %v: it exceeds the broker's transaction.max.timeout.ms (default 15m); lower TransactionTimeout (it must still exceed the checkpoint interval) or raise transaction.max.timeout.ms: %w", w.s.cfg.TransactionTimeout, err))
 		}
 		return fmt.Errorf("kafka sink: initializing transactional producer %s: %w", id, err)
 	}
@@ -446,7 +447,8 @@ type committer struct {
 }
 
 // ErrTransactionLost is wrapped by the error of a Commit that found its
-// transaction aborted: its records are not in Kafka.
+// transaction aborted: its records are not in Kafka. The error is
+// permanent (failure.Permanent): restarting would only find it again.
 var ErrTransactionLost = errors.New("kafka sink: a pre-committed transaction can no longer be committed")
 
 func (c *committer) Commit(cs []Committable) error {
@@ -481,8 +483,8 @@ func (c *committer) commit(x Committable) error {
 			return nil
 		case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.InvalidTxnState),
 			errors.Is(err, kerr.InvalidProducerIDMapping), errors.Is(err, kerr.TransactionalIDNotFound):
-			return fmt.Errorf("%w: transaction %s (producer id %d, epoch %d) was aborted, most likely because it outlived SinkConfig.TransactionTimeout (a long outage, or a checkpoint that took longer), or another application uses the same TransactionalIDPrefix; its records are lost: %v",
-				ErrTransactionLost, x.TransactionalID, x.ProducerID, x.Epoch, err)
+			return failure.Permanent(fmt.Errorf("%w: transaction %s (producer id %d, epoch %d) was aborted, most likely because it outlived SinkConfig.TransactionTimeout (a long outage, or a checkpoint that took longer), or another application uses the same TransactionalIDPrefix; its records are lost: %v",
+				ErrTransactionLost, x.TransactionalID, x.ProducerID, x.Epoch, err))
 		case retriable(err):
 			if err := sleep(c.ctx, 50*time.Millisecond); err != nil {
 				return fmt.Errorf("kafka sink: committing transaction %s: %w", x.TransactionalID, err)

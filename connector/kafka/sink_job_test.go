@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/kafka"
@@ -132,3 +135,53 @@ func diff(got, want []string) (dup, miss []string) {
 }
 
 func head(s []string) []string { return s[:min(len(s), 10)] }
+
+// The engine gives the sink the checkpoint interval: a transaction timeout
+// below it fails the job at start, permanently, naming both.
+func TestJobFailsWhenTheTimeoutIsBelowTheInterval(t *testing.T) {
+	brokers := cluster(t)
+	snk, err := kafka.NewSink(kafka.SinkConfig{Brokers: brokers, Topic: "out", Guarantee: kafka.ExactlyOnce,
+		TransactionalIDPrefix: "app", TransactionTimeout: 10 * time.Second}, strSer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := weir.NewEnvironment(weir.Config{Parallelism: 1,
+		Checkpointing: &weir.CheckpointConfig{Interval: 20 * time.Second, Dir: t.TempDir()},
+		Restart:       map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "1000", "restart-strategy.fixed-delay.delay": "10ms"}})
+	weir.SinkToCommitting[string, kafka.Committable](weir.Map(weir.Sequence(env, 1, 10), func(i int64) string { return fmt.Sprint(i) }), snk, "kafka")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = env.Execute(ctx, "timeout-check")
+	if err == nil || !strings.Contains(err.Error(), "TransactionTimeout 10s must exceed the checkpoint interval 20s") {
+		t.Fatalf("job error %v", err)
+	}
+}
+
+// A canceled subtask does not hang: with the broker gone, PrepareCommit
+// returns once the subtask is canceled, and Close returns.
+func TestCanceledWriterDoesNotHang(t *testing.T) {
+	for _, g := range []kafka.Guarantee{kafka.AtLeastOnce, kafka.ExactlyOnce} {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newSink(t, c.ListenAddrs(), g)
+		ctx := ctxFor(0, 1, 0)
+		ctx.done = make(chan struct{})
+		w, err := s.CreateWriter(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		write(t, w, "a:1")
+		time.AfterFunc(300*time.Millisecond, func() { close(ctx.done) })
+		start := time.Now()
+		if _, err := w.PrepareCommit(); err == nil {
+			t.Errorf("%v: PrepareCommit without a broker succeeded", g)
+		}
+		w.Close()
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%v: PrepareCommit and Close took %v after the cancellation", g, d)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/kafka"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/sink"
 )
 
@@ -310,7 +311,7 @@ func TestCommitOfAnAbortedTransactionFails(t *testing.T) {
 	cl.Close()
 	c, _ := s.CreateCommitter(ctxFor(0, 1, 0))
 	defer c.Close()
-	if err := c.Commit(cs); !errors.Is(err, kafka.ErrTransactionLost) {
+	if err := c.Commit(cs); !errors.Is(err, kafka.ErrTransactionLost) || !failure.IsPermanent(err) {
 		t.Fatalf("commit of an aborted transaction: %v", err)
 	}
 }
