@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/kafka"
 	"github.com/weirhq/weir/internal/testseed"
+	"github.com/weirhq/weir/sink"
 )
 
 // runJob runs a weir job on the embedded cluster: n numbers from a
@@ -24,11 +26,19 @@ import (
 func runJob(t *testing.T, snk *kafka.Sink[string], n int64, parallelism int, failAt []int64, checkpoints bool) int {
 	t.Helper()
 	var seen, completed, failures, lastFail atomic.Int64
+	var mu sync.Mutex
+	restoredAt := map[int]int64{} // attempt -> the checkpoint it restored
+	writers := map[int][]int64{}  // attempt -> RestoredCheckpoint of its writers
 	cfg := weir.Config{
 		Parallelism: parallelism,
 		Restart: map[string]string{"restart-strategy.type": "fixed-delay",
 			"restart-strategy.fixed-delay.attempts": "20", "restart-strategy.fixed-delay.delay": "10ms"},
 		OnCheckpoint: func(int64, bool) { completed.Add(1) },
+		OnRestart: func(attempt int, cp int64, _ error) {
+			mu.Lock()
+			restoredAt[attempt] = cp
+			mu.Unlock()
+		},
 	}
 	if checkpoints {
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: 30 * time.Millisecond, Dir: t.TempDir()}
@@ -45,13 +55,39 @@ func runJob(t *testing.T, snk *kafka.Sink[string], n int64, parallelism int, fai
 		}
 		return fmt.Sprintf("k%d:%d", i%13, i)
 	})
-	weir.SinkToCommitting[string, kafka.Committable](out, snk, "kafka")
+	rec := &recordingSink{Sink: snk, created: func(sc sink.Context) {
+		mu.Lock()
+		writers[sc.Attempt()] = append(writers[sc.Attempt()], sc.RestoredCheckpoint())
+		mu.Unlock()
+	}}
+	weir.SinkToCommitting[string, kafka.Committable](out, rec, "kafka")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := env.Execute(ctx, "kafka-sink-test"); err != nil {
 		t.Fatalf("job: %v", err)
 	}
+	// The engine tells each writer the checkpoint its attempt restored.
+	mu.Lock()
+	defer mu.Unlock()
+	for a, rs := range writers {
+		for _, r := range rs {
+			if r != restoredAt[a] {
+				t.Fatalf("attempt %d restored checkpoint %d, its sink writer was told %d", a, restoredAt[a], r)
+			}
+		}
+	}
 	return int(failures.Load())
+}
+
+// recordingSink notes the sink.Context of each writer.
+type recordingSink struct {
+	*kafka.Sink[string]
+	created func(sink.Context)
+}
+
+func (r *recordingSink) CreateWriter(sc sink.Context) (sink.CommittingWriter[string, kafka.Committable], error) {
+	r.created(sc)
+	return r.Sink.CreateWriter(sc)
 }
 
 // A job writes to Kafka exactly once across injected task failures (each
