@@ -391,15 +391,19 @@ func (w *writer[T]) PrepareCommit() ([]Committable, error) {
 	}
 	cl := w.cl
 	w.cl = nil
-	defer cl.Close() // leaves the transaction open in Kafka: the committer ends it
 	if w.records == 0 {
 		// Nothing was produced: Kafka has no transaction to commit.
+		defer cl.Close()
 		if err := cl.EndTransaction(w.ctx, kgo.TryAbort); err != nil {
 			return nil, fmt.Errorf("kafka sink: ending the empty transaction of %s: %w", w.txnID, err)
 		}
 		return nil, nil
 	}
 	pid, epoch, err := cl.ProducerID(w.ctx)
+	// Closing leaves the transaction open in Kafka (the committer ends it);
+	// it happens in the background, as it may wait on the client's
+	// goroutines, off the barrier's path.
+	go cl.Close()
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: the producer id of %s: %w", w.txnID, err)
 	}
