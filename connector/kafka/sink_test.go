@@ -335,6 +335,7 @@ func TestRestoreAbortsLingeringTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 		ws = append(ws, w)
+		defer w.Close() // after the test: the failed run's clients
 		write(t, w, fmt.Sprintf("k%d:cp1", i))
 		restored = append(restored, prepare(t, w, 1)...)
 		write(t, w, fmt.Sprintf("k%d:lost", i))
