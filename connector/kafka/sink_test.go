@@ -407,3 +407,55 @@ func TestAtLeastOnceAndNone(t *testing.T) {
 		w.Close()
 	}
 }
+
+// Applications with different prefixes never abort each other's
+// transactions, even when one prefix begins with the other.
+func TestPrefixesDoNotInterfere(t *testing.T) {
+	brokers := cluster(t)
+	mk := func(prefix string) *kafka.Sink[string] {
+		s, err := kafka.NewSink(kafka.SinkConfig{Brokers: brokers, Topic: "out", Guarantee: kafka.ExactlyOnce, TransactionalIDPrefix: prefix}, strSer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var pending []kafka.Committable
+	var open []sink.CommittingWriter[string, kafka.Committable]
+	for _, prefix := range []string{"app-0", "app-1-2", "ap"} {
+		w, err := mk(prefix).CreateWriter(ctxFor(0, 1, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		write(t, w, prefix+":pre")
+		pending = append(pending, prepare(t, w, 1)...)
+		write(t, w, prefix+":open")
+		w.Flush(true)
+		open = append(open, w)
+	}
+	// Fresh starts of "app" at parallelism 1 and 2 abort what "app" left
+	// open, and nothing of the others.
+	for i := range 2 {
+		w, err := mk("app").CreateWriter(ctxFor(i, 2, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	c, _ := mk("app").CreateCommitter(ctxFor(0, 1, 0))
+	defer c.Close()
+	if err := c.Commit(pending); err != nil {
+		t.Fatalf("another prefix's transaction was aborted: %v", err)
+	}
+	var next []kafka.Committable
+	for _, w := range open {
+		next = append(next, prepare(t, w, 2)...)
+	}
+	if err := c.Commit(next); err != nil {
+		t.Fatalf("another prefix's open transaction was aborted: %v", err)
+	}
+	got := all(readTopic(t, brokers, true))
+	if len(got) != 6 {
+		t.Fatalf("read_committed reads %v, want the 6 records", got)
+	}
+}
