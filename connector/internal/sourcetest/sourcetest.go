@@ -26,6 +26,38 @@ type Job[T, S any] struct {
 	requests []request
 	regs     []int
 	closed   bool
+	// asyncs are the enumerator's periodic calls (source.AsyncCaller),
+	// run synchronously by Step when due, or by RunAsync.
+	asyncs []*asyncCall
+}
+
+type asyncCall struct {
+	fn      func() (any, error)
+	handler func(any, error) error
+	due     time.Time
+	period  time.Duration
+	done    bool
+}
+
+// RunAsync runs the enumerator's periodic calls (source.AsyncCaller): all
+// of them when all is set, else those that are due; fn and then handler,
+// on the caller's goroutine.
+func (j *Job[T, S]) RunAsync(all bool) error {
+	now := time.Now()
+	for _, a := range j.asyncs {
+		if a.done || (!all && now.Before(a.due)) {
+			continue
+		}
+		v, err := a.fn()
+		if err := a.handler(v, err); err != nil {
+			return err
+		}
+		if a.period <= 0 {
+			a.done = true
+		}
+		a.due = now.Add(a.period)
+	}
+	return nil
 }
 
 // Reader is one subtask's reader with what it emitted in this attempt.
@@ -336,6 +368,9 @@ func (r *Reader[T, S]) ShouldYield() bool { return r.YieldEvery > 0 && r.N%r.Yie
 // Step does one random thing: deliver an event, or poll a reader that has
 // not ended. It reports whether anything could be done.
 func (j *Job[T, S]) Step(rng *rand.Rand) (bool, error) {
+	if err := j.RunAsync(false); err != nil {
+		return false, err
+	}
 	var live []*Reader[T, S]
 	for _, r := range j.readers {
 		if !r.Ended || len(r.events) > 0 {
@@ -604,6 +639,10 @@ func (c enumCtx[T, S]) Parallelism() int { return c.j.p }
 func (c enumCtx[T, S]) Registered() []int {
 	return slices.Clone(c.j.regs)
 }
+func (c enumCtx[T, S]) CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration) {
+	c.j.asyncs = append(c.j.asyncs, &asyncCall{fn: fn, handler: handler, due: time.Now().Add(initialDelay), period: period})
+}
+
 func (c enumCtx[T, S]) NoMoreSplits(subtask int) {
 	r := c.j.readers[subtask]
 	r.events = append(r.events, event{noMore: true})
