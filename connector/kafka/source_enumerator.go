@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/source"
@@ -59,7 +60,9 @@ func newEnumerator(cfg *SourceConfig, re *regexp.Regexp, ctx source.EnumeratorCo
 // Start implements source.Enumerator.
 func (e *enumerator) Start() error {
 	var err error
-	e.cl, err = kgo.NewClient(kgo.SeedBrokers(e.cfg.Brokers...))
+	// kadm answers from the client's metadata cache while it is younger
+	// than MetadataMinAge: discovery wants fresh metadata.
+	e.cl, err = kgo.NewClient(kgo.SeedBrokers(e.cfg.Brokers...), kgo.MetadataMinAge(10*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("kafka source: %w", err)
 	}
@@ -214,6 +217,9 @@ func (e *enumerator) resolve(ctx context.Context, start StartingOffsets, topics 
 	case startCommitted:
 		var committed kadm.OffsetResponses
 		committed, err = e.adm.FetchOffsetsForTopics(ctx, e.cfg.Group, topics...)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			committed, err = nil, nil // a group without offsets
+		}
 		if err != nil {
 			return nil, fmt.Errorf("kafka source: fetching the offsets of group %q: %w", e.cfg.Group, err)
 		}

@@ -26,9 +26,41 @@ type Job[T, S any] struct {
 	requests []request
 	regs     []int
 	closed   bool
+	// metrics are the readers' metrics (source.ReaderMetrics), by
+	// subtask and name; see Metric.
+	metrics map[string]*metric
 	// asyncs are the enumerator's periodic calls (source.AsyncCaller),
 	// run synchronously by Step when due, or by RunAsync.
 	asyncs []*asyncCall
+}
+
+type metric struct{ n int64 }
+
+func (m *metric) Inc()        { m.n++ }
+func (m *metric) Add(d int64) { m.n += d }
+func (m *metric) Set(v int64) { m.n = v }
+
+// Metric returns the value of reader subtask i's metric named name in this
+// attempt (counters and gauges alike), and whether it was registered.
+func (j *Job[T, S]) Metric(i int, name string) (int64, bool) {
+	m, ok := j.metrics[fmt.Sprint(i, ".", name)]
+	if !ok {
+		return 0, false
+	}
+	return m.n, true
+}
+
+func (j *Job[T, S]) metric(i int, name string) *metric {
+	if j.metrics == nil {
+		j.metrics = map[string]*metric{}
+	}
+	k := fmt.Sprint(i, ".", name)
+	m, ok := j.metrics[k]
+	if !ok {
+		m = &metric{}
+		j.metrics[k] = m
+	}
+	return m
 }
 
 type asyncCall struct {
@@ -664,6 +696,13 @@ type readerCtx[T, S any] struct {
 func (c readerCtx[T, S]) Subtask() int       { return c.i }
 func (c readerCtx[T, S]) Parallelism() int   { return c.j.p }
 func (c readerCtx[T, S]) Clock() clock.Clock { return c.j.clock }
+
+// Metrics gives the reader metrics that Job.Metric reads.
+func (c readerCtx[T, S]) Metrics() source.Metrics { return c }
+
+func (c readerCtx[T, S]) Counter(name string) source.Counter { return c.j.metric(c.i, name) }
+func (c readerCtx[T, S]) Gauge(name string) source.Gauge     { return c.j.metric(c.i, name) }
+
 func (c readerCtx[T, S]) RequestSplit() {
 	c.j.requests = append(c.j.requests, request{subtask: c.i})
 }
