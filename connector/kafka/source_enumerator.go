@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"sync"
@@ -254,6 +255,12 @@ func (e *enumerator) handleDiscovery(d discovery, err error) error {
 		if e.stopCtx.Err() != nil {
 			return nil // closed meanwhile
 		}
+		if e.initialized {
+			// A later round: the partitions found so far are read on; the
+			// next round tries again.
+			e.logger().Warn("kafka source: discovering partitions failed; trying again at the next interval", "err", err)
+			return nil
+		}
 		return err
 	}
 	e.mu.Lock()
@@ -272,6 +279,13 @@ func (e *enumerator) handleDiscovery(d discovery, err error) error {
 		e.assignPending(i)
 	}
 	return nil
+}
+
+func (e *enumerator) logger() *slog.Logger {
+	if e.cfg.Logger != nil {
+		return e.cfg.Logger
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // owner is the reader subtask of a partition (Flink's

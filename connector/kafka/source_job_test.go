@@ -326,3 +326,55 @@ func TestJobPerPartitionWatermarks(t *testing.T) {
 		t.Fatalf("%d records, %d late (max watermark seen %d), want %d and none late", total.Load(), late.Load(), maxWM.Load(), 2*n)
 	}
 }
+
+// A running job finds a partition added to its topic and reads it (the
+// enumerator's discovery runs on the JobManager through CallAsync).
+func TestJobDiscoversNewPartition(t *testing.T) {
+	addrs := fakeKafka(t, "grow", 1)
+	produceTo(t, addrs, "grow", 0, []string{"old"}, func(int) int64 { return 1 })
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
+	src, err := kafka.NewSource(kafka.SourceConfig{Brokers: addrs, Topics: []string{"grow"}, DiscoveryInterval: 20 * time.Millisecond}, kafka.StringValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	weir.Discard(weir.Map(weir.FromSource(env, src, "grow"), func(v string) string {
+		mu.Lock()
+		seen[v]++
+		mu.Unlock()
+		return v
+	}))
+	j, err := env.ExecuteAsync(context.Background(), "kafka-discovery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { j.Cancel(); <-j.Done() }()
+	wait := func(v string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			mu.Lock()
+			n := seen[v]
+			mu.Unlock()
+			if n == 1 {
+				return
+			}
+			if n > 1 || time.Now().After(deadline) {
+				t.Fatalf("%q read %d times", v, n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	wait("old")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreatePartitions(context.Background(), 2, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, addrs, "grow", 2, []string{"new"}, func(int) int64 { return 2 })
+	wait("new")
+}

@@ -580,3 +580,79 @@ func TestReadCommittedHidesAbortedTransactions(t *testing.T) {
 		t.Fatalf("read_uncommitted read %v, want all 8 (or the test proves nothing)", got)
 	}
 }
+
+// A paused split emits nothing until resumed; the others read on, and a
+// reader whose splits are all paused reports NothingAvailable with a wake
+// channel that the resume signals.
+func TestPauseOrResumeSplits(t *testing.T) {
+	rng := testseed.Rand(t, 18)
+	addrs := cluster(t, map[string]int32{"p": 2})
+	produceValues(t, addrs, "p", 0, "a1", "a2", "a3")
+	src, err := NewSource(SourceConfig{Brokers: addrs, Topics: []string{"p"}, DiscoveryInterval: -1}, StringValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := sourcetest.Start(source.Source[string, Split](src), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	job.RunAsync(true)
+	if err := job.Deliver(); err != nil {
+		t.Fatal(err)
+	}
+	r := job.Reader(0)
+	pauser := r.R.(source.SplitPauser)
+	pauser.PauseOrResumeSplits([]string{"p-0"}, nil)
+	produceValues(t, addrs, "p", 1, "b1", "b2")
+	readUntil(t, rng, job, 2)
+	time.Sleep(100 * time.Millisecond)
+	st, wake, _, err := r.Poll()
+	if err != nil || st != source.NothingAvailable || wake == nil {
+		t.Fatalf("poll with the only split with data paused: %v %v %v", st, wake, err)
+	}
+	if got := sorted(job.All()); !slices.Equal(got, []string{"b1", "b2"}) {
+		t.Fatalf("read %v while p-0 was paused", got)
+	}
+	pauser.PauseOrResumeSplits(nil, []string{"p-0", "unknown-3"})
+	select {
+	case <-wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the resume did not signal the wake channel")
+	}
+	readUntil(t, rng, job, 5)
+	if got := sorted(job.All()); !slices.Equal(got, []string{"a1", "a2", "a3", "b1", "b2"}) {
+		t.Fatalf("read %v after the resume", got)
+	}
+}
+
+// A bounded read_committed source stops at the last stable offset: an
+// open transaction's records (and everything after it) are left for later.
+func TestBoundedReadCommittedStopsAtLastStableOffset(t *testing.T) {
+	rng := testseed.Rand(t, 19)
+	addrs := cluster(t, map[string]int32{"lso": 1})
+	produceValues(t, addrs, "lso", 0, "before")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.TransactionalID("open"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "lso", Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(t, addrs, "lso", 0, "after")
+	src, err := NewSource(SourceConfig{Brokers: addrs, Topics: []string{"lso"}, Bounded: true, ReadCommitted: true}, StringValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sourcetest.RunWithFailures(rng, source.Source[string, Split](src), sourcetest.Options{Parallelism: 1, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"before"}) {
+		t.Fatalf("read %v, want only the record before the open transaction", got)
+	}
+}
