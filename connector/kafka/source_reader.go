@@ -16,6 +16,10 @@ import (
 	"github.com/weirhq/weir/source"
 )
 
+// maxPendingCommits bounds the checkpoints whose offsets wait for their
+// completion.
+const maxPendingCommits = 64
+
 // maxPollBatch bounds the records one PollNext emits.
 const maxPollBatch = 2000
 
@@ -434,6 +438,11 @@ func (r *reader[T]) SnapshotState(id int64) ([]Split, error) {
 	}
 	if r.cfg.Group != "" {
 		r.pendingCommits[id] = offs
+		// Checkpoints that never complete (aborted, declined) must not
+		// pile up: keep the newest maxPendingCommits.
+		for len(r.pendingCommits) > maxPendingCommits {
+			delete(r.pendingCommits, slices.Min(slices.Collect(maps.Keys(r.pendingCommits))))
+		}
 	}
 	return out, nil
 }

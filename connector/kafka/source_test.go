@@ -656,3 +656,22 @@ func TestBoundedReadCommittedStopsAtLastStableOffset(t *testing.T) {
 		t.Fatalf("read %v, want only the record before the open transaction", got)
 	}
 }
+
+func FuzzEnumeratorRestore(f *testing.F) {
+	e := &enumerator{known: map[topicPartition]bool{{"a", 0}: true, {"b", 2}: true}, initialized: true,
+		pending: []Split{{Topic: "b", Partition: 2, Offset: 4, StopOffset: NoStopOffset}}}
+	b, _ := e.Snapshot(1)
+	f.Add(b)
+	f.Add([]byte{1, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := newEnumerator(&SourceConfig{}, nil, nil, b)
+		if err != nil {
+			return
+		}
+		again, _ := r.Snapshot(1)
+		r2, err := newEnumerator(&SourceConfig{}, nil, nil, again)
+		if err != nil || len(r2.known) != len(r.known) || !slices.Equal(r2.pending, r.pending) {
+			t.Fatalf("a restored state does not round-trip: %v", err)
+		}
+	})
+}
