@@ -747,6 +747,11 @@ func (o *opCoordinator) CallAsync(fn func() (any, error), handler func(any, erro
 				return
 			case <-t.C():
 			}
+			select {
+			case <-stop: // closed while the timer fired
+				return
+			default:
+			}
 			v, err := fn()
 			o.jm.mu.Lock()
 			if !o.closed && o.j.state.status == rest.JobRunning {
