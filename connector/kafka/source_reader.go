@@ -78,6 +78,9 @@ type reader[T any] struct {
 
 	// Offsets of checkpoints not complete yet, by checkpoint id.
 	pendingCommits map[int64]map[topicPartition]int64
+	// finished holds the stop offsets of the bounded splits that ended,
+	// committed with every later checkpoint (as Flink does).
+	finished map[topicPartition]int64
 	// The offset committing goroutine: the latest offsets to commit.
 	commitMu       sync.Mutex
 	toCommit       map[topicPartition]int64
@@ -108,6 +111,7 @@ func newReader[T any](cfg *SourceConfig, d Deserializer[T], ctx source.ReaderCon
 		wake:           make(chan struct{}, 1),
 		space:          make(chan struct{}, 1),
 		pendingCommits: map[int64]map[topicPartition]int64{},
+		finished:       map[topicPartition]int64{},
 		committedOffs:  map[topicPartition]int64{},
 		commitWake:     make(chan struct{}, 1),
 		badSkipped:     m.Counter(MetricBadRecordsSkipped),
@@ -287,6 +291,7 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 			continue
 		}
 		dropped += len(s.queue)
+		r.finished[s.tp] = s.sp.Offset
 		out.ReleaseSplit(s.id)
 		r.cl.RemoveConsumePartitions(map[string][]int32{s.sp.Topic: {s.sp.Partition}})
 		delete(r.splits, s.id)
@@ -430,7 +435,7 @@ func (r *reader[T]) updateMetrics(hwm map[topicPartition]int64) {
 // past the last record emitted (or skipped) before the barrier.
 func (r *reader[T]) SnapshotState(id int64) ([]Split, error) {
 	out := make([]Split, 0, len(r.splits))
-	offs := map[topicPartition]int64{}
+	offs := maps.Clone(r.finished)
 	for _, sid := range r.order {
 		s := r.splits[sid]
 		out = append(out, s.sp)

@@ -675,3 +675,35 @@ func FuzzEnumeratorRestore(f *testing.F) {
 		}
 	})
 }
+
+// The stop offsets of finished bounded partitions are committed with the
+// checkpoints after they ended.
+func TestCommitsFinishedPartitions(t *testing.T) {
+	rng := testseed.Rand(t, 20)
+	addrs := cluster(t, map[string]int32{"f": 2})
+	adm := admin(t, addrs)
+	produce(t, addrs, "f", 0, 10, 0)
+	src, err := NewSource(SourceConfig{Brokers: addrs, Topics: []string{"f"}, Group: "gf", Bounded: true}, StringValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := sourcetest.Start(source.Source[string, Split](src), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	if err := job.Run(rng, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := job.Checkpoint(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cp.Splits[0]) != 0 {
+		t.Fatalf("finished splits in the reader's state: %d", len(cp.Splits[0]))
+	}
+	if err := job.Complete(1); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, adm, "gf", map[int32]int64{0: 5, 1: 5})
+}
