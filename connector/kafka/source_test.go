@@ -707,3 +707,36 @@ func TestCommitsFinishedPartitions(t *testing.T) {
 	}
 	waitCommitted(t, adm, "gf", map[int32]int64{0: 5, 1: 5})
 }
+
+// The fetching goroutine holds at most MaxBufferedRecords records that the
+// reader has not emitted.
+func TestFetchBufferIsBounded(t *testing.T) {
+	rng := testseed.Rand(t, 21)
+	addrs := cluster(t, map[string]int32{"big": 1})
+	want := produce(t, addrs, "big", 0, 500, 0)
+	src, err := NewSource(SourceConfig{Brokers: addrs, Topics: []string{"big"}, MaxBufferedRecords: 7, DiscoveryInterval: -1}, StringValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := sourcetest.Start(source.Source[string, Split](src), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	job.RunAsync(true)
+	if err := job.Deliver(); err != nil {
+		t.Fatal(err)
+	}
+	r := job.Reader(0).R.(*reader[string])
+	time.Sleep(200 * time.Millisecond)
+	r.mu.Lock()
+	n := r.buffered
+	r.mu.Unlock()
+	if n == 0 || n > 7 {
+		t.Fatalf("%d records buffered before the first poll, want 1..7", n)
+	}
+	readUntil(t, rng, job, len(want))
+	if got := sorted(job.All()); !slices.Equal(got, sorted(want)) {
+		t.Fatalf("read %d records, want %d", len(got), len(want))
+	}
+}
