@@ -1,4 +1,3 @@
-// Package kafka reads and writes Apache Kafka topics (see docs/kafka.md).
 package kafka
 
 import (

@@ -1,13 +1,3 @@
-// Package kafka reads from and writes to Apache Kafka with franz-go.
-//
-// The source (NewSource) reads topic partitions as splits of Weir's source
-// contract: an enumerator on the JobManager lists the topics, resolves the
-// starting offsets and assigns partitions to readers; each reader consumes
-// its partitions with a client of its own and keeps the next offset of
-// each in checkpoints, so a restore resumes exactly where the checkpoint
-// was taken. Offsets are committed to the consumer group when a checkpoint
-// completes (for monitoring; the source never reads them back except with
-// CommittedOffsets at a fresh start). See docs/kafka.md.
 package kafka
 
 import (
