@@ -447,7 +447,8 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 		}
 		stores = append(stores, store)
 		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: cp.SavepointDir}
-		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental}
+		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental,
+			Interval: time.Duration(settings.Interval) * time.Millisecond}
 	}
 	rc, err := restartConfig(cfg.Restart, cfg.Checkpointing != nil)
 	if err != nil {

@@ -1,6 +1,10 @@
 package sink
 
-import "github.com/weirhq/weir/codec"
+import (
+	"time"
+
+	"github.com/weirhq/weir/codec"
+)
 
 // Context describes a sink subtask.
 type Context interface {
@@ -11,6 +15,13 @@ type Context interface {
 	// Checkpointing reports whether the job takes checkpoints; without,
 	// committables are committed at the end of input.
 	Checkpointing() bool
+	// CheckpointInterval is the interval between checkpoints (0 without
+	// checkpointing): a sink whose pre-committed output must outlive a
+	// checkpoint interval (a Kafka transaction) checks its timeouts with it.
+	CheckpointInterval() time.Duration
+	// RestoredCheckpoint is the id of the checkpoint or savepoint this run
+	// restored from (0: a fresh start). Checkpoint ids of the run are above it.
+	RestoredCheckpoint() int64
 	// Canceled is closed when the subtask is canceled: a writer that blocks
 	// (on a full channel, a slow reader) must stop waiting then.
 	Canceled() <-chan struct{}
@@ -42,6 +53,15 @@ type CommittingWriter[T, C any] interface {
 	// last call, which must not be visible yet. It is called at every
 	// checkpoint barrier after Flush, and at the end of input.
 	PrepareCommit() ([]C, error)
+}
+
+// BarrierAware is implemented by a CommittingWriter that needs the id of
+// the checkpoint it pre-commits for (the Kafka sink names each transaction
+// after it): the runtime calls Barrier at every checkpoint barrier, before
+// Flush and PrepareCommit. PrepareCommit at the end of input without
+// checkpoints comes without a Barrier.
+type BarrierAware interface {
+	Barrier(checkpointID int64) error
 }
 
 // Committer makes committables visible.

@@ -175,3 +175,60 @@ type Reader[T, S any] interface {
 type SplitPauser interface {
 	PauseOrResumeSplits(pause, resume []string)
 }
+
+// AsyncCaller is implemented by the EnumeratorContext of the engine (and
+// of connector tests) for enumerators that do periodic work, such as
+// discovering new Kafka partitions (Flink's SplitEnumeratorContext.callAsync).
+// An enumerator asserts its context to it; a context that does not
+// implement it offers no periodic work.
+type AsyncCaller interface {
+	// CallAsync runs fn off the enumerator's goroutine, after initialDelay
+	// and then every period (once when period <= 0), and hands each
+	// result to handler on the enumerator's goroutine, between its other
+	// methods. An error from handler fails the job (as an error from an
+	// enumerator method does). The calls stop when the enumerator is
+	// closed; fn must not call the context.
+	CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration)
+}
+
+// Metrics lets a reader publish metrics of its own. Like every reader
+// method they are only used on the subtask's goroutine. REST shows them on
+// the source's vertex as "<subtask>.<operator name>.<name>".
+type Metrics interface {
+	// Counter returns the counter named name (the same one for the same name).
+	Counter(name string) Counter
+	// Gauge returns the gauge named name (the same one for the same name).
+	Gauge(name string) Gauge
+}
+
+// Counter is a metric that counts.
+type Counter interface {
+	Inc()
+	Add(n int64)
+}
+
+// Gauge is a metric that holds a value set by its owner.
+type Gauge interface {
+	Set(v int64)
+}
+
+// ReaderMetrics returns the metrics of the reader whose context is ctx: the
+// engine's ReaderContext has a Metrics method; any other context gets
+// metrics that count but are not published.
+func ReaderMetrics(ctx ReaderContext) Metrics {
+	if m, ok := ctx.(interface{ Metrics() Metrics }); ok {
+		return m.Metrics()
+	}
+	return noMetrics{}
+}
+
+type noMetrics struct{}
+
+type noMetric struct{}
+
+func (noMetric) Inc()      {}
+func (noMetric) Add(int64) {}
+func (noMetric) Set(int64) {}
+
+func (noMetrics) Counter(string) Counter { return noMetric{} }
+func (noMetrics) Gauge(string) Gauge     { return noMetric{} }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir/connector/file"
 )
@@ -26,6 +27,13 @@ func (c *fakeSinkCtx) Parallelism() int          { return c.p }
 func (c *fakeSinkCtx) Attempt() int              { return c.attempt }
 func (c *fakeSinkCtx) Checkpointing() bool       { return c.checkpointing }
 func (c *fakeSinkCtx) Canceled() <-chan struct{} { return c.done }
+func (c *fakeSinkCtx) RestoredCheckpoint() int64 { return 0 }
+func (c *fakeSinkCtx) CheckpointInterval() time.Duration {
+	if c.checkpointing {
+		return time.Second
+	}
+	return 0
+}
 
 func sinkCtx(subtask, p int) *fakeSinkCtx { return &fakeSinkCtx{subtask: subtask, p: p} }
 

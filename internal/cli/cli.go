@@ -83,6 +83,9 @@ Checkpoints (keyed-count, window-agg):
   --checkpoint-dir URL   where checkpoints go: a directory, file:///dir, s3://bucket/prefix
   --checkpoint-interval D  between checkpoints (default 1s)
   --unaligned            unaligned checkpoints (barriers overtake in-flight data)
+  --incremental          with --state-backend pebble: checkpoints upload only the
+                         state files the previous ones lack (Pebble's native
+                         format; execution.checkpointing.incremental)
   --retained N           completed checkpoints kept (state.checkpoints.num-retained,
                          default 1)
   --savepoint-dir URL    default target of weir savepoint and weir stop without --dir
@@ -268,6 +271,7 @@ type jobFlags struct {
 	savepointDir     string
 	interval         time.Duration
 	unaligned        bool
+	incremental      bool
 	from             string
 	retained         int
 	allowNonRestored bool
@@ -297,6 +301,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.savepointDir, "savepoint-dir", "", "")
 	fs.DurationVar(&f.interval, "checkpoint-interval", time.Second, "")
 	fs.BoolVar(&f.unaligned, "unaligned", false, "")
+	fs.BoolVar(&f.incremental, "incremental", false, "")
 	fs.StringVar(&f.from, "from", "", "")
 	fs.IntVar(&f.retained, "retained", 1, "")
 	fs.BoolVar(&f.allowNonRestored, "allow-non-restored-state", false, "")
@@ -324,7 +329,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("fraud-detection needs --input and --output")
 		}
 	case "keyed-count", "window-agg":
-		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "from", "retained", "savepoint-dir", "allow-non-restored-state")
+		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state")
 		if job == "window-agg" {
 			flags = append(flags, "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
 		}
@@ -339,6 +344,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("--from needs --checkpoint-dir")
 		case f.checkpointDir == "" && setFlag(fs, "savepoint-dir"):
 			err = usagef("--savepoint-dir needs --checkpoint-dir (a savepoint is a checkpoint)")
+		case f.incremental && f.backend != "pebble":
+			err = usagef("--incremental needs --state-backend pebble (the heap backend writes whole snapshots)")
+		case f.checkpointDir == "" && setFlag(fs, "incremental"):
+			err = usagef("--incremental needs --checkpoint-dir")
 		case f.from == "" && setFlag(fs, "allow-non-restored-state"):
 			err = usagef("--allow-non-restored-state needs --from")
 		case f.interval < 10*time.Millisecond:
@@ -371,7 +380,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runWindowAgg(ctx, f, cfg, stderr)
 	case "keyed-count":
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
-			SavepointDir: f.savepointDir}
+			SavepointDir: f.savepointDir, Incremental: f.incremental}
 		cfg.ResumeFrom = f.from
 		cfg.AllowNonRestoredState = f.allowNonRestored
 		announceCheckpoints(&cfg, stderr)
@@ -414,7 +423,7 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 	}
 	if f.checkpointDir != "" {
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
-			SavepointDir: f.savepointDir}
+			SavepointDir: f.savepointDir, Incremental: f.incremental}
 		cfg.ResumeFrom = f.from
 		cfg.AllowNonRestoredState = f.allowNonRestored
 		announceCheckpoints(&cfg, stderr)

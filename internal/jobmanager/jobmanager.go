@@ -720,6 +720,52 @@ type opCoordinator struct {
 	c           operator.Coordinator
 	// closed is set when the coordinator of a later attempt replaced it.
 	closed bool
+	// stop is closed with it: the CallAsync goroutines end.
+	stop chan struct{}
+}
+
+// CallAsync implements operator.AsyncCoordinatorContext: fn runs on a
+// goroutine of its own, on the job's clock; handler runs under the
+// JobManager's lock (where the coordinator's other methods run), unless the
+// coordinator was closed or the job is not running (then the result is
+// dropped).
+func (o *opCoordinator) CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration) {
+	if o.closed {
+		return
+	}
+	if o.stop == nil {
+		o.stop = make(chan struct{})
+	}
+	stop, clk := o.stop, o.j.spec.Clock
+	go func() {
+		d := initialDelay
+		for {
+			t := clk.NewTimer(max(d, 0))
+			select {
+			case <-stop:
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			select {
+			case <-stop: // closed while the timer fired
+				return
+			default:
+			}
+			v, err := fn()
+			o.jm.mu.Lock()
+			if !o.closed && o.j.state.status == rest.JobRunning {
+				if herr := handler(v, err); herr != nil {
+					o.jm.failFromCoordinatorLocked(o.j, fmt.Errorf("the coordinator of operator %s: %w", o.operatorID, herr))
+				}
+			}
+			o.jm.mu.Unlock()
+			if period <= 0 {
+				return
+			}
+			d = period
+		}
+	}()
 }
 
 // SendEvent implements operator.CoordinatorContext. It is called with the
@@ -752,6 +798,9 @@ func (o *opCoordinator) Shared(key string, create func() any) any {
 func (o *opCoordinator) close() {
 	if !o.closed {
 		o.closed = true
+		if o.stop != nil {
+			close(o.stop)
+		}
 		o.c.Close()
 	}
 }

@@ -1,5 +1,7 @@
 package operator
 
+import "time"
+
 // The hooks below let operators take part in checkpoints. The task calls
 // them on its goroutine: InitializeState after it created and restored the
 // operator's state and before Open; SnapshotState at a checkpoint barrier,
@@ -59,6 +61,15 @@ type CoordinatorContext interface {
 	// the coordinators of several sources). The coordinators of a job run
 	// one at a time, so it needs no lock; a restart makes new ones.
 	Shared(key string, create func() any) any
+}
+
+// AsyncCoordinatorContext is implemented by coordinator contexts that run
+// periodic work for a coordinator (source.AsyncCaller): fn off the
+// coordinator's goroutine, handler on it (with the coordinator's other
+// methods, never concurrently); an error from handler fails the job. The
+// calls stop when the coordinator is closed or replaced.
+type AsyncCoordinatorContext interface {
+	CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration)
 }
 
 // CoordinatorFactory creates an operator's coordinator on the JobManager;

@@ -20,6 +20,10 @@ func (c *Counter) Inc() { c.n++ }
 // Add adds d. Only the task goroutine may call it.
 func (c *Counter) Add(d int64) { c.n += d }
 
+// Set sets the value, for counters used as gauges (a source reader's
+// consumer lag, say). Only the task goroutine may call it.
+func (c *Counter) Set(v int64) { c.n = v }
+
 // Count is the current value, for the task goroutine (tests, operators).
 func (c *Counter) Count() int64 { return c.n }
 

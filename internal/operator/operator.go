@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -79,6 +80,11 @@ type Context struct {
 	keyed *KeyedState
 	// Checkpointing is true when the job takes checkpoints.
 	Checkpointing bool
+	// CheckpointInterval is the checkpoint interval (0 without checkpoints).
+	CheckpointInterval time.Duration
+	// RestoredCheckpoint is the id of the checkpoint the task restored
+	// from (0: a fresh start).
+	RestoredCheckpoint int64
 	// SendEvent sends an event to the operator's coordinator (set by the task).
 	SendEvent func(payload []byte)
 	// sideOutputs are the operator's side outputs by tag (each an Input of

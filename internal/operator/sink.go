@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/sink"
@@ -19,6 +20,10 @@ func (s sinkContext) Parallelism() int          { return s.ctx.Parallelism }
 func (s sinkContext) Attempt() int              { return s.ctx.Attempt }
 func (s sinkContext) Checkpointing() bool       { return s.ctx.Checkpointing }
 func (s sinkContext) Canceled() <-chan struct{} { return s.ctx.Cancel }
+func (s sinkContext) CheckpointInterval() time.Duration {
+	return s.ctx.CheckpointInterval
+}
+func (s sinkContext) RestoredCheckpoint() int64 { return s.ctx.RestoredCheckpoint }
 
 // NewSinkFactory returns the factory of a sink's operator.
 func NewSinkFactory[T any](s sink.Sink[T]) Factory {
@@ -153,6 +158,11 @@ func (s *CommittingSinkOperator[T, C]) FlushOutput() error { return s.w.Flush(fa
 // SnapshotState implements Snapshotter: flush and pre-commit everything
 // written before the barrier, and keep the committables in the checkpoint.
 func (s *CommittingSinkOperator[T, C]) SnapshotState(id int64) error {
+	if b, ok := s.w.(sink.BarrierAware); ok {
+		if err := b.Barrier(id); err != nil {
+			return err
+		}
+	}
 	if err := s.w.Flush(false); err != nil {
 		return err
 	}

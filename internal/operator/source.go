@@ -75,6 +75,15 @@ func (r readerContext) Parallelism() int   { return r.ctx.Parallelism }
 func (r readerContext) Clock() clock.Clock { return r.ctx.Clock }
 func (r readerContext) RequestSplit()      { r.ctx.SendEvent([]byte{eventSplitRequest}) }
 
+// Metrics gives the reader counters and gauges on the operator's metrics
+// (see source.ReaderMetrics).
+func (r readerContext) Metrics() source.Metrics { return readerMetrics{r.ctx} }
+
+type readerMetrics struct{ ctx *Context }
+
+func (m readerMetrics) Counter(name string) source.Counter { return m.ctx.Counter(name) }
+func (m readerMetrics) Gauge(name string) source.Gauge     { return m.ctx.Counter(name) }
+
 // NewSourceFactory returns the factory of a source's operator and the
 // factory of its coordinator (the enumerator on the JobManager).
 func NewSourceFactory[T, S any](src source.Source[T, S]) (Factory, CoordinatorFactory) {
@@ -276,7 +285,14 @@ type enumeratorContext[S any] struct {
 		noMore(int)
 		regs() []int
 		par() int
+		callAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration)
 	}
+}
+
+// CallAsync implements source.AsyncCaller when the coordinator's context
+// does (AsyncCoordinatorContext); otherwise the work never runs.
+func (e enumeratorContext[S]) CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration) {
+	e.c.callAsync(fn, handler, initialDelay, period)
 }
 
 func (e enumeratorContext[S]) Parallelism() int                { return e.c.par() }
@@ -285,6 +301,12 @@ func (e enumeratorContext[S]) NoMoreSplits(subtask int)        { e.c.noMore(subt
 func (e enumeratorContext[S]) Registered() []int               { return e.c.regs() }
 
 func (c *sourceCoordinator[T, S]) par() int { return c.ctx.Parallelism() }
+
+func (c *sourceCoordinator[T, S]) callAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration) {
+	if a, ok := c.ctx.(AsyncCoordinatorContext); ok {
+		a.CallAsync(fn, handler, initialDelay, period)
+	}
+}
 
 func (c *sourceCoordinator[T, S]) assign(subtask int, splits []S) {
 	p := []byte{eventSplitsAssigned}

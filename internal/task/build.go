@@ -71,6 +71,12 @@ func (t *Task) build() error {
 		ctx.MaxParallelism = v.MaxParallelism
 		ctx.Attempt = t.spec.Exec.Attempt
 		ctx.Checkpointing = t.spec.Checkpoints != nil
+		if t.spec.Checkpoints != nil {
+			ctx.CheckpointInterval = t.spec.Checkpoints.Interval
+		}
+		if t.spec.Restore != nil {
+			ctx.RestoredCheckpoint = t.spec.Restore.CheckpointID
+		}
 		opID := t.spec.OperatorIDs[n.ID]
 		ctx.SendEvent = func(p []byte) {
 			t.spec.Reporter.SendEvent(protocol.OperatorEvent{Exec: t.spec.Exec, OperatorID: opID, Payload: append([]byte(nil), p...)})

@@ -59,6 +59,8 @@ type Checkpoints struct {
 	// Incremental makes Pebble keyed state upload native checkpoints, of
 	// which only new files are written.
 	Incremental bool
+	// Interval is the checkpoint interval (sink.Context.CheckpointInterval).
+	Interval time.Duration
 }
 
 // Spec is everything needed to run one subtask.

@@ -26,6 +26,70 @@ type Job[T, S any] struct {
 	requests []request
 	regs     []int
 	closed   bool
+	// metrics are the readers' metrics (source.ReaderMetrics), by
+	// subtask and name; see Metric.
+	metrics map[string]*metric
+	// asyncs are the enumerator's periodic calls (source.AsyncCaller),
+	// run synchronously by Step when due, or by RunAsync.
+	asyncs []*asyncCall
+}
+
+type metric struct{ n int64 }
+
+func (m *metric) Inc()        { m.n++ }
+func (m *metric) Add(d int64) { m.n += d }
+func (m *metric) Set(v int64) { m.n = v }
+
+// Metric returns the value of reader subtask i's metric named name in this
+// attempt (counters and gauges alike), and whether it was registered.
+func (j *Job[T, S]) Metric(i int, name string) (int64, bool) {
+	m, ok := j.metrics[fmt.Sprint(i, ".", name)]
+	if !ok {
+		return 0, false
+	}
+	return m.n, true
+}
+
+func (j *Job[T, S]) metric(i int, name string) *metric {
+	if j.metrics == nil {
+		j.metrics = map[string]*metric{}
+	}
+	k := fmt.Sprint(i, ".", name)
+	m, ok := j.metrics[k]
+	if !ok {
+		m = &metric{}
+		j.metrics[k] = m
+	}
+	return m
+}
+
+type asyncCall struct {
+	fn      func() (any, error)
+	handler func(any, error) error
+	due     time.Time
+	period  time.Duration
+	done    bool
+}
+
+// RunAsync runs the enumerator's periodic calls (source.AsyncCaller): all
+// of them when all is set, else those that are due; fn and then handler,
+// on the caller's goroutine.
+func (j *Job[T, S]) RunAsync(all bool) error {
+	now := time.Now()
+	for _, a := range j.asyncs {
+		if a.done || (!all && now.Before(a.due)) {
+			continue
+		}
+		v, err := a.fn()
+		if err := a.handler(v, err); err != nil {
+			return err
+		}
+		if a.period <= 0 {
+			a.done = true
+		}
+		a.due = now.Add(a.period)
+	}
+	return nil
 }
 
 // Reader is one subtask's reader with what it emitted in this attempt.
@@ -336,6 +400,9 @@ func (r *Reader[T, S]) ShouldYield() bool { return r.YieldEvery > 0 && r.N%r.Yie
 // Step does one random thing: deliver an event, or poll a reader that has
 // not ended. It reports whether anything could be done.
 func (j *Job[T, S]) Step(rng *rand.Rand) (bool, error) {
+	if err := j.RunAsync(false); err != nil {
+		return false, err
+	}
 	var live []*Reader[T, S]
 	for _, r := range j.readers {
 		if !r.Ended || len(r.events) > 0 {
@@ -604,6 +671,10 @@ func (c enumCtx[T, S]) Parallelism() int { return c.j.p }
 func (c enumCtx[T, S]) Registered() []int {
 	return slices.Clone(c.j.regs)
 }
+func (c enumCtx[T, S]) CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration) {
+	c.j.asyncs = append(c.j.asyncs, &asyncCall{fn: fn, handler: handler, due: time.Now().Add(initialDelay), period: period})
+}
+
 func (c enumCtx[T, S]) NoMoreSplits(subtask int) {
 	r := c.j.readers[subtask]
 	r.events = append(r.events, event{noMore: true})
@@ -625,6 +696,13 @@ type readerCtx[T, S any] struct {
 func (c readerCtx[T, S]) Subtask() int       { return c.i }
 func (c readerCtx[T, S]) Parallelism() int   { return c.j.p }
 func (c readerCtx[T, S]) Clock() clock.Clock { return c.j.clock }
+
+// Metrics gives the reader metrics that Job.Metric reads.
+func (c readerCtx[T, S]) Metrics() source.Metrics { return c }
+
+func (c readerCtx[T, S]) Counter(name string) source.Counter { return c.j.metric(c.i, name) }
+func (c readerCtx[T, S]) Gauge(name string) source.Gauge     { return c.j.metric(c.i, name) }
+
 func (c readerCtx[T, S]) RequestSplit() {
 	c.j.requests = append(c.j.requests, request{subtask: c.i})
 }

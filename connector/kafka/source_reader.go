@@ -1,0 +1,561 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirhq/weir/source"
+)
+
+// maxPendingCommits bounds the checkpoints whose offsets wait for their
+// completion.
+const maxPendingCommits = 64
+
+// maxPollBatch bounds the records one PollNext emits.
+const maxPollBatch = 2000
+
+// Metric names (see docs/kafka.md).
+const (
+	MetricBadRecordsSkipped      = "numBadRecordsSkipped"
+	MetricBadRecordsDeadLettered = "numBadRecordsDeadLettered"
+	MetricPendingRecords         = "pendingRecords"
+	MetricCommitsSucceeded       = "KafkaSourceReader.commitsSucceeded"
+	MetricCommitsFailed          = "KafkaSourceReader.commitsFailed"
+)
+
+// partitionMetric is the name of a per-partition metric, as Flink's
+// KafkaSourceReaderMetrics names them.
+func partitionMetric(topic string, partition int32, name string) string {
+	return "KafkaSourceReader.topic." + topic + ".partition." + strconv.Itoa(int(partition)) + "." + name
+}
+
+type splitState[T any] struct {
+	sp     Split
+	id     string
+	tp     topicPartition
+	out    source.SplitOutput[T]
+	queue  []*kgo.Record
+	paused bool
+	// gauges
+	current, committed, lag source.Gauge
+}
+
+type reader[T any] struct {
+	cfg     *SourceConfig
+	deser   Deserializer[T]
+	rctx    source.ReaderContext
+	metrics source.Metrics
+	log     *slog.Logger
+
+	cl      *kgo.Client
+	started bool
+	splits  map[string]*splitState[T]
+	order   []string // split ids, for round-robin emission
+	rr      int
+	noMore  bool
+	added   []Split // before Start
+
+	// The fetching goroutine's hand-over, under mu.
+	mu       sync.Mutex
+	fetched  []*kgo.Record
+	hwm      map[topicPartition]int64 // high watermark (read_committed: last stable offset)
+	fetchErr error
+	buffered int // fetched and not yet emitted or dropped
+	wake     chan struct{}
+	space    chan struct{}
+	cancel   context.CancelFunc
+	ctx      context.Context
+	done     chan struct{}
+
+	// Offsets of checkpoints not complete yet, by checkpoint id.
+	pendingCommits map[int64]map[topicPartition]int64
+	// finished holds the stop offsets of the bounded splits that ended,
+	// committed with every later checkpoint (as Flink does).
+	finished map[topicPartition]int64
+	// The offset committing goroutine: the latest offsets to commit.
+	commitMu       sync.Mutex
+	toCommit       map[topicPartition]int64
+	committedOffs  map[topicPartition]int64
+	commitOK       int64
+	commitFailed   int64
+	commitWake     chan struct{}
+	commitDone     chan struct{}
+	shownOK        int64
+	shownFailed    int64
+	badSkipped     source.Counter
+	badDead        source.Counter
+	pendingRecords source.Gauge
+	commitsOK      source.Counter
+	commitsFailed  source.Counter
+}
+
+func newReader[T any](cfg *SourceConfig, d Deserializer[T], ctx source.ReaderContext) (*reader[T], error) {
+	m := source.ReaderMetrics(ctx)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &reader[T]{
+		cfg: cfg, deser: d, rctx: ctx, metrics: m, log: log,
+		splits:         map[string]*splitState[T]{},
+		hwm:            map[topicPartition]int64{},
+		wake:           make(chan struct{}, 1),
+		space:          make(chan struct{}, 1),
+		pendingCommits: map[int64]map[topicPartition]int64{},
+		finished:       map[topicPartition]int64{},
+		committedOffs:  map[topicPartition]int64{},
+		commitWake:     make(chan struct{}, 1),
+		badSkipped:     m.Counter(MetricBadRecordsSkipped),
+		badDead:        m.Counter(MetricBadRecordsDeadLettered),
+		pendingRecords: m.Gauge(MetricPendingRecords),
+		commitsOK:      m.Counter(MetricCommitsSucceeded),
+		commitsFailed:  m.Counter(MetricCommitsFailed),
+	}
+	return r, nil
+}
+
+// Start implements source.Reader: the client, its fetching goroutine and
+// (with a group) the committing one.
+func (r *reader[T]) Start() error {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(r.cfg.Brokers...),
+		kgo.KeepControlRecords(), // their offsets count: a bounded split may end on one
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}
+	if r.cfg.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	var err error
+	if r.cl, err = kgo.NewClient(opts...); err != nil {
+		return fmt.Errorf("kafka source: %w", err)
+	}
+	r.started = true
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.done = make(chan struct{})
+	go r.fetchLoop()
+	if r.cfg.Group != "" {
+		r.commitDone = make(chan struct{})
+		go r.commitLoop()
+	}
+	r.AddSplits(r.added)
+	r.added = nil
+	return nil
+}
+
+// AddSplits implements source.Reader.
+func (r *reader[T]) AddSplits(splits []Split) {
+	if !r.started {
+		r.added = append(r.added, splits...)
+		return
+	}
+	add := map[string]map[int32]kgo.Offset{}
+	for _, sp := range splits {
+		id := sp.ID()
+		if _, ok := r.splits[id]; ok {
+			continue
+		}
+		s := &splitState[T]{sp: sp, id: id, tp: topicPartition{sp.Topic, sp.Partition},
+			current:   r.metrics.Gauge(partitionMetric(sp.Topic, sp.Partition, "currentOffset")),
+			committed: r.metrics.Gauge(partitionMetric(sp.Topic, sp.Partition, "committedOffset")),
+			lag:       r.metrics.Gauge(partitionMetric(sp.Topic, sp.Partition, "recordsLag")),
+		}
+		s.current.Set(sp.Offset)
+		r.splits[id] = s
+		r.order = append(r.order, id)
+		if !sp.finished() {
+			if add[sp.Topic] == nil {
+				add[sp.Topic] = map[int32]kgo.Offset{}
+			}
+			add[sp.Topic][sp.Partition] = kgo.NewOffset().At(sp.Offset)
+		}
+	}
+	r.cl.AddConsumePartitions(add)
+}
+
+// NoMoreSplits implements source.Reader.
+func (r *reader[T]) NoMoreSplits() { r.noMore = true }
+
+func (r *reader[T]) signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// fetchLoop fetches on its own goroutine into a buffer of at most
+// MaxBufferedRecords records.
+func (r *reader[T]) fetchLoop() {
+	defer close(r.done)
+	for {
+		r.mu.Lock()
+		free := r.cfg.MaxBufferedRecords - r.buffered
+		r.mu.Unlock()
+		if free <= 0 {
+			select {
+			case <-r.space:
+				continue
+			case <-r.ctx.Done():
+				return
+			}
+		}
+		fs := r.cl.PollRecords(r.ctx, free)
+		if r.ctx.Err() != nil || fs.IsClientClosed() {
+			return
+		}
+		var recs []*kgo.Record
+		var fatal error
+		r.mu.Lock()
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if p.Err != nil {
+				var dl *kgo.ErrDataLoss
+				if !errors.As(p.Err, &dl) && !kgo.IsRetryableBrokerErr(p.Err) && !errors.Is(p.Err, context.Canceled) && fatal == nil {
+					fatal = fmt.Errorf("kafka source: fetching topic %q partition %d: %w", p.Topic, p.Partition, p.Err)
+				}
+			}
+			hw := p.HighWatermark
+			if r.cfg.ReadCommitted {
+				hw = p.LastStableOffset
+			}
+			if hw >= 0 {
+				r.hwm[topicPartition{p.Topic, p.Partition}] = hw
+			}
+			recs = append(recs, p.Records...)
+		})
+		r.fetched = append(r.fetched, recs...)
+		r.buffered += len(recs)
+		if fatal != nil && r.fetchErr == nil {
+			r.fetchErr = fatal
+		}
+		r.mu.Unlock()
+		r.signal(r.wake)
+	}
+}
+
+// PollNext implements source.Reader.
+func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct{}, time.Duration, error) {
+	r.mu.Lock()
+	fetched, err := r.fetched, r.fetchErr
+	r.fetched = nil
+	hwm := maps.Clone(r.hwm)
+	r.mu.Unlock()
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	dropped := 0
+	for _, rec := range fetched {
+		s, ok := r.splits[rec.Topic+"-"+strconv.Itoa(int(rec.Partition))]
+		if !ok {
+			dropped++
+			continue
+		}
+		s.queue = append(s.queue, rec)
+	}
+	// Outputs of every split before any record (per-split watermarks).
+	for _, id := range r.order {
+		if s := r.splits[id]; s.out == nil {
+			s.out = out.ForSplit(id)
+		}
+	}
+	emitted := 0
+	var perr error
+	for pass := 0; pass < len(r.order) && emitted < maxPollBatch && perr == nil; pass++ {
+		if r.rr >= len(r.order) {
+			r.rr = 0
+		}
+		s := r.splits[r.order[r.rr]]
+		r.rr++
+		if s.paused {
+			continue
+		}
+		n := 0
+		n, perr = r.emit(s, out, maxPollBatch-emitted)
+		emitted += n
+		if out.ShouldYield() {
+			break
+		}
+	}
+	// Finished splits leave.
+	for i := 0; i < len(r.order); i++ {
+		s := r.splits[r.order[i]]
+		if !s.sp.finished() {
+			continue
+		}
+		dropped += len(s.queue)
+		r.finished[s.tp] = s.sp.Offset
+		out.ReleaseSplit(s.id)
+		r.cl.RemoveConsumePartitions(map[string][]int32{s.sp.Topic: {s.sp.Partition}})
+		delete(r.splits, s.id)
+		r.order = slices.Delete(r.order, i, i+1)
+		i--
+	}
+	if emitted+dropped > 0 {
+		r.mu.Lock()
+		r.buffered -= emitted + dropped
+		r.mu.Unlock()
+		r.signal(r.space)
+	}
+	r.updateMetrics(hwm)
+	if perr != nil {
+		return 0, nil, 0, perr
+	}
+	if r.noMore && len(r.splits) == 0 {
+		return source.EndOfInput, nil, 0, nil
+	}
+	for _, s := range r.splits {
+		if !s.paused && len(s.queue) > 0 {
+			return source.MoreAvailable, nil, 0, nil
+		}
+	}
+	return source.NothingAvailable, r.wake, 0, nil
+}
+
+// emit emits up to limit queued records of s; it returns how many records
+// (emitted, skipped or control) it took from the queue.
+func (r *reader[T]) emit(s *splitState[T], out source.Output[T], limit int) (int, error) {
+	n := 0
+	for len(s.queue) > 0 && n < limit {
+		rec := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		n++
+		if rec.Offset < s.sp.Offset {
+			continue // before the position (never expected)
+		}
+		if s.sp.StopOffset != NoStopOffset && rec.Offset >= s.sp.StopOffset {
+			s.sp.Offset = s.sp.StopOffset
+			n += len(s.queue)
+			s.queue = nil
+			break
+		}
+		if rec.Attrs.IsControl() {
+			s.sp.Offset = rec.Offset + 1
+			continue
+		}
+		kr := Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp.UnixMilli()}
+		for _, h := range rec.Headers {
+			kr.Headers = append(kr.Headers, Header{h.Key, h.Value})
+		}
+		v, err := r.deser(&kr)
+		if err != nil {
+			if err := r.badRecord(rec, err); err != nil {
+				s.queue = append([]*kgo.Record{rec}, s.queue...) // not taken
+				return n - 1, err
+			}
+			s.sp.Offset = rec.Offset + 1
+			continue
+		}
+		s.out.CollectWithTimestamp(v, kr.Timestamp)
+		s.sp.Offset = rec.Offset + 1
+		if out.ShouldYield() {
+			break
+		}
+	}
+	if s.sp.StopOffset != NoStopOffset && len(s.queue) > 0 && s.queue[0].Offset >= s.sp.StopOffset {
+		s.sp.Offset = s.sp.StopOffset
+		n += len(s.queue)
+		s.queue = nil
+	}
+	return n, nil
+}
+
+// excerpt is the start of a bad record's value, for error messages.
+func excerpt(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return strconv.Quote(string(b[:max])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// badRecord handles a record the deserializer rejected, by the policy: an
+// error fails the job.
+func (r *reader[T]) badRecord(rec *kgo.Record, derr error) error {
+	switch r.cfg.BadRecords {
+	case SkipBadRecord:
+		r.badSkipped.Inc()
+		r.log.Warn("kafka source: skipped a bad record", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", derr)
+		return nil
+	case DeadLetterBadRecord:
+		dl := &kgo.Record{Topic: r.cfg.DeadLetterTopic, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp}
+		dl.Headers = append(slices.Clone(rec.Headers),
+			kgo.RecordHeader{Key: "weir.source.topic", Value: []byte(rec.Topic)},
+			kgo.RecordHeader{Key: "weir.source.partition", Value: []byte(strconv.Itoa(int(rec.Partition)))},
+			kgo.RecordHeader{Key: "weir.source.offset", Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+			kgo.RecordHeader{Key: "weir.error", Value: []byte(derr.Error())},
+		)
+		ctx, cancel := context.WithTimeout(r.ctx, requestTimeout)
+		defer cancel()
+		if err := r.cl.ProduceSync(ctx, dl).FirstErr(); err != nil {
+			return fmt.Errorf("kafka source: producing the bad record at topic %q partition %d offset %d to dead-letter topic %q: %w (the record: %v)",
+				rec.Topic, rec.Partition, rec.Offset, r.cfg.DeadLetterTopic, err, derr)
+		}
+		r.badDead.Inc()
+		return nil
+	}
+	return fmt.Errorf("kafka source: bad record at topic %q partition %d offset %d: %w (value %s)", rec.Topic, rec.Partition, rec.Offset, derr, excerpt(rec.Value))
+}
+
+func (r *reader[T]) updateMetrics(hwm map[topicPartition]int64) {
+	var total int64
+	r.commitMu.Lock()
+	for _, s := range r.splits {
+		s.current.Set(s.sp.Offset)
+		if c, ok := r.committedOffs[s.tp]; ok {
+			s.committed.Set(c)
+		}
+		if h, ok := hwm[s.tp]; ok {
+			end := h
+			if s.sp.StopOffset != NoStopOffset {
+				end = min(end, s.sp.StopOffset)
+			}
+			lag := max(end-s.sp.Offset, 0)
+			s.lag.Set(lag)
+			total += lag
+		}
+	}
+	ok, failed := r.commitOK, r.commitFailed
+	r.commitMu.Unlock()
+	r.pendingRecords.Set(total)
+	r.commitsOK.Add(ok - r.shownOK)
+	r.commitsFailed.Add(failed - r.shownFailed)
+	r.shownOK, r.shownFailed = ok, failed
+}
+
+// SnapshotState implements source.Reader: each split's next offset is one
+// past the last record emitted (or skipped) before the barrier.
+func (r *reader[T]) SnapshotState(id int64) ([]Split, error) {
+	out := make([]Split, 0, len(r.splits))
+	offs := maps.Clone(r.finished)
+	for _, sid := range r.order {
+		s := r.splits[sid]
+		out = append(out, s.sp)
+		offs[s.tp] = s.sp.Offset
+	}
+	if r.cfg.Group != "" {
+		r.pendingCommits[id] = offs
+		// Checkpoints that never complete (aborted, declined) must not
+		// pile up: keep the newest maxPendingCommits.
+		for len(r.pendingCommits) > maxPendingCommits {
+			delete(r.pendingCommits, slices.Min(slices.Collect(maps.Keys(r.pendingCommits))))
+		}
+	}
+	return out, nil
+}
+
+// NotifyCheckpointComplete implements source.Reader: the offsets of that
+// checkpoint go to the consumer group, best effort, on the committing
+// goroutine (a failure is logged and counted, as in Flink); those of older
+// checkpoints are dropped.
+func (r *reader[T]) NotifyCheckpointComplete(id int64) error {
+	offs, ok := r.pendingCommits[id]
+	for k := range r.pendingCommits {
+		if k <= id {
+			delete(r.pendingCommits, k)
+		}
+	}
+	if !ok || len(offs) == 0 || r.commitDone == nil {
+		return nil
+	}
+	r.commitMu.Lock()
+	if r.toCommit == nil {
+		r.toCommit = offs
+	} else {
+		maps.Copy(r.toCommit, offs) // a newer checkpoint's offsets win
+	}
+	r.commitMu.Unlock()
+	r.signal(r.commitWake)
+	return nil
+}
+
+func (r *reader[T]) commitLoop() {
+	defer close(r.commitDone)
+	adm := kadm.NewClient(r.cl)
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.commitWake:
+		}
+		r.commitMu.Lock()
+		offs := r.toCommit
+		r.toCommit = nil
+		r.commitMu.Unlock()
+		if len(offs) == 0 {
+			continue
+		}
+		var os kadm.Offsets
+		for tp, o := range offs {
+			os.AddOffset(tp.topic, tp.partition, o, -1)
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, requestTimeout)
+		resp, err := adm.CommitOffsets(ctx, r.cfg.Group, os)
+		cancel()
+		if err == nil {
+			err = resp.Error()
+		}
+		r.commitMu.Lock()
+		if err != nil {
+			r.commitFailed++
+		} else {
+			r.commitOK++
+			maps.Copy(r.committedOffs, offs)
+		}
+		r.commitMu.Unlock()
+		if err != nil && r.ctx.Err() == nil {
+			r.log.Warn("kafka source: committing offsets to the consumer group failed (the job goes on)", "group", r.cfg.Group, "err", err)
+		}
+	}
+}
+
+// PauseOrResumeSplits implements source.SplitPauser.
+func (r *reader[T]) PauseOrResumeSplits(pause, resume []string) {
+	toPause, toResume := map[string][]int32{}, map[string][]int32{}
+	for _, id := range pause {
+		if s, ok := r.splits[id]; ok && !s.paused {
+			s.paused = true
+			toPause[s.sp.Topic] = append(toPause[s.sp.Topic], s.sp.Partition)
+		}
+	}
+	for _, id := range resume {
+		if s, ok := r.splits[id]; ok && s.paused {
+			s.paused = false
+			toResume[s.sp.Topic] = append(toResume[s.sp.Topic], s.sp.Partition)
+		}
+	}
+	if r.cl == nil {
+		return
+	}
+	if len(toPause) > 0 {
+		r.cl.PauseFetchPartitions(toPause)
+	}
+	if len(toResume) > 0 {
+		r.cl.ResumeFetchPartitions(toResume)
+		r.signal(r.wake)
+	}
+}
+
+// Close implements source.Reader.
+func (r *reader[T]) Close() error {
+	if !r.started {
+		return nil
+	}
+	r.cancel()
+	r.cl.Close()
+	<-r.done
+	if r.commitDone != nil {
+		<-r.commitDone
+	}
+	return nil
+}
+
+var _ source.SplitPauser = (*reader[int])(nil)
