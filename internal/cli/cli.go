@@ -68,6 +68,13 @@ Built-in jobs:
               --input PATH --output DIR --checkpoint-dir URL
               [--checkpoint-interval D] [--unaligned] [--rate N] [--retained N]
               [--from latest|PATH]; killed, it resumes with --from latest
+  kafka-keyed-count
+              keyed-count between Kafka topics: reads records key<TAB>value
+              (read_committed), writes key<TAB>n<TAB>sum keyed by key:
+              --input-topic T --output-topic T [--brokers H:P,...]
+              [--group G] [--guarantee none|at-least-once|exactly-once]
+              [--transactional-id-prefix P] [--bounded] and the checkpoint
+              flags (--checkpoint-dir is needed unless --guarantee none)
   window-agg  per key and event-time window, count, sum, min and max of JSON
               lines {"ts": MS, "key": "K", "value": N}: --input PATH
               --output PATH --window tumbling:SIZE|sliding:SIZE,SLIDE|session:GAP
@@ -79,7 +86,27 @@ Built-in jobs:
   PATH may be "-" for standard input or output; an input may be a file, a
   directory of files (names starting with . or _ are skipped) or a pipe.
 
-Checkpoints (keyed-count, window-agg):
+Kafka (kafka-keyed-count):
+  --brokers LIST         bootstrap brokers, host:port[,host:port...] (default
+                         127.0.0.1:9092, where scripts/kafka-broker starts one)
+  --input-topic T        the topic read (its records' values are key<TAB>value)
+  --output-topic T       the topic written (must exist)
+  --group G              consumer group the input offsets of completed
+                         checkpoints are committed to; a fresh start reads from
+                         its committed offsets (default: none, from the earliest)
+  --guarantee G          none, at-least-once or exactly-once (default): with
+                         exactly-once each checkpoint's output is a Kafka
+                         transaction committed when the checkpoint completes
+  --transactional-id-prefix P
+                         required with exactly-once: the prefix of the sink's
+                         transactional ids, unique to this job and the same
+                         across its restarts
+  --bounded              stop at the input's end offsets current at start;
+                         exit 0 once everything before them is committed
+  A record that is not key<TAB>value fails the job, naming its topic,
+  partition and offset.
+
+Checkpoints (keyed-count, window-agg, kafka-keyed-count):
   --checkpoint-dir URL   where checkpoints go: a directory, file:///dir, s3://bucket/prefix
   --checkpoint-interval D  between checkpoints (default 1s)
   --unaligned            unaligned checkpoints (barriers overtake in-flight data)
@@ -278,6 +305,9 @@ type jobFlags struct {
 	// window-agg
 	window, watermarks, lateOutput string
 	outOfOrderness, lateness       time.Duration
+	// kafka-keyed-count
+	brokers, inputTopic, outputTopic, group, guarantee, txnPrefix string
+	bounded                                                       bool
 }
 
 var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "log-level"}
@@ -310,12 +340,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.lateOutput, "late-output", "", "")
 	fs.DurationVar(&f.outOfOrderness, "out-of-orderness", 0, "")
 	fs.DurationVar(&f.lateness, "allowed-lateness", 0, "")
+	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "")
+	fs.StringVar(&f.inputTopic, "input-topic", "", "")
+	fs.StringVar(&f.outputTopic, "output-topic", "", "")
+	fs.StringVar(&f.group, "group", "", "")
+	fs.StringVar(&f.guarantee, "guarantee", "exactly-once", "")
+	fs.StringVar(&f.txnPrefix, "transactional-id-prefix", "", "")
+	fs.BoolVar(&f.bounded, "bounded", false, "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("run needs exactly one job name (wordcount, clicks, fraud-detection, keyed-count or window-agg), got %d arguments", len(pos))
+		return usagef("run needs exactly one job name (wordcount, clicks, fraud-detection, keyed-count, window-agg or kafka-keyed-count), got %d arguments", len(pos))
 	}
 	job := pos[0]
 	switch job {
@@ -328,14 +365,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err == nil && (f.input == "" || f.output == "") {
 			err = usagef("fraud-detection needs --input and --output")
 		}
-	case "keyed-count", "window-agg":
-		flags := append(commonRunFlags, "input", "output", "rate", "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state")
-		if job == "window-agg" {
-			flags = append(flags, "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
+	case "keyed-count", "window-agg", "kafka-keyed-count":
+		flags := append(commonRunFlags, "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state")
+		switch job {
+		case "window-agg":
+			flags = append(flags, "input", "output", "rate", "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
+		case "keyed-count":
+			flags = append(flags, "input", "output", "rate")
+		default:
+			flags = append(flags, kafkaFlags...)
 		}
 		err = onlyFlags(fs, job, flags...)
+		var kafkaErr error
+		if err == nil && job == "kafka-keyed-count" {
+			kafkaErr = f.checkKafka(fs)
+		}
 		switch {
 		case err != nil:
+		case kafkaErr != nil:
+			err = kafkaErr
 		case job == "keyed-count" && (f.input == "" || f.output == "" || f.checkpointDir == ""):
 			err = usagef("keyed-count needs --input, --output and --checkpoint-dir")
 		case job == "window-agg" && (f.input == "" || f.output == "" || f.window == ""):
@@ -361,7 +409,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			f.rate = 0
 		}
 	default:
-		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection, keyed-count, window-agg)", job)
+		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection, keyed-count, window-agg, kafka-keyed-count)", job)
 	}
 	if err != nil {
 		return err
@@ -378,6 +426,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			StateBackend: f.backend, MaxOutOfOrderness: f.ooo, Config: cfg, Stdout: stdout})
 	case "window-agg":
 		return runWindowAgg(ctx, f, cfg, stderr)
+	case "kafka-keyed-count":
+		return runKafkaKeyedCount(ctx, f, cfg, stderr)
 	case "keyed-count":
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
 			SavepointDir: f.savepointDir, Incremental: f.incremental}
