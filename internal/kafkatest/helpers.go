@@ -62,15 +62,23 @@ func Topic(t testing.TB, suffix string) string {
 // (replication factor 1) and waits until every partition has a leader.
 func CreateTopic(t testing.TB, brokers, topic string, partitions int) {
 	t.Helper()
-	adm := kadm.NewClient(Client(t, brokers))
 	ctx, cancel := context.WithTimeout(context.Background(), OpLimit)
 	defer cancel()
+	if err := CreateTopicContext(ctx, Client(t, brokers), topic, partitions); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreateTopicContext is CreateTopic with a client and a context, for
+// programs (see kafkactl).
+func CreateTopicContext(ctx context.Context, cl *kgo.Client, topic string, partitions int) error {
+	adm := kadm.NewClient(cl)
 	resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
-		t.Fatalf("kafkatest: create topic %s (%d partitions): %v", topic, partitions, err)
+		return fmt.Errorf("kafkatest: create topic %s (%d partitions): %w", topic, partitions, err)
 	}
 	for {
 		md, err := adm.Metadata(ctx, topic)
@@ -81,12 +89,12 @@ func CreateTopic(t testing.TB, brokers, topic string, partitions int) {
 				ready = ready && p.Err == nil && p.Leader >= 0
 			}
 			if ready {
-				return
+				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("kafkatest: topic %s has no leader for every partition after %v (last metadata error: %v)", topic, OpLimit, err)
+			return fmt.Errorf("kafkatest: topic %s has no leader for every partition in time (last metadata error: %v)", topic, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -132,12 +140,23 @@ func ReadCommitted(t testing.TB, brokers, topic string) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), SettleLimit)
 	defer cancel()
-	adm := kadm.NewClient(Client(t, brokers))
+	if err := WaitSettled(ctx, Client(t, brokers), topic); err != nil {
+		t.Fatalf("%v (after waiting %v)", err, SettleLimit)
+	}
+	return ReadCommittedNow(t, brokers, topic)
+}
+
+// WaitSettled waits until no transaction is open on any partition of topic
+// (each partition's last stable offset equals its high watermark), or ctx
+// ends; its error then names the partitions held back.
+func WaitSettled(ctx context.Context, cl *kgo.Client, topic string) error {
+	adm := kadm.NewClient(cl)
 	for {
 		stable, err1 := adm.ListCommittedOffsets(ctx, topic)
 		high, err2 := adm.ListEndOffsets(ctx, topic)
 		var open []string
-		if err := errors.Join(err1, err2); err == nil {
+		err := errors.Join(err1, err2)
+		if err == nil {
 			if err = errors.Join(stable.Error(), high.Error()); err == nil {
 				high.Each(func(h kadm.ListedOffset) {
 					if s, _ := stable.Lookup(topic, h.Partition); s.Offset != h.Offset {
@@ -145,14 +164,16 @@ func ReadCommitted(t testing.TB, brokers, topic string) []*kgo.Record {
 					}
 				})
 				if len(open) == 0 {
-					return read(t, brokers, topic, true)
+					return nil
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("kafkatest: %s still has open transactions after %v (or its offsets cannot be listed: %v): %s",
-				topic, SettleLimit, errors.Join(err1, err2), strings.Join(open, "; "))
+			if err != nil {
+				return fmt.Errorf("kafkatest: listing the offsets of %s: %w", topic, err)
+			}
+			return fmt.Errorf("kafkatest: %s still has open transactions: %s", topic, strings.Join(open, "; "))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -163,7 +184,13 @@ func ReadCommitted(t testing.TB, brokers, topic string) []*kgo.Record {
 // without waiting for open transactions to end.
 func ReadCommittedNow(t testing.TB, brokers, topic string) []*kgo.Record {
 	t.Helper()
-	return read(t, brokers, topic, true)
+	ctx, cancel := context.WithTimeout(context.Background(), OpLimit)
+	defer cancel()
+	recs, err := Read(ctx, brokers, topic, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 // ReadUncommitted reads topic from its start with isolation level
@@ -171,14 +198,25 @@ func ReadCommittedNow(t testing.TB, brokers, topic string) []*kgo.Record {
 // transactions' records included.
 func ReadUncommitted(t testing.TB, brokers, topic string) []*kgo.Record {
 	t.Helper()
-	return read(t, brokers, topic, false)
-}
-
-func read(t testing.TB, brokers, topic string, committed bool) []*kgo.Record {
-	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), OpLimit)
 	defer cancel()
-	adm := kadm.NewClient(Client(t, brokers))
+	recs, err := Read(ctx, brokers, topic, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// Read reads topic from its start up to the end offsets as they are when
+// called: with committed, isolation level read_committed up to the last
+// stable offsets, else read_uncommitted up to the high watermarks.
+func Read(ctx context.Context, brokers, topic string, committed bool) ([]*kgo.Record, error) {
+	acl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...))
+	if err != nil {
+		return nil, err
+	}
+	defer acl.Close()
+	adm := kadm.NewClient(acl)
 	list := adm.ListEndOffsets
 	level := kgo.ReadUncommitted()
 	if committed {
@@ -189,7 +227,7 @@ func read(t testing.TB, brokers, topic string, committed bool) []*kgo.Record {
 		err = ends.Error()
 	}
 	if err != nil {
-		t.Fatalf("kafkatest: list end offsets of %s: %v", topic, err)
+		return nil, fmt.Errorf("kafkatest: list end offsets of %s: %w", topic, err)
 	}
 	// The end offsets are where reading stops. Control records (the commit
 	// and abort markers) take offsets too, so they are kept while reading
@@ -203,21 +241,25 @@ func read(t testing.TB, brokers, topic string, committed bool) []*kgo.Record {
 		}
 	})
 	if len(want) == 0 {
-		return nil
+		return nil, nil
 	}
-	cl := Client(t, brokers,
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
 		kgo.FetchIsolationLevel(level),
 		kgo.KeepControlRecords())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
 	var out []*kgo.Record
 	next := map[int32]int64{}
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("kafkatest: reading %s did not reach the end offsets %v within %v (reached %v)", topic, want, OpLimit, next)
+			return nil, fmt.Errorf("kafkatest: reading %s did not reach the end offsets %v in time (reached %v)", topic, want, next)
 		}
 		if err := fs.Err0(); err != nil {
-			t.Fatalf("kafkatest: reading %s: %v", topic, err)
+			return nil, fmt.Errorf("kafkatest: reading %s: %w", topic, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end, ok := want[r.Partition]
@@ -233,5 +275,5 @@ func read(t testing.TB, brokers, topic string, committed bool) []*kgo.Record {
 			}
 		})
 	}
-	return out
+	return out, nil
 }

@@ -52,10 +52,10 @@ func killAndResume(t *testing.T, guarantee string) (records, duplicates int) {
 			t.Fatalf("run %d ended by itself (exit %d) before the kill:\n%s", k, code, j.stderr.String())
 		}
 		t.Logf("run %d: resumed from %s, killed after %v, %d checkpoints completed; %d records written so far",
-			k, j.resumed(), delay, j.checkpoints(), prod.count)
+			k, j.resumed(), delay, j.checkpoints(), prod.count.Load())
 	}
 	model := prod.finish(t)
-	t.Logf("producer stopped: %d input records over %d keys in %v", prod.count, len(model), time.Since(start).Round(time.Millisecond))
+	t.Logf("producer stopped: %d input records over %d keys in %v", prod.count.Load(), len(model), time.Since(start).Round(time.Millisecond))
 	j := s.start(t, nil, "--bounded")
 	code, _ := j.wait(t, 120*time.Second)
 	if code != 0 {
@@ -106,7 +106,7 @@ func TestCrashInEachCommitWindow(t *testing.T) {
 					t.Fatalf("run %d with WEIR_CRASH_AT=%s: exit %d, not killed at the crash point; stderr:\n%s", run, at, code, j.stderr.String())
 				}
 				t.Logf("run %d: resumed from %s, crashed at %s after %v, %d checkpoints completed; %d records written so far",
-					run, j.resumed(), at, time.Since(j.started).Round(time.Millisecond), j.checkpoints(), prod.count)
+					run, j.resumed(), at, time.Since(j.started).Round(time.Millisecond), j.checkpoints(), prod.count.Load())
 			}
 			model := prod.finish(t)
 			j := s.start(t, nil, "--bounded")
@@ -115,7 +115,7 @@ func TestCrashInEachCommitWindow(t *testing.T) {
 			}
 			t.Logf("final bounded run: resumed from %s, exit 0 after %v", j.resumed(), time.Since(j.started).Round(time.Millisecond))
 			records, _ := verify(t, s.brokers, s.out, model, true)
-			t.Logf("verified %d output records from %d input records: exactly once", records, prod.count)
+			t.Logf("verified %d output records from %d input records: exactly once", records, prod.count.Load())
 		})
 	}
 }
@@ -132,4 +132,42 @@ func TestBadRecordFailsNamingItsOffset(t *testing.T) {
 		t.Fatalf("exit %d, want 1 and an error naming the topic %s, the partition and offset, and what is wrong; stderr:\n%s", code, s.in, stderr)
 	}
 	t.Logf("the error: %s", strings.TrimSpace(stderr))
+}
+
+// Runs go on from each other's checkpoints whatever their boundedness: a
+// bounded run, more input, an unbounded run (killed), more input, a
+// bounded run again. The source drops finished bounded partitions from its
+// state, and a restored unbounded split has no stop offset; the job keeps
+// the first and sets the second, so every record is counted exactly once.
+func TestBoundedAndUnboundedRunsContinue(t *testing.T) {
+	seed := testseed.New(t)
+	r := rand.New(rand.NewPCG(seed, 30))
+	s := newSetup(t, "exactly-once")
+	keys := 5 + r.IntN(40)
+	model := map[string][]int64{}
+	add := func(m map[string][]int64) {
+		for k, vs := range m {
+			model[k] = append(model[k], vs...)
+		}
+	}
+	bounded := func(name string) {
+		t.Helper()
+		j := s.start(t, nil, "--bounded")
+		if code, _ := j.wait(t, 120*time.Second); code != 0 {
+			t.Fatalf("%s: exit %d, want 0; stderr:\n%s", name, code, j.stderr.String())
+		}
+		t.Logf("%s: resumed from %s, exit 0 after %v", name, j.resumed(), time.Since(j.started).Round(time.Millisecond))
+	}
+	add(produceAll(t, s.brokers, s.in, r, keys, 500+r.IntN(2000)))
+	bounded("first bounded run")
+	add(produceAll(t, s.brokers, s.in, r, keys, 500+r.IntN(2000)))
+	j := s.start(t, nil)
+	time.Sleep(time.Duration(1000+r.IntN(2000)) * time.Millisecond)
+	j.cmd.Process.Kill()
+	j.wait(t, 30*time.Second)
+	t.Logf("unbounded run: resumed from %s, killed after %d checkpoints", j.resumed(), j.checkpoints())
+	add(produceAll(t, s.brokers, s.in, r, keys, 500+r.IntN(2000)))
+	bounded("second bounded run")
+	records, _ := verify(t, s.brokers, s.out, model, true)
+	t.Logf("verified %d output records: exactly once", records)
 }

@@ -3,6 +3,9 @@ package kafkakeyedcount
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -12,17 +15,24 @@ import (
 	"github.com/weirhq/weir/source"
 )
 
-// A bounded run stops at the input's end offsets current when it starts,
-// also when it resumes from a checkpoint of an unbounded run. The Kafka
-// source keeps each split's stop offset in the split (as Flink's does), so
-// the splits of such a checkpoint have none (kafka.NoStopOffset) and a
-// bounded source alone would read them forever. stopAtStart gives those
-// splits the end offsets listed when the run started; splits that have a
-// stop offset (fresh ones, or ones restored from a bounded run) keep it.
-type stopAtStart[T any] struct {
+// continuable wraps the Kafka source so that a run can go on from any
+// earlier run's checkpoint, bounded or not, and a bounded run reads up to
+// the input's end offsets current when it starts:
+//
+//   - The Kafka source keeps a split's stop offset in the split (as Flink's
+//     does), so the splits of an unbounded run's checkpoint have none
+//     (kafka.NoStopOffset), and a bounded source alone would read them
+//     forever. In a bounded run every split gets the end offset of its
+//     partition listed at start (at least its position).
+//   - The source drops a bounded split from its state once it is read to
+//     its stop offset, so the final checkpoint of a bounded run would hold
+//     none of its partitions, and a run resumed from it would never read
+//     them again. The wrapper keeps them in the state, finished (position =
+//     stop offset); an unbounded run clears their stop offset and reads on.
+type continuable[T any] struct {
 	*kafka.Source[T]
 	topic string
-	ends  map[int32]int64 // last stable offset of each partition at start
+	ends  map[int32]int64 // bounded: each partition's last stable offset at start; nil: unbounded
 }
 
 // listEnds lists the last stable offsets (the end for read_committed) of
@@ -48,26 +58,51 @@ func listEnds(brokers []string, topic string) (map[int32]int64, error) {
 }
 
 // CreateReader implements source.Source.
-func (s *stopAtStart[T]) CreateReader(ctx source.ReaderContext) (source.Reader[T, kafka.Split], error) {
+func (s *continuable[T]) CreateReader(ctx source.ReaderContext) (source.Reader[T, kafka.Split], error) {
 	r, err := s.Source.CreateReader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &stopAtStartReader[T]{Reader: r, s: s}, nil
+	return &continuableReader[T]{Reader: r, s: s, given: map[string]kafka.Split{}}, nil
 }
 
-type stopAtStartReader[T any] struct {
+type continuableReader[T any] struct {
 	source.Reader[T, kafka.Split]
-	s *stopAtStart[T]
+	s     *continuable[T]
+	given map[string]kafka.Split // the splits handed to the reader, by topic-partition
 }
+
+func splitKey(sp kafka.Split) string { return sp.Topic + "-" + strconv.Itoa(int(sp.Partition)) }
 
 // AddSplits implements source.Reader.
-func (r *stopAtStartReader[T]) AddSplits(splits []kafka.Split) {
-	splits = append([]kafka.Split(nil), splits...)
+func (r *continuableReader[T]) AddSplits(splits []kafka.Split) {
+	splits = slices.Clone(splits)
 	for i, sp := range splits {
-		if end, ok := r.s.ends[sp.Partition]; ok && sp.Topic == r.s.topic && sp.StopOffset == kafka.NoStopOffset {
+		if r.s.ends == nil {
+			splits[i].StopOffset = kafka.NoStopOffset
+		} else if end, ok := r.s.ends[sp.Partition]; ok && sp.Topic == r.s.topic {
 			splits[i].StopOffset = max(end, sp.Offset)
 		}
+		r.given[splitKey(splits[i])] = splits[i]
 	}
 	r.Reader.AddSplits(splits)
+}
+
+// SnapshotState implements source.Reader: the reader's splits, and the
+// bounded ones it finished and dropped, at their stop offsets.
+func (r *continuableReader[T]) SnapshotState(id int64) ([]kafka.Split, error) {
+	out, err := r.Reader.SnapshotState(id)
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]bool{}
+	for _, sp := range out {
+		held[splitKey(sp)] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.given)) {
+		if sp := r.given[k]; !held[k] && sp.StopOffset != kafka.NoStopOffset {
+			out = append(out, kafka.Split{Topic: sp.Topic, Partition: sp.Partition, Offset: sp.StopOffset, StopOffset: sp.StopOffset})
+		}
+	}
+	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -191,7 +192,7 @@ type producer struct {
 	stop  chan struct{}
 	done  chan struct{}
 	model map[string][]int64 // each key's values in the order written (acknowledged)
-	count int
+	count atomic.Int64       // records acknowledged
 	err   error
 }
 
@@ -225,7 +226,7 @@ func startProducer(t *testing.T, brokers, topic string, r *rand.Rand, keys int) 
 				k := string(rec.Key)
 				p.model[k] = append(p.model[k], vals[i])
 			}
-			p.count += len(batch)
+			p.count.Add(int64(len(batch)))
 			time.Sleep(time.Duration(5+r.IntN(20)) * time.Millisecond)
 		}
 	}()

@@ -7,7 +7,6 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/kafka"
 	"github.com/weirhq/weir/jobs/keyedcount"
-	"github.com/weirhq/weir/source"
 )
 
 // Options configure a run.
@@ -75,15 +74,13 @@ func Build(env *weir.Environment, o Options) error {
 	if err != nil {
 		return err
 	}
-	var in source.Source[keyedcount.Record, kafka.Split] = src
+	in := &continuable[keyedcount.Record]{Source: src, topic: o.InputTopic}
 	if o.Bounded {
-		ends, err := listEnds(o.Brokers, o.InputTopic)
-		if err != nil {
+		if in.ends, err = listEnds(o.Brokers, o.InputTopic); err != nil {
 			return err
 		}
-		in = &stopAtStart[keyedcount.Record]{Source: src, topic: o.InputTopic, ends: ends}
 	}
-	records := weir.FromSource(env, in, "Kafka "+o.InputTopic).UID("kafka-source")
+	records := weir.FromSource[keyedcount.Record, kafka.Split](env, in, "Kafka "+o.InputTopic).UID("kafka-source")
 	keyed := weir.KeyBy(records, func(r keyedcount.Record) string { return r.Key })
 	counts := weir.ProcessKeyed[string, keyedcount.Record, keyedcount.Count](keyed, &keyedcount.Counter{}).Name("Count").UID("count")
 	weir.SinkToCommitting[keyedcount.Count, kafka.Committable](counts, snk, "Kafka "+o.OutputTopic).UID("kafka-sink")

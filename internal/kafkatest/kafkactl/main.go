@@ -1,0 +1,145 @@
+// Command kafkactl is the small Kafka client of the kafka-keyed-count demo
+// and of manual checks against the test broker, so that no Kafka command
+// line tools are needed (scripts/kafka-broker runs only the broker):
+//
+//	go run ./internal/kafkatest/kafkactl [--brokers H:P] create-topic NAME [--partitions N]
+//	go run ./internal/kafkatest/kafkactl [--brokers H:P] produce TOPIC [--keyed] < lines
+//	go run ./internal/kafkatest/kafkactl [--brokers H:P] consume TOPIC [--uncommitted]
+//
+// produce writes each line of standard input as a record value (--keyed:
+// with the text before the line's first TAB as the record key, so one key's
+// records go to one partition, in order). consume prints the values of
+// every record from the start up to the end as it is when called: with
+// read_committed (the default) up to the last stable offsets, after waiting
+// up to 30 s for open transactions to end; --uncommitted reads everything
+// up to the high watermarks. --brokers defaults to 127.0.0.1:9092 (or
+// WEIR_KAFKA_BROKERS).
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirhq/weir/internal/kafkatest"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "kafkactl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("kafkactl", flag.ContinueOnError)
+	def := os.Getenv(kafkatest.EnvBrokers)
+	if def == "" {
+		def = "127.0.0.1:9092"
+	}
+	brokers := fs.String("brokers", def, "bootstrap brokers host:port[,host:port]")
+	partitions := fs.Int("partitions", 1, "create-topic: number of partitions")
+	keyed := fs.Bool("keyed", false, "produce: the text before a line's first TAB is the record key")
+	uncommitted := fs.Bool("uncommitted", false, "consume: read_uncommitted instead of read_committed")
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 2 {
+		return fmt.Errorf("usage: kafkactl [--brokers H:P] create-topic NAME [--partitions N] | produce TOPIC [--keyed] | consume TOPIC [--uncommitted]")
+	}
+	cmd, topic := pos[0], pos[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	switch cmd {
+	case "create-topic":
+		if *partitions < 1 {
+			return fmt.Errorf("--partitions must be at least 1, got %d", *partitions)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kafkatest.Seeds(*brokers)...))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if err := kafkatest.CreateTopicContext(ctx, cl, topic, *partitions); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "kafkactl: created topic %s with %d partitions\n", topic, *partitions)
+	case "produce":
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kafkatest.Seeds(*brokers)...), kgo.DefaultProduceTopic(topic))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		var batch []*kgo.Record
+		n := 0
+		flush := func() error {
+			err := cl.ProduceSync(context.Background(), batch...).FirstErr()
+			n += len(batch)
+			batch = batch[:0]
+			return err
+		}
+		for sc.Scan() {
+			r := &kgo.Record{Value: []byte(sc.Text())}
+			if k, _, ok := strings.Cut(sc.Text(), "\t"); ok && *keyed {
+				r.Key = []byte(k)
+			}
+			if batch = append(batch, r); len(batch) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return err
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "kafkactl: produced %d records to %s\n", n, topic)
+	case "consume":
+		if !*uncommitted {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(kafkatest.Seeds(*brokers)...))
+			if err != nil {
+				return err
+			}
+			settle, cancelSettle := context.WithTimeout(ctx, kafkatest.SettleLimit)
+			err = kafkatest.WaitSettled(settle, cl, topic)
+			cancelSettle()
+			cl.Close()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "kafkactl: %v; reading up to the last stable offsets\n", err)
+			}
+		}
+		recs, err := kafkatest.Read(ctx, *brokers, topic, !*uncommitted)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriter(os.Stdout)
+		for _, r := range recs {
+			w.Write(r.Value)
+			w.WriteByte('\n')
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown command %q: want create-topic, produce or consume", cmd)
+	}
+	return nil
+}
