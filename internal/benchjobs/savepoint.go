@@ -82,6 +82,10 @@ type SavepointResult struct {
 	Keys       int64
 	StateBytes int64 // logical: Keys x (8 + ValueBytes)
 	Load       Phase
+	// Settle: after the load, until the process used less than settleCPU
+	// in a settleWindow (Pebble's compactions after the load), at most
+	// settleMax.
+	Settle Phase
 	// Savepoint: from the trigger request until its status is COMPLETED.
 	Savepoint Phase
 	// Acked is the part of Savepoint.Wall until the last task acknowledged
@@ -289,6 +293,32 @@ func measure(start cpumeter.Sample) Phase {
 	return Phase{Wall: wall, CPU: cpu}
 }
 
+// The settle step's bounds.
+const (
+	settleWindow = time.Second
+	settleCPU    = 50 * time.Millisecond
+	settleMax    = 3 * time.Minute
+)
+
+// settle waits until the process used less than settleCPU of CPU in a
+// settleWindow, at most max (then it goes on: a busy process is measured
+// as it is).
+func settle(ctx context.Context, max time.Duration) error {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		s := cpumeter.Now()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(settleWindow):
+		}
+		if cpu, _ := cpumeter.Now().Since(s); cpu < settleCPU {
+			return nil
+		}
+	}
+	return nil
+}
+
 // freeMemory returns a canceled job's heap to the OS, so the next phase's
 // CPU time does not include collecting it.
 func freeMemory() {
@@ -323,6 +353,16 @@ func Savepoint(ctx context.Context, o SavepointOptions) (*SavepointResult, error
 	res.Load = measure(t0)
 	progress("loaded %d keys (%d MB logical) at p=%d on %s in %v wall, %v CPU", res.Keys, res.StateBytes>>20, o.Parallelism, o.Backend,
 		res.Load.Wall.Round(time.Millisecond), res.Load.CPU.Round(time.Millisecond))
+
+	// Settle: Pebble compacts in the background for a while after the
+	// load; the savepoint is measured once the process is quiet.
+	t0 = cpumeter.Now()
+	if err := settle(ctx, min(o.Timeout, settleMax)); err != nil {
+		return nil, err
+	}
+	res.Settle = measure(t0)
+	progress("settled (process CPU under %v per %v) after %v wall, %v CPU", settleCPU, settleWindow,
+		res.Settle.Wall.Round(time.Millisecond), res.Settle.CPU.Round(time.Millisecond))
 
 	// Savepoint.
 	format := rest.FormatCanonical

@@ -99,6 +99,7 @@ func benchSavepoint(ctx context.Context, args []string, stdout io.Writer) error 
 	}
 	mb := float64(res.StateBytes) / 1e6
 	sp := res.Savepoint
+	fmt.Fprintf(stdout, "load: %.2f s wall, %.2f s CPU; settled after %.2f s\n", res.Load.Wall.Seconds(), res.Load.CPU.Seconds(), res.Settle.Wall.Seconds())
 	fmt.Fprintf(stdout, "savepoint: %d keys, %.1f MB logical state, %.1f MB in %d files (%s); %.2f s wall, %.2f s CPU; %.1f MB/s wall, %.1f MB per CPU second; copy into the folder %.0f%% of the end-to-end time\n",
 		res.Keys, mb, float64(res.Bytes)/1e6, res.Files, strings.Join(res.KeyedKinds, "+"), sp.Wall.Seconds(), sp.CPU.Seconds(),
 		mb/sp.Wall.Seconds(), mb/sp.CPU.Seconds(), 100*float64(res.EndToEnd-res.Acked)/float64(max(res.EndToEnd, time.Millisecond)))
