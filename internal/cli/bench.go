@@ -14,6 +14,9 @@ import (
 // bench runs one engine benchmark and reports events per second per core of
 // process CPU time, the same figure `go test -bench` reports.
 func bench(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "savepoint" {
+		return benchSavepoint(ctx, args[1:], stdout)
+	}
 	fs := newFlagSet("bench")
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
@@ -23,7 +26,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("bench needs one benchmark name: chained, shuffle or wordcount")
+		return usagef("bench needs one benchmark name: chained, shuffle, wordcount or savepoint")
 	}
 	switch pos[0] {
 	case "chained":
@@ -33,7 +36,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	case "wordcount":
 		err = onlyFlags(fs, "bench wordcount", "size-mb", "parallelism")
 	default:
-		return usagef("unknown benchmark %q (chained, shuffle, wordcount)", pos[0])
+		return usagef("unknown benchmark %q (chained, shuffle, wordcount, savepoint)", pos[0])
 	}
 	switch {
 	case err != nil:

@@ -40,7 +40,11 @@ Usage:
   weir run <job> [flags]       run a built-in job on the embedded local cluster
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
-                               wordcount (--size-mb N --parallelism N)
+                               wordcount (--size-mb N --parallelism N),
+                               savepoint (--state 1gb --backend hashmap|pebble
+                               --format canonical|native --parallelism N
+                               --restore-parallelism N,M --value-bytes N --dir D
+                               --timeout 30m --cpuprofile F; as the first word)
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
