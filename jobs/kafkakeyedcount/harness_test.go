@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -123,6 +124,7 @@ func (s setup) start(t *testing.T, env []string, extra ...string) *job {
 	j := &job{cmd: exec.Command(weir(t), s.args(extra...)...), done: make(chan struct{})}
 	j.cmd.Env = append(os.Environ(), env...)
 	j.cmd.Stderr = &j.stderr
+	dieWithParent(j.cmd)
 	j.started = time.Now()
 	if err := j.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -156,6 +158,7 @@ func runWeir(t *testing.T, limit time.Duration, args ...string) (int, string) {
 	t.Helper()
 	j := &job{cmd: exec.Command(weir(t), args...), done: make(chan struct{})}
 	j.cmd.Stderr = &j.stderr
+	dieWithParent(j.cmd)
 	j.started = time.Now()
 	if err := j.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -269,27 +272,36 @@ func produceAll(t *testing.T, brokers, topic string, r *rand.Rand, keys, n int) 
 }
 
 // verify reads the output topic with read_committed and compares it with
-// the model: for every key, the records n = 1..N with the running sums of
-// the values written. With exact, each must appear exactly once; else at
-// least once (duplicates allowed, and counted). It fails the test at the
-// first differing key with what was expected and what was read, and
-// returns the number of duplicates.
+// the model (see compare); it fails the test at the first differing key.
 func verify(t *testing.T, brokers, topic string, model map[string][]int64, exact bool) (records, duplicates int) {
 	t.Helper()
 	recs := kafkatest.ReadCommitted(t, brokers, topic)
+	duplicates, err := compare(recs, model, exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(recs), duplicates
+}
+
+// compare checks output records key<TAB>n<TAB>sum (Kafka key: the key)
+// against the model: for every key, the records n = 1..N with the running
+// sums of the values written. With exact, each must appear exactly once;
+// else at least once (duplicates allowed, and counted). Its error names the
+// first differing key with what was expected and what was read.
+func compare(recs []*kgo.Record, model map[string][]int64, exact bool) (duplicates int, err error) {
 	got := map[string]map[int64][]int64{} // key -> n -> sums read
 	for _, r := range recs {
 		f := strings.Split(string(r.Value), "\t")
 		if len(f) != 3 {
-			t.Fatalf("output record at partition %d offset %d: %q is not key<TAB>n<TAB>sum", r.Partition, r.Offset, r.Value)
+			return 0, fmt.Errorf("output record at partition %d offset %d: %q is not key<TAB>n<TAB>sum", r.Partition, r.Offset, r.Value)
 		}
 		n, err1 := strconv.ParseInt(f[1], 10, 64)
 		sum, err2 := strconv.ParseInt(f[2], 10, 64)
 		if err1 != nil || err2 != nil {
-			t.Fatalf("output record at partition %d offset %d: %q has a count or sum that is not an integer", r.Partition, r.Offset, r.Value)
+			return 0, fmt.Errorf("output record at partition %d offset %d: %q has a count or sum that is not an integer", r.Partition, r.Offset, r.Value)
 		}
 		if string(r.Key) != f[0] {
-			t.Errorf("output record at partition %d offset %d: Kafka key %q, want the counted key %q", r.Partition, r.Offset, r.Key, f[0])
+			return 0, fmt.Errorf("output record at partition %d offset %d: Kafka key %q, want the counted key %q", r.Partition, r.Offset, r.Key, f[0])
 		}
 		if got[f[0]] == nil {
 			got[f[0]] = map[int64][]int64{}
@@ -333,20 +345,24 @@ func verify(t *testing.T, brokers, topic string, model map[string][]int64, exact
 			}
 		}
 		if problem == "" {
-			for n, sums := range got[k] {
+			for _, n := range slices.Sorted(maps.Keys(got[k])) {
 				if n < 1 || n > int64(len(vals)) {
-					problem = fmt.Sprintf("n=%d (sums %v) beyond the %d values written", n, sums, len(vals))
+					problem = fmt.Sprintf("n=%d (sums %v) beyond the %d values written", n, got[k][n], len(vals))
 					break
 				}
 			}
 		}
 		if problem != "" {
+			sum = 0
+			for _, v := range vals {
+				sum += v
+			}
 			bad = append(bad, fmt.Sprintf("key %q (expected n=1..%d, final sum %d; read %d distinct n): %s", k, len(vals), sum, len(got[k]), problem))
 		}
 	}
 	if len(bad) > 0 {
-		t.Fatalf("output of %d records read with read_committed differs from the model of %d input records (%d keys); %d keys differ; the first: %s",
+		return duplicates, fmt.Errorf("output of %d records read with read_committed differs from the model of %d input records (%d keys); %d keys differ; the first: %s",
 			len(recs), want, len(model), len(bad), bad[0])
 	}
-	return len(recs), duplicates
+	return duplicates, nil
 }
