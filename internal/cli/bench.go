@@ -18,12 +18,13 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
 	sizeMB := fs.Int("size-mb", 100, "")
+	jobFlags := addBenchJobFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("bench needs one benchmark name: chained, shuffle or wordcount")
+		return usagef("bench needs one benchmark name: chained, shuffle, wordcount, keyed, window or intervaljoin")
 	}
 	switch pos[0] {
 	case "chained":
@@ -32,8 +33,10 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		err = onlyFlags(fs, "bench shuffle", "events", "parallelism")
 	case "wordcount":
 		err = onlyFlags(fs, "bench wordcount", "size-mb", "parallelism")
+	case "keyed", "window", "intervaljoin":
+		err = benchJobCheck(fs, pos[0], jobFlags)
 	default:
-		return usagef("unknown benchmark %q (chained, shuffle, wordcount)", pos[0])
+		return usagef("unknown benchmark %q (chained, shuffle, wordcount, keyed, window, intervaljoin)", pos[0])
 	}
 	switch {
 	case err != nil:
@@ -47,6 +50,8 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var run func() (int64, error)
 	switch pos[0] {
+	case "keyed", "window", "intervaljoin":
+		run = benchJobRun(ctx, pos[0], jobFlags, *events, *parallelism)
 	case "chained":
 		run = func() (int64, error) { return benchjobs.ChainedMapFilter(ctx, *events) }
 	case "shuffle":

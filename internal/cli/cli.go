@@ -40,7 +40,11 @@ Usage:
   weir run <job> [flags]       run a built-in job on the embedded local cluster
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
-                               wordcount (--size-mb N --parallelism N)
+                               wordcount (--size-mb N --parallelism N),
+                               keyed (--events N --parallelism N --keys K
+                               --backend hashmap|pebble), window (10 s tumbling
+                               count; same flags), intervaljoin (same flags;
+                               --events per side)
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
