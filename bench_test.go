@@ -86,6 +86,22 @@ func BenchmarkKeyedCheckpointing(b *testing.B) {
 	}
 }
 
+// (d)/(e) issue 12's keyed row: generator -> keyBy(i mod 10,000) -> count
+// in ValueState -> discard at parallelism 2, without checkpoints, on the
+// heap and the Pebble backend. `weir bench keyed` runs the same job, and
+// bench/flink's keyed job is its Flink twin (scripts/bench-flink).
+func BenchmarkKeyedCount(b *testing.B) {
+	for _, backend := range []string{"hashmap", "pebble"} {
+		b.Run("keys=10000/"+backend, func(b *testing.B) {
+			start := cpumeter.Now()
+			if _, err := benchjobs.KeyedCountKeys(context.Background(), int64(b.N), 10_000, 2, backend, 0, ""); err != nil {
+				b.Fatal(err)
+			}
+			cpumeter.Report(b, int64(b.N), start)
+		})
+	}
+}
+
 // BenchmarkWindowSlidingRatio is issue 9's "throughput against the ratio"
 // series: sliding 1 s slides with size/slide 1 (tumbling), 10, 60 and 3600,
 // on 10 keys so that the emitted windows per input event stay small across

@@ -91,17 +91,7 @@ func Wordcount(ctx context.Context, input, output string, words int64, paralleli
 // ValueState -> discard over n records, with checkpoints every interval
 // into dir (interval 0: no checkpoints).
 func KeyedCount(ctx context.Context, n int64, parallelism int, backend string, interval time.Duration, dir string) (int64, error) {
-	cfg := weir.Config{Parallelism: parallelism, StateBackend: backend}
-	if interval > 0 {
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: interval, Dir: dir}
-	}
-	env := weir.NewEnvironment(cfg)
-	src := weir.Generate(env, n, 0, func(i int64) tuple.T2[int64, int64] { return tuple.Of2(i%10_000, int64(1)) })
-	counts := weir.Reduce(weir.KeyBy(src, func(p tuple.T2[int64, int64]) int64 { return p.F0 }),
-		func(a, b tuple.T2[int64, int64]) tuple.T2[int64, int64] { a.F1 += b.F1; return a })
-	weir.Discard(counts)
-	_, err := env.Execute(ctx, "bench-keyed-count")
-	return n, err
+	return KeyedCountKeys(ctx, n, 10_000, parallelism, backend, interval, dir)
 }
 
 // WindowCount is the window benchmark of issue 9: a generator of (key, 1)

@@ -21,12 +21,13 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
 	sizeMB := fs.Int("size-mb", 100, "")
+	jobFlags := addBenchJobFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("bench needs one benchmark name: chained, shuffle, wordcount or savepoint")
+		return usagef("bench needs one benchmark name: chained, shuffle, wordcount, keyed, window, intervaljoin or savepoint")
 	}
 	switch pos[0] {
 	case "chained":
@@ -35,8 +36,10 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		err = onlyFlags(fs, "bench shuffle", "events", "parallelism")
 	case "wordcount":
 		err = onlyFlags(fs, "bench wordcount", "size-mb", "parallelism")
+	case "keyed", "window", "intervaljoin":
+		err = benchJobCheck(fs, pos[0], jobFlags)
 	default:
-		return usagef("unknown benchmark %q (chained, shuffle, wordcount, savepoint)", pos[0])
+		return usagef("unknown benchmark %q (chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint)", pos[0])
 	}
 	switch {
 	case err != nil:
@@ -50,6 +53,8 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var run func() (int64, error)
 	switch pos[0] {
+	case "keyed", "window", "intervaljoin":
+		run = benchJobRun(ctx, pos[0], jobFlags, *events, *parallelism)
 	case "chained":
 		run = func() (int64, error) { return benchjobs.ChainedMapFilter(ctx, *events) }
 	case "shuffle":

@@ -41,6 +41,10 @@ Usage:
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),
+                               keyed (--events N --parallelism N --keys K
+                               --backend hashmap|pebble), window (10 s tumbling
+                               count; same flags), intervaljoin (same flags;
+                               --events per side),
                                savepoint (--state 1gb --backend hashmap|pebble
                                --format canonical|native --parallelism N
                                --restore-parallelism N,M --value-bytes N --dir D
