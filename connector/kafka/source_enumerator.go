@@ -155,16 +155,8 @@ func (e *enumerator) discover() (discovery, error) {
 	}
 	var stops kadm.ListedOffsets
 	if e.cfg.Bounded {
-		if e.cfg.ReadCommitted {
-			stops, err = e.adm.ListCommittedOffsets(ctx, topics...)
-		} else {
-			stops, err = e.adm.ListEndOffsets(ctx, topics...)
-		}
-		if err == nil {
-			err = stops.Error()
-		}
-		if err != nil {
-			return discovery{}, fmt.Errorf("kafka source: listing the stop offsets: %w", err)
+		if stops, err = listStopOffsets(ctx, e.adm, e.cfg.ReadCommitted, topics); err != nil {
+			return discovery{}, err
 		}
 	}
 	d := discovery{initial: initial}
@@ -217,7 +209,7 @@ func (e *enumerator) resolve(ctx context.Context, start StartingOffsets, topics 
 		}
 	case startCommitted:
 		var committed kadm.OffsetResponses
-		committed, err = e.adm.FetchOffsetsForTopics(ctx, e.cfg.Group, topics...)
+		committed, err = fetchGroupOffsets(ctx, e.adm, e.cfg.Group, topics)
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			committed, err = nil, nil // a group without offsets
 		}
@@ -419,4 +411,48 @@ func (e *enumerator) Close() error {
 		e.cl.Close()
 	}
 	return nil
+}
+
+// listStopOffsets lists where bounded splits of topics stop: the end
+// offsets, or with read_committed the last stable offsets (the end a
+// read_committed consumer can reach).
+func listStopOffsets(ctx context.Context, adm *kadm.Client, readCommitted bool, topics []string) (kadm.ListedOffsets, error) {
+	var stops kadm.ListedOffsets
+	var err error
+	if readCommitted {
+		stops, err = adm.ListCommittedOffsets(ctx, topics...)
+	} else {
+		stops, err = adm.ListEndOffsets(ctx, topics...)
+	}
+	if err == nil {
+		err = stops.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: listing the stop offsets: %w", err)
+	}
+	return stops, nil
+}
+
+// groupCoordinatorWait bounds how long fetching a group's offsets retries
+// while the group coordinator is not available yet: a broker answers
+// COORDINATOR_NOT_AVAILABLE until its offsets topic exists (a fresh
+// broker, before its first group request) or while it loads it.
+const groupCoordinatorWait = 60 * time.Second
+
+// fetchGroupOffsets fetches group's committed offsets for topics, retrying
+// retriable errors (the coordinator not available or loading) for up to
+// groupCoordinatorWait.
+func fetchGroupOffsets(ctx context.Context, adm *kadm.Client, group string, topics []string) (kadm.OffsetResponses, error) {
+	deadline := time.Now().Add(groupCoordinatorWait)
+	for {
+		committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return committed, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,8 +149,50 @@ func (r *reader[T]) Start() error {
 		r.commitDone = make(chan struct{})
 		go r.commitLoop()
 	}
+	if err := r.stopRestoredSplits(r.added); err != nil {
+		return err
+	}
 	r.AddSplits(r.added)
 	r.added = nil
+	return nil
+}
+
+// stopRestoredSplits gives the splits a reader starts with (those of a
+// restored checkpoint) the stop offsets of this run, so that runs can go on
+// from each other's checkpoints whether each is bounded or not: a bounded
+// run stops every split at its partition's end as listed now, at start (at
+// least its position), also one restored from an unbounded run, which has
+// none; an unbounded run reads on past a stop offset that a bounded run
+// left in the checkpoint.
+func (r *reader[T]) stopRestoredSplits(splits []Split) error {
+	if !r.cfg.Bounded {
+		for i := range splits {
+			splits[i].StopOffset = NoStopOffset
+		}
+		return nil
+	}
+	if len(splits) == 0 {
+		return nil
+	}
+	var topics []string
+	for _, sp := range splits {
+		if !slices.Contains(topics, sp.Topic) {
+			topics = append(topics, sp.Topic)
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	ends, err := listStopOffsets(ctx, kadm.NewClient(r.cl), r.cfg.ReadCommitted, topics)
+	if err != nil {
+		return err
+	}
+	for i, sp := range splits {
+		lo, ok := ends.Lookup(sp.Topic, sp.Partition)
+		if !ok {
+			return fmt.Errorf("kafka source: no stop offset for restored topic %q partition %d (was the partition deleted?)", sp.Topic, sp.Partition)
+		}
+		splits[i].StopOffset = max(lo.Offset, sp.Offset)
+	}
 	return nil
 }
 
@@ -434,12 +478,21 @@ func (r *reader[T]) updateMetrics(hwm map[topicPartition]int64) {
 // SnapshotState implements source.Reader: each split's next offset is one
 // past the last record emitted (or skipped) before the barrier.
 func (r *reader[T]) SnapshotState(id int64) ([]Split, error) {
-	out := make([]Split, 0, len(r.splits))
+	out := make([]Split, 0, len(r.splits)+len(r.finished))
 	offs := maps.Clone(r.finished)
 	for _, sid := range r.order {
 		s := r.splits[sid]
 		out = append(out, s.sp)
 		offs[s.tp] = s.sp.Offset
+	}
+	// Finished bounded splits stay in the state at their stop offset, so a
+	// run resumed from this checkpoint knows their partitions (the
+	// enumerator assigns a partition once) and an unbounded one reads on.
+	for _, tp := range slices.SortedFunc(maps.Keys(r.finished), func(a, b topicPartition) int {
+		return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+	}) {
+		off := r.finished[tp]
+		out = append(out, Split{Topic: tp.topic, Partition: tp.partition, Offset: off, StopOffset: off})
 	}
 	if r.cfg.Group != "" {
 		r.pendingCommits[id] = offs

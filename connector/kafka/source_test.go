@@ -699,13 +699,81 @@ func TestCommitsFinishedPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cp.Splits[0]) != 0 {
-		t.Fatalf("finished splits in the reader's state: %d", len(cp.Splits[0]))
+	if len(cp.Splits[0]) != 2 {
+		t.Fatalf("finished splits in the reader's state: %d, want both, at their stop offsets", len(cp.Splits[0]))
 	}
 	if err := job.Complete(1); err != nil {
 		t.Fatal(err)
 	}
 	waitCommitted(t, adm, "gf", map[int32]int64{0: 5, 1: 5})
+}
+
+// Runs go on from each other's checkpoints whatever their boundedness: an
+// unbounded run restored from a finished bounded run reads the records that
+// came after it (the finished splits stay in the state), and a bounded run
+// restored from an unbounded one stops at the ends listed when it starts
+// (its restored splits have no stop offset).
+func TestBoundedAndUnboundedRunsContinue(t *testing.T) {
+	rng := testseed.Rand(t, 23)
+	addrs := cluster(t, map[string]int32{"c": 2})
+	cfg := SourceConfig{Brokers: addrs, Topics: []string{"c"}, DiscoveryInterval: -1}
+	var id int64
+	run := func(bounded bool, cp *sourcetest.Checkpoint, want []string) *sourcetest.Checkpoint {
+		t.Helper()
+		c := cfg
+		c.Bounded = bounded
+		src, err := NewSource(c, StringValue())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var job *sourcetest.Job[string, Split]
+		if cp == nil {
+			job, err = sourcetest.Start(source.Source[string, Split](src), 2, nil)
+		} else {
+			job, err = sourcetest.Restore(source.Source[string, Split](src), cp, 2, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer job.Close()
+		if bounded {
+			if err := job.Run(rng, 20*time.Second); err != nil {
+				t.Fatalf("bounded run: %v", err)
+			}
+		} else {
+			deadline := time.Now().Add(20 * time.Second)
+			for len(job.All()) < len(want) && time.Now().Before(deadline) {
+				for range 16 {
+					if _, err := job.Step(rng); err != nil {
+						t.Fatal(err)
+					}
+				}
+				job.Wait(2 * time.Millisecond)
+			}
+			// More would be a duplicate: poll a little longer.
+			for range 64 {
+				if _, err := job.Step(rng); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got := slices.Sorted(slices.Values(job.All()))
+		want = slices.Sorted(slices.Values(want))
+		if !slices.Equal(got, want) {
+			t.Fatalf("bounded=%v read %d records %.200q, want %d %.200q", bounded, len(got), got, len(want), want)
+		}
+		id++
+		next, err := job.Checkpoint(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	cp := run(true, nil, produce(t, addrs, "c", 0, 10, 0))
+	cp = run(false, cp, produce(t, addrs, "c", 10, 10, 0))
+	want := produce(t, addrs, "c", 20, 10, 0)
+	cp = run(true, cp, want)
+	run(false, cp, nil)
 }
 
 // The fetching goroutine holds at most MaxBufferedRecords records that the

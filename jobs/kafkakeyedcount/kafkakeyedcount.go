@@ -74,13 +74,7 @@ func Build(env *weir.Environment, o Options) error {
 	if err != nil {
 		return err
 	}
-	in := &continuable[keyedcount.Record]{Source: src, topic: o.InputTopic}
-	if o.Bounded {
-		if in.ends, err = listEnds(o.Brokers, o.InputTopic); err != nil {
-			return err
-		}
-	}
-	records := weir.FromSource[keyedcount.Record, kafka.Split](env, in, "Kafka "+o.InputTopic).UID("kafka-source")
+	records := weir.FromSource[keyedcount.Record, kafka.Split](env, src, "Kafka "+o.InputTopic).UID("kafka-source")
 	keyed := weir.KeyBy(records, func(r keyedcount.Record) string { return r.Key })
 	counts := weir.ProcessKeyed[string, keyedcount.Record, keyedcount.Count](keyed, &keyedcount.Counter{}).Name("Count").UID("count")
 	weir.SinkToCommitting[keyedcount.Count, kafka.Committable](counts, snk, "Kafka "+o.OutputTopic).UID("kafka-sink")
