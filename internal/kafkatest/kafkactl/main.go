@@ -5,6 +5,7 @@
 //	go run ./internal/kafkatest/kafkactl [--brokers H:P] create-topic NAME [--partitions N]
 //	go run ./internal/kafkatest/kafkactl [--brokers H:P] produce TOPIC [--keyed] < lines
 //	go run ./internal/kafkatest/kafkactl [--brokers H:P] consume TOPIC [--uncommitted]
+//	go run ./internal/kafkatest/kafkactl [--brokers H:P] lag TOPIC --group G
 //
 // produce writes each line of standard input as a record value (--keyed:
 // with the text before the line's first TAB as the record key, so one key's
@@ -12,19 +13,27 @@
 // every record from the start up to the end as it is when called: with
 // read_committed (the default) up to the last stable offsets, after waiting
 // up to 30 s for open transactions to end; --uncommitted reads everything
-// up to the high watermarks. --brokers defaults to 127.0.0.1:9092 (or
+// up to the high watermarks. lag prints, per partition of TOPIC, the
+// offset group G committed (a Weir Kafka source commits at every completed
+// checkpoint), the end offset and the difference, as Kafka's
+// kafka-consumer-groups --describe does. --brokers defaults to 127.0.0.1:9092 (or
 // WEIR_KAFKA_BROKERS).
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirhq/weir/internal/kafkatest"
@@ -47,6 +56,7 @@ func run(args []string) error {
 	partitions := fs.Int("partitions", 1, "create-topic: number of partitions")
 	keyed := fs.Bool("keyed", false, "produce: the text before a line's first TAB is the record key")
 	uncommitted := fs.Bool("uncommitted", false, "consume: read_uncommitted instead of read_committed")
+	group := fs.String("group", "", "lag: the consumer group")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -59,7 +69,7 @@ func run(args []string) error {
 		args = fs.Args()[1:]
 	}
 	if len(pos) != 2 {
-		return fmt.Errorf("usage: kafkactl [--brokers H:P] create-topic NAME [--partitions N] | produce TOPIC [--keyed] | consume TOPIC [--uncommitted]")
+		return fmt.Errorf("usage: kafkactl [--brokers H:P] create-topic NAME [--partitions N] | produce TOPIC [--keyed] | consume TOPIC [--uncommitted] | lag TOPIC --group G")
 	}
 	cmd, topic := pos[0], pos[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -89,7 +99,7 @@ func run(args []string) error {
 		var batch []*kgo.Record
 		n := 0
 		flush := func() error {
-			err := cl.ProduceSync(context.Background(), batch...).FirstErr()
+			err := cl.ProduceSync(ctx, batch...).FirstErr()
 			n += len(batch)
 			batch = batch[:0]
 			return err
@@ -138,8 +148,54 @@ func run(args []string) error {
 		if err := w.Flush(); err != nil {
 			return err
 		}
+	case "lag":
+		if *group == "" {
+			return fmt.Errorf("lag needs --group")
+		}
+		return printLag(ctx, *brokers, *group, topic)
 	default:
-		return fmt.Errorf("unknown command %q: want create-topic, produce or consume", cmd)
+		return fmt.Errorf("unknown command %q: want create-topic, produce, consume or lag", cmd)
 	}
 	return nil
+}
+
+// printLag prints group's committed offset, the end offset and the lag of
+// each partition of topic, and the total lag.
+func printLag(ctx context.Context, brokers, group, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkatest.Seeds(brokers)...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("listing the end offsets of %s: %w", topic, err)
+	}
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topic)
+	if err != nil {
+		return fmt.Errorf("fetching the offsets of group %s: %w", group, err)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "partition\tcommitted\tend\tlag\t")
+	var total int64
+	var parts []kadm.ListedOffset
+	ends.Each(func(o kadm.ListedOffset) { parts = append(parts, o) })
+	slices.SortFunc(parts, func(a, b kadm.ListedOffset) int { return cmp.Compare(a.Partition, b.Partition) })
+	for _, e := range parts {
+		c, ok := committed.Lookup(topic, e.Partition)
+		at := int64(0) // nothing committed: the whole partition is behind
+		shown := "-"
+		if ok && c.Err == nil && c.At >= 0 {
+			at, shown = c.At, strconv.FormatInt(c.At, 10)
+		}
+		lag := max(e.Offset-at, 0)
+		total += lag
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t\n", e.Partition, shown, e.Offset, lag)
+	}
+	fmt.Fprintf(w, "total\t\t\t%d\t\n", total)
+	return w.Flush()
 }
