@@ -99,7 +99,11 @@ func run(args []string) error {
 		var batch []*kgo.Record
 		n := 0
 		flush := func() error {
-			err := cl.ProduceSync(ctx, batch...).FirstErr()
+			// Each batch gets the command's bound, not the whole input
+			// (a large input may take longer).
+			bctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			err := cl.ProduceSync(bctx, batch...).FirstErr()
 			n += len(batch)
 			batch = batch[:0]
 			return err
