@@ -535,3 +535,57 @@ func (jm *JobManager) Checkpoints(id string) (CheckpointStats, bool) {
 	}
 	return st, true
 }
+
+// sweepShared deletes, after the job ended, the shared files of its
+// incremental checkpoints that no complete checkpoint in the storage
+// references: those a task uploaded for a checkpoint that was then aborted
+// (or never completed because the job ended) and that no later checkpoint
+// reused. While the job runs they cannot be deleted, since a task refers
+// again to every file it has uploaded. What is referenced is read from the
+// checkpoints' metadata in the storage, not from the registry, so a
+// checkpoint whose metadata was written is never broken. Failures only
+// leave files behind, so they are logged.
+func (jm *JobManager) sweepShared(j *job) {
+	jm.mu.Lock()
+	var store *storage.Store
+	if j.cp != nil {
+		store = j.cp.store
+	}
+	jm.mu.Unlock()
+	if store == nil {
+		return
+	}
+	ctx, job := context.Background(), j.spec.ID
+	fail := func(err error) { jm.logger.Warn("sweeping unreferenced shared checkpoint files failed", "job", job, "err", err) }
+	shared, err := store.List(ctx, storage.SharedKey(job, ""))
+	if err != nil || len(shared) == 0 {
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
+	ids, err := storage.Completed(ctx, store, job)
+	if err != nil {
+		fail(err)
+		return
+	}
+	needed := map[string]bool{}
+	for _, id := range ids {
+		m, err := storage.ReadMetadata(ctx, store, job, id)
+		if err != nil {
+			fail(err)
+			return
+		}
+		for _, k := range m.SharedKeys() {
+			needed[k] = true
+		}
+	}
+	for _, k := range shared {
+		if !needed[k] {
+			if err := store.Delete(ctx, k); err != nil {
+				fail(err)
+				return
+			}
+		}
+	}
+}

@@ -578,6 +578,7 @@ func (jm *JobManager) Drain(id string) {
 	jm.mu.Unlock()
 	if ok {
 		j.io.Wait()
+		jm.sweepShared(j)
 	}
 }
 

@@ -26,6 +26,18 @@ func TestIncrementalPebbleCheckpoints(t *testing.T) {
 	want := writeInput(t, in, r, 20000, 2000)
 	cfg := weir.Config{Parallelism: 2, StateBackend: "pebble", Checkpointing: &weir.CheckpointConfig{
 		Interval: 30 * time.Millisecond, Dir: ck, Incremental: true, Retained: 2}}
+	// A shared file no checkpoint references, as an aborted checkpoint's
+	// upload leaves: gone once the job has ended.
+	orphan := ""
+	cfg.OnSubmit = func(j *weir.Job) {
+		orphan = filepath.Join(ck, j.ID(), storage.SharedDir, "orphan.sst")
+		if err := os.MkdirAll(filepath.Dir(orphan), 0o755); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(orphan, []byte("x"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := keyedcount.Run(ctx, keyedcount.Options{Input: in, Output: out, RatePerSecond: 20000, Config: cfg}); err != nil {
@@ -33,6 +45,9 @@ func TestIncrementalPebbleCheckpoints(t *testing.T) {
 	}
 	if got := committed(t, out); !slices.Equal(got, want) {
 		t.Fatalf("%d committed lines, want %d", len(got), len(want))
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the unreferenced shared file %s is left after the job (stat: %v)", orphan, err)
 	}
 	store, err := storage.Open(ctx, ck)
 	if err != nil {
