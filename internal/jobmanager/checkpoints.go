@@ -556,7 +556,9 @@ func (jm *JobManager) sweepShared(j *job) {
 		return
 	}
 	ctx, job := context.Background(), j.spec.ID
-	fail := func(err error) { jm.logger.Warn("sweeping unreferenced shared checkpoint files failed", "job", job, "err", err) }
+	fail := func(err error) {
+		jm.logger.Warn("sweeping unreferenced shared checkpoint files failed", "job", job, "err", err)
+	}
 	shared, err := store.List(ctx, storage.SharedKey(job, ""))
 	if err != nil || len(shared) == 0 {
 		if err != nil {
