@@ -2,7 +2,6 @@ package keygroup
 
 import (
 	"fmt"
-	"math"
 )
 
 // DefaultMaxParallelism is the number of key groups used when a job does not
@@ -50,14 +49,16 @@ func Murmur(code uint32) int32 {
 	code ^= code >> 13
 	code *= 0xc2b2ae35
 	code ^= code >> 16
-	c := int32(code)
-	if c >= 0 {
-		return c
-	}
-	if c != math.MinInt32 {
-		return -c
-	}
-	return 0
+	return flinkAbs(int32(code))
+}
+
+// flinkAbs is Flink's c >= 0 ? c : c != MIN_VALUE ? -c : 0, branch-free:
+// the sign is a coin toss per key, and a branch on it mispredicted half the
+// time (this runs twice per keyed record: to route it and to set the key).
+func flinkAbs(c int32) int32 {
+	m := c >> 31     // -1 when negative, else 0
+	a := (c ^ m) - m // |c|, except MinInt32 stays MinInt32
+	return a &^ (a >> 31)
 }
 
 // ForHash returns the key group of a key whose 32-bit hash is keyHash.
