@@ -14,6 +14,10 @@ import (
 // Store holds the heap tables of one keyed operator subtask. It is owned by
 // the task goroutine; only frozen snapshot views are read elsewhere.
 type Store struct {
+	// Pads: the current-key fields are written on every record; keep them
+	// off the cache lines of neighbouring objects, such as the store of
+	// another subtask (false sharing; see keyed.Core).
+	_      [64]byte
 	rng    keygroup.Range
 	maxPar int
 	clock  clock.Clock
@@ -48,6 +52,7 @@ type Store struct {
 
 	tables  map[string]erased
 	pending map[string]*raw // restored states not registered yet
+	_       [64]byte
 }
 
 // erased is a Table[E] with its type erased.
