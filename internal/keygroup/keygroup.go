@@ -2,6 +2,7 @@ package keygroup
 
 import (
 	"fmt"
+	"math/bits"
 )
 
 // DefaultMaxParallelism is the number of key groups used when a job does not
@@ -39,9 +40,9 @@ func (r Range) String() string { return fmt.Sprintf("[%d, %d]", r.Start, r.End) 
 // returning a non-negative value.
 func Murmur(code uint32) int32 {
 	code *= 0xcc9e2d51
-	code = code<<15 | code>>17
+	code = bits.RotateLeft32(code, 15) // intrinsics keep Murmur inlinable
 	code *= 0x1b873593
-	code = code<<13 | code>>19
+	code = bits.RotateLeft32(code, 13)
 	code = code*5 + 0xe6546b64
 	code ^= 4
 	code ^= code >> 16
@@ -149,8 +150,9 @@ func NewAssigner(maxParallelism int) Assigner {
 
 // KeyGroup is ForHash(keyHash, maxParallelism).
 func (a Assigner) KeyGroup(keyHash uint32) int {
+	m := Murmur(keyHash) // once, so it is inlined once
 	if a.mask >= 0 {
-		return int(Murmur(keyHash) & a.mask)
+		return int(m & a.mask)
 	}
-	return int(Murmur(keyHash)) % a.maxP
+	return int(m) % a.maxP
 }
