@@ -64,6 +64,9 @@ func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Cor
 		n, mem := codec.MemorySize(keyCodec)
 		c.word = mem && n == 8
 	}
+	if c.word {
+		c.keyBuf = make([]byte, 8) // SetKey writes the bytes in place
+	}
 	if h, ok := st.Backend.(interface{ HeapStore() *heap.Store }); ok {
 		c.heap = h.HeapStore()
 	}
@@ -82,12 +85,18 @@ func (c *Core[K]) SetKey(k K) {
 	if c.word {
 		// The same bytes and hash as the codec and Hasher give.
 		x := *(*uint64)(unsafe.Pointer(&k))
-		c.keyBuf = binary.LittleEndian.AppendUint64(c.keyBuf[:0], x)
+		binary.LittleEndian.PutUint64(c.keyBuf, x)
 		c.kg = c.kgs.KeyGroup(keygroup.HashInt64(int64(x)))
-	} else {
-		c.keyBuf = c.keyCodec.AppendEncode(c.keyBuf[:0], k)
-		c.kg = c.kgs.KeyGroup(c.hash(k))
+		if c.heap != nil {
+			c.heap.SetCurrentKeyWord(x, c.kg)
+		} else {
+			c.st.Backend.SetCurrentKey(c.keyBuf, c.kg)
+		}
+		c.timerKey = false
+		return
 	}
+	c.keyBuf = c.keyCodec.AppendEncode(c.keyBuf[:0], k)
+	c.kg = c.kgs.KeyGroup(c.hash(k))
 	if c.heap != nil {
 		c.heap.SetCurrentKey(c.keyBuf, c.kg)
 	} else {
