@@ -22,9 +22,10 @@ type Core[K comparable] struct {
 	// The pads keep the fields SetKey writes on every record off the cache
 	// lines of whatever the allocator puts beside the core: often the core
 	// of another subtask, opened right before on the same P, whose writes
-	// would then bounce the line between the two tasks' cores (seen as
-	// runs of the keyed benchmark at 60% of the usual speed once the
-	// struct grew from 120 to 136 bytes).
+	// would then bounce the line between the two tasks' cores. (Without
+	// them, once the struct grew from 120 to 136 bytes, some runs of the
+	// keyed benchmark ran at 60% of the usual speed; false sharing is the
+	// likely cause, not a proven one: docs/benchmarks.md, issue 12.)
 	_        [64]byte
 	ctx      *operator.Context
 	keyCodec codec.Codec[K]
