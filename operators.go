@@ -4,6 +4,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/state"
 )
 
@@ -129,6 +130,9 @@ type reduceOp[K comparable, T any] struct {
 	valueCodec codec.Codec[T]
 	core       *keyed.Core[K]
 	acc        state.ValueState[T]
+	// table is acc's heap table when acc is a plain heap ValueState: then
+	// ProcessElement does what acc.Value and acc.Update do, with direct calls.
+	table *heap.Table[T]
 }
 
 func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
@@ -141,6 +145,9 @@ func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
 	}
 	o.core = core
 	o.acc = state.GetValueState(core.Store(), state.ValueDescriptor[T]{Name: "reduce", Codec: o.valueCodec})
+	if h, ok := o.acc.(interface{ HeapTable() *heap.Table[T] }); ok {
+		o.table = h.HeapTable()
+	}
 	return nil
 }
 
@@ -155,10 +162,18 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 		return
 	}
 	o.core.SetKey(k)
-	if a, ok := o.acc.Value(); ok {
-		v = o.f(a, v)
+	if t := o.table; t != nil {
+		if e := t.Lookup(); e != nil {
+			v = o.f(e.Val, v)
+		}
+		e, _ := t.Upsert()
+		e.Val = v
+	} else {
+		if a, ok := o.acc.Value(); ok {
+			v = o.f(a, v)
+		}
+		o.acc.Update(v)
 	}
-	o.acc.Update(v)
 	o.out.ProcessElement(v, ts)
 }
 

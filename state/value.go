@@ -73,6 +73,11 @@ func (h *heapCell[V]) Update(v V) {
 
 func (h *heapCell[V]) Clear() { h.t.Delete() }
 
+// HeapTable is the cell's table: operators of this module whose state is a
+// plain ValueState (no TTL) on the heap backend read and update it directly,
+// without an interface call per access (the streaming Reduce).
+func (h *heapCell[V]) HeapTable() *heap.Table[V] { return h.t }
+
 // timed is a value with the time of its last write (or read, for
 // OnReadAndWrite), for TTL.
 type timed[V any] struct {

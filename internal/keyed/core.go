@@ -1,12 +1,16 @@
 package keyed
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"reflect"
+	"unsafe"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
 )
@@ -15,20 +19,36 @@ import (
 // timer service users see (Register/Delete event- and processing-time
 // timers for the current key).
 type Core[K comparable] struct {
+	// The pads keep the fields SetKey writes on every record off the cache
+	// lines of whatever the allocator puts beside the core: often the core
+	// of another subtask, opened right before on the same P, whose writes
+	// would then bounce the line between the two tasks' cores. (Without
+	// them, once the struct grew from 120 to 136 bytes, some runs of the
+	// keyed benchmark ran at 60% of the usual speed; false sharing is the
+	// likely cause, not a proven one: docs/benchmarks.md, issue 12.)
+	_        [64]byte
 	ctx      *operator.Context
 	keyCodec codec.Codec[K]
 	hash     func(K) uint32
 	kgs      keygroup.Assigner
 	st       *operator.KeyedState
-	keyBuf   []byte
-	kg       int
-	current  K
-	wm       int64
+	// word: K is a 64-bit integer kind whose codec's encoding is its
+	// little-endian memory (codec.MemorySize), so SetKey encodes and
+	// hashes it inline instead of through the codec and the hasher.
+	word bool
+	// heap is the heap backend's store when the backend is the heap one:
+	// SetKey calls it directly instead of through statebackend.Keyed.
+	heap    *heap.Store
+	keyBuf  []byte
+	kg      int
+	current K
+	wm      int64
 	// beforeMax is the watermark before the maximum one (see
 	// CheckpointWatermark).
 	beforeMax int64
 	// timerKey is true when the timer service points at the current key.
 	timerKey bool
+	_        [64]byte
 }
 
 // NewCore returns the core of a keyed operator whose task created its keyed
@@ -38,8 +58,20 @@ func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Cor
 	if st == nil {
 		return nil, fmt.Errorf("keyed: operator %q has no keyed state (its factory must mark the instance Keyed)", ctx.OperatorName)
 	}
-	return &Core[K]{ctx: ctx, keyCodec: keyCodec, hash: Hasher[K](), kgs: keygroup.NewAssigner(ctx.MaxParallelism),
-		st: st, wm: math.MinInt64}, nil
+	c := &Core[K]{ctx: ctx, keyCodec: keyCodec, hash: Hasher[K](), kgs: keygroup.NewAssigner(ctx.MaxParallelism),
+		st: st, wm: math.MinInt64}
+	switch reflect.TypeFor[K]().Kind() {
+	case reflect.Int64, reflect.Int, reflect.Uint64, reflect.Uint:
+		n, mem := codec.MemorySize(keyCodec)
+		c.word = mem && n == 8
+	}
+	if c.word {
+		c.keyBuf = make([]byte, 8) // SetKey writes the bytes in place
+	}
+	if h, ok := st.Backend.(interface{ HeapStore() *heap.Store }); ok {
+		c.heap = h.HeapStore()
+	}
+	return c, nil
 }
 
 // Store is the keyed state store user functions declare state in.
@@ -51,9 +83,26 @@ func (c *Core[K]) Current() K { return c.current }
 // SetKey makes k the current key of state and timers.
 func (c *Core[K]) SetKey(k K) {
 	c.current = k
+	if c.word {
+		// The same bytes and hash as the codec and Hasher give.
+		x := *(*uint64)(unsafe.Pointer(&k))
+		binary.LittleEndian.PutUint64(c.keyBuf, x)
+		c.kg = c.kgs.KeyGroup(keygroup.HashInt64(int64(x)))
+		if c.heap != nil {
+			c.heap.SetCurrentKeyWord(x, c.kg)
+		} else {
+			c.st.Backend.SetCurrentKey(c.keyBuf, c.kg)
+		}
+		c.timerKey = false
+		return
+	}
 	c.keyBuf = c.keyCodec.AppendEncode(c.keyBuf[:0], k)
 	c.kg = c.kgs.KeyGroup(c.hash(k))
-	c.st.Backend.SetCurrentKey(c.keyBuf, c.kg)
+	if c.heap != nil {
+		c.heap.SetCurrentKey(c.keyBuf, c.kg)
+	} else {
+		c.st.Backend.SetCurrentKey(c.keyBuf, c.kg)
+	}
 	c.timerKey = false
 }
 

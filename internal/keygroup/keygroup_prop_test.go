@@ -1,6 +1,7 @@
 package keygroup
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -196,3 +197,60 @@ func TestAssignerMatchesForHash(t *testing.T) {
 		}
 	}
 }
+
+// TestMurmurSignEdges checks the branch-free absolute value against Flink's
+// definition for hashes whose scrambled value is negative, MinInt32 and
+// zero-adjacent, besides the golden file.
+func TestMurmurSignEdges(t *testing.T) {
+	ref := func(code uint32) int32 {
+		code *= 0xcc9e2d51
+		code = code<<15 | code>>17
+		code *= 0x1b873593
+		code = code<<13 | code>>19
+		code = code*5 + 0xe6546b64
+		code ^= 4
+		code ^= code >> 16
+		code *= 0x85ebca6b
+		code ^= code >> 13
+		code *= 0xc2b2ae35
+		code ^= code >> 16
+		c := int32(code)
+		if c >= 0 {
+			return c
+		}
+		if c != math.MinInt32 {
+			return -c
+		}
+		return 0
+	}
+	for _, c := range []int32{math.MinInt32, math.MinInt32 + 1, -1, 0, 1, math.MaxInt32} {
+		want := c
+		if c < 0 {
+			want = -c
+		}
+		if c == math.MinInt32 {
+			want = 0
+		}
+		if got := flinkAbs(c); got != want {
+			t.Fatalf("flinkAbs(%d) = %d, want %d", c, got, want)
+		}
+	}
+	for i := uint32(0); i < 1<<20; i++ {
+		for _, h := range []uint32{i, i * 2654435761, ^i} {
+			if got, want := Murmur(h), ref(h); got != want {
+				t.Fatalf("Murmur(%#x) = %d, want %d", h, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkAssignerKeyGroup(b *testing.B) {
+	a := NewAssigner(128)
+	s := 0
+	for i := range b.N {
+		s += a.KeyGroup(HashInt64(int64(i % 10_000)))
+	}
+	sink = s
+}
+
+var sink int

@@ -29,8 +29,12 @@ func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, create func(statespi.Bac
 }
 
 func (k *heapKeyed) SetCurrentKey(key []byte, kg int) { k.s.SetCurrentKey(key, kg) }
-func (k *heapKeyed) SetCurrentNamespace(ns []byte)    { k.s.SetCurrentNamespace(ns) }
-func (k *heapKeyed) Close() error                     { return nil }
+
+// HeapStore is the store, for keyed operators that set the current key on
+// every record and call it directly (internal/keyed).
+func (k *heapKeyed) HeapStore() *heap.Store        { return k.s }
+func (k *heapKeyed) SetCurrentNamespace(ns []byte) { k.s.SetCurrentNamespace(ns) }
+func (k *heapKeyed) Close() error                  { return nil }
 
 func (k *heapKeyed) Snapshot(id int64, kind SnapshotKind) (Pending, error) {
 	if kind != Canonical {

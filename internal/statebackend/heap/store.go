@@ -14,6 +14,10 @@ import (
 // Store holds the heap tables of one keyed operator subtask. It is owned by
 // the task goroutine; only frozen snapshot views are read elsewhere.
 type Store struct {
+	// Pads: the current-key fields are written on every record; keep them
+	// off the cache lines of neighbouring objects, such as the store of
+	// another subtask (false sharing; see keyed.Core).
+	_      [64]byte
 	rng    keygroup.Range
 	maxPar int
 	clock  clock.Clock
@@ -48,6 +52,7 @@ type Store struct {
 
 	tables  map[string]erased
 	pending map[string]*raw // restored states not registered yet
+	_       [64]byte
 }
 
 // erased is a Table[E] with its type erased.
@@ -89,6 +94,28 @@ func (s *Store) SetCurrentKey(key []byte, kg int) {
 		}
 	}
 	s.setCur(key)
+}
+
+// SetCurrentKeyWord is SetCurrentKey for an 8-byte key given as the
+// little-endian word of its bytes (a 64-bit integer key): the same state,
+// without loading the words back from the key's bytes.
+func (s *Store) SetCurrentKeyWord(k0 uint64, kg int) {
+	idx := kg - s.rng.Start
+	if uint(idx) >= uint(s.rng.End-s.rng.Start+1) {
+		s.badKeyGroup(kg)
+	}
+	s.kg, s.kgIdx = kg, idx
+	s.epoch++
+	s.keyShort = true
+	s.kw0, s.kw1, s.keyEnd = 8|k0<<8, k0>>56, 9
+	if 9+len(s.ns) <= inlineKey {
+		s.im, s.imEpoch = s.shortNsImage(), s.epoch
+		s.curStale = true
+		return
+	}
+	var key [8]byte
+	binary.LittleEndian.PutUint64(key[:], k0)
+	s.setCur(key[:])
 }
 
 // shortNsImage is the image of the map key of a short key and namespace

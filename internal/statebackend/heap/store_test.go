@@ -2,6 +2,7 @@ package heap
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/weirhq/weir/clock"
@@ -28,10 +29,14 @@ func TestStoreImageOfKeyAndNamespace(t *testing.T) {
 		return b
 	}
 	for i := 0; i < 100000; i++ {
-		if r.IntN(2) == 0 {
+		switch r.IntN(3) {
+		case 0:
 			key = rnd(r.IntN(20))
 			s.SetCurrentKey(key, 0)
-		} else {
+		case 1: // an 8-byte key by its word (SetCurrentKeyWord)
+			key = rnd(8)
+			s.SetCurrentKeyWord(binary.LittleEndian.Uint64(key), 0)
+		default:
 			ns = rnd([]int{0, 7, 8, 16, r.IntN(20)}[r.IntN(5)])
 			s.SetCurrentNamespace(ns)
 		}

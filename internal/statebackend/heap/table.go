@@ -34,6 +34,7 @@ type Ops[E any] struct {
 
 // Table is one keyed state: per key group, a map from map key to entry.
 type Table[E any] struct {
+	_      [64]byte // see Store: last and lastEpoch change per record
 	s      *Store
 	md     snapshot.StateMeta
 	groups []group[E]
@@ -45,6 +46,7 @@ type Table[E any] struct {
 	// epoch (Store.Restore).
 	last      *Entry[E]
 	lastEpoch uint64
+	_         [64]byte
 }
 
 // NewTable creates the table of a state and attaches it to the store,
