@@ -49,6 +49,13 @@ Usage:
                                --format canonical|native --parallelism N
                                --restore-parallelism N,M --value-bytes N --dir D
                                --timeout 30m --cpuprofile F; as the first word)
+                               kafka (Kafka -> map -> Kafka against a running broker:
+                               --brokers H:P --guarantee none|at-least-once|exactly-once
+                               --records N --record-bytes 100 --parallelism N
+                               --partitions K (default 2N) --checkpoint-interval 5s
+                               --broker-pid PID | --broker-dir D (the broker's CPU)
+                               --cpuprofile F --timeout 30m --keep-topics; as the
+                               first word)
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafkatest"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/testseed"
 )
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("WEIR_CLI_PROCESS") == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	kafkatest.Main(m) // stops the broker TestBenchKafka started, if any
 }
 
 // proc is one weir process started by a test.
