@@ -17,6 +17,9 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "savepoint" {
 		return benchSavepoint(ctx, args[1:], stdout)
 	}
+	if len(args) > 0 && args[0] == "latency" {
+		return benchLatency(ctx, args[1:], stdout)
+	}
 	fs := newFlagSet("bench")
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
@@ -27,7 +30,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("bench needs one benchmark name: chained, shuffle, wordcount, keyed, window, intervaljoin or savepoint")
+		return usagef("bench needs one benchmark name: chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint or latency")
 	}
 	switch pos[0] {
 	case "chained":
@@ -39,7 +42,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	case "keyed", "window", "intervaljoin":
 		err = benchJobCheck(fs, pos[0], jobFlags)
 	default:
-		return usagef("unknown benchmark %q (chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint)", pos[0])
+		return usagef("unknown benchmark %q (chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint, latency)", pos[0])
 	}
 	switch {
 	case err != nil:

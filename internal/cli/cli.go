@@ -48,7 +48,10 @@ Usage:
                                savepoint (--state 1gb --backend hashmap|pebble
                                --format canonical|native --parallelism N
                                --restore-parallelism N,M --value-bytes N --dir D
-                               --timeout 30m --cpuprofile F; as the first word)
+                               --timeout 30m --cpuprofile F; as the first word),
+                               latency (--keys K --parallelism N --duration 10s
+                               --rate R --buffer-timeout D --warmup 1s: p50/p99/p99.9
+                               of the keyed job at half its maximum throughput)
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
