@@ -49,6 +49,12 @@ type LatencyResult struct {
 	// SourceLag is the largest delay of a paced source behind its
 	// schedule at a poll (ns): how much of the latency is the source's.
 	SourceLag int64
+	// Oversleep is, for each poll after the source asked to wait, how much
+	// later than asked it was polled again (timer resolution, scheduling);
+	// BusyGap, for each poll after one that emitted, the time since that
+	// poll ended (the task flushing, backpressured, or not running). After
+	// the warm-up, in ns.
+	Oversleep, BusyGap *Histogram
 }
 
 // KeyedLatency runs generator -> keyBy(i mod keys) -> count in keyed
@@ -67,7 +73,7 @@ func KeyedLatency(ctx context.Context, o LatencyOptions, cpuNow func() (cpu time
 	cpu0, wall0 := cpuNow(), time.Now()
 	_, err := env.Execute(ctx, "bench-keyed-latency")
 	res := LatencyResult{CPU: cpuNow() - cpu0, Wall: time.Since(wall0), Latency: &sh.hist, Events: sh.events, TotalEvents: sh.all,
-		SourceLag: sh.lag.Load()}
+		SourceLag: sh.lag.Load(), Oversleep: &sh.oversleep, BusyGap: &sh.busyGap}
 	if last, first := sh.last.Load(), sh.started.Load(); last > first+sh.warmup {
 		res.Window = time.Duration(last - first - sh.warmup)
 	}
@@ -80,16 +86,16 @@ type stamped = tuple.T3[int64, int64, int64]
 // the schedule, and the merged results (each sink subtask merges its own
 // histogram once, at the end).
 type latencyShared struct {
-	base          time.Time
-	keys          int64
-	rate          float64
-	warmup, total int64        // ns
-	started       atomic.Int64 // ns since base: the first reader's start (0: none yet)
-	last          atomic.Int64 // the latest arrival at a sink
-	lag           atomic.Int64
-	mu            sync.Mutex
-	hist          Histogram
-	events, all   int64
+	base                     time.Time
+	keys                     int64
+	rate                     float64
+	warmup, total            int64        // ns
+	started                  atomic.Int64 // ns since base: the first reader's start (0: none yet)
+	last                     atomic.Int64 // the latest arrival at a sink
+	lag                      atomic.Int64
+	mu                       sync.Mutex
+	hist, oversleep, busyGap Histogram
+	events, all              int64
 }
 
 func (sh *latencyShared) now() int64 { return int64(time.Since(sh.base)) }
@@ -140,6 +146,10 @@ type pacedReader struct {
 	emitted, next int64 // records so far, next generator index
 	wake          chan struct{}
 	buf           []stamped
+	// The previous poll: when it ended, and when it asked to be polled
+	// again (0: it emitted).
+	lastEnd, wakeAt    int64
+	oversleep, busyGap Histogram
 }
 
 const pollBatch = 1024
@@ -166,7 +176,13 @@ func (r *pacedReader) NoMoreSplits() {
 }
 func (r *pacedReader) SnapshotState(int64) ([]int, error)   { return nil, nil }
 func (r *pacedReader) NotifyCheckpointComplete(int64) error { return nil }
-func (r *pacedReader) Close() error                         { return nil }
+func (r *pacedReader) Close() error {
+	r.sh.mu.Lock()
+	defer r.sh.mu.Unlock()
+	r.sh.oversleep.Merge(&r.oversleep)
+	r.sh.busyGap.Merge(&r.busyGap)
+	return nil
+}
 
 func (r *pacedReader) PollNext(out source.Output[stamped]) (source.Status, <-chan struct{}, time.Duration, error) {
 	if !r.has {
@@ -176,6 +192,13 @@ func (r *pacedReader) PollNext(out source.Output[stamped]) (source.Status, <-cha
 		return source.NothingAvailable, r.wake, 0, nil
 	}
 	now := r.sh.now()
+	if r.lastEnd > 0 && now-r.start > r.sh.warmup {
+		if r.wakeAt > 0 {
+			r.oversleep.Record(now - r.wakeAt)
+		} else {
+			r.busyGap.Record(now - r.lastEnd)
+		}
+	}
 	n := int64(pollBatch)
 	if r.perNs > 0 {
 		total := int64(float64(r.sh.total) * r.perNs)
@@ -185,7 +208,10 @@ func (r *pacedReader) PollNext(out source.Output[stamped]) (source.Status, <-cha
 		due := min(int64(float64(now-r.start)*r.perNs)+1, total)
 		if due <= r.emitted {
 			next := r.start + int64(math.Ceil(float64(r.emitted)/r.perNs))
-			return source.NothingAvailable, nil, time.Duration(max(next-now, 1)), nil
+			// The engine rounds the wait up to whole milliseconds.
+			wait := (max(next-now, 1) + 999_999) / 1_000_000 * 1_000_000
+			r.lastEnd, r.wakeAt = now, now+wait
+			return source.NothingAvailable, nil, time.Duration(wait), nil
 		}
 		if lag := now - r.due(r.emitted); lag > r.sh.lag.Load() && now-r.start > r.sh.warmup {
 			r.sh.lag.Store(lag) // racy max across subtasks: a diagnostic
@@ -213,6 +239,7 @@ func (r *pacedReader) PollNext(out source.Output[stamped]) (source.Status, <-cha
 		}
 	}
 	r.emitted += n
+	r.lastEnd, r.wakeAt = r.sh.now(), 0
 	return source.MoreAvailable, nil, 0, nil
 }
 
