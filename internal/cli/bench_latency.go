@@ -97,7 +97,7 @@ func benchLatency(ctx context.Context, args []string, stdout io.Writer) error {
 		what = "--rate"
 	}
 	fmt.Fprintf(stdout, "\nlatency at %.2f M events/s (%s), %v measured:\n", *rate/1e6, what, *duration)
-	fmt.Fprintf(stdout, "| buffer timeout | rate achieved | p50 | p99 | p99.9 | max | cores | source behind schedule, max | source oversleep p99 / max | source busy gap p99 / max |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(stdout, "| buffer timeout | rate achieved | p50 | p99 | p99.9 | max | cores | events/s per core | source behind schedule, max | source oversleep p99 / max | source busy gap p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range settings {
 		o := opts
 		o.Duration, o.Rate, o.BufferTimeout = *duration, *rate, s.bt
@@ -110,9 +110,9 @@ func benchLatency(ctx context.Context, args []string, stdout io.Writer) error {
 		if res.Window > 0 {
 			achieved = float64(res.Events) / res.Window.Seconds()
 		}
-		fmt.Fprintf(stdout, "| %s | %.2f M/s | %s | %s | %s | %s | %.2f | %s | %s / %s | %s / %s |\n", s.name, achieved/1e6,
+		fmt.Fprintf(stdout, "| %s | %.2f M/s | %s | %s | %s | %s | %.2f | %.2f M | %s | %s / %s | %s / %s |\n", s.name, achieved/1e6,
 			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)), ms(h.Max()),
-			res.CPU.Seconds()/res.Wall.Seconds(), ms(res.SourceLag),
+			res.CPU.Seconds()/res.Wall.Seconds(), float64(res.TotalEvents)/res.CPU.Seconds()/1e6, ms(res.SourceLag),
 			ms(res.Oversleep.Quantile(0.99)), ms(res.Oversleep.Max()), ms(res.BusyGap.Quantile(0.99)), ms(res.BusyGap.Max()))
 	}
 	return nil
