@@ -20,6 +20,9 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "kafka" {
 		return benchKafka(ctx, args[1:], stdout)
 	}
+	if len(args) > 0 && args[0] == "latency" {
+		return benchLatency(ctx, args[1:], stdout)
+	}
 	fs := newFlagSet("bench")
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
@@ -30,7 +33,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("bench needs one benchmark name: chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint or kafka")
+		return usagef("bench needs one benchmark name: chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint, kafka or latency")
 	}
 	switch pos[0] {
 	case "chained":
@@ -42,7 +45,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	case "keyed", "window", "intervaljoin":
 		err = benchJobCheck(fs, pos[0], jobFlags)
 	default:
-		return usagef("unknown benchmark %q (chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint, kafka)", pos[0])
+		return usagef("unknown benchmark %q (chained, shuffle, wordcount, keyed, window, intervaljoin, savepoint, kafka, latency)", pos[0])
 	}
 	switch {
 	case err != nil:

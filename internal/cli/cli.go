@@ -56,6 +56,9 @@ Usage:
                                --broker-pid PID | --broker-dir D (the broker's CPU)
                                --cpuprofile F --timeout 30m --keep-topics; as the
                                first word)
+                               latency (--keys K --parallelism N --duration 10s
+                               --rate R --buffer-timeout D --warmup 1s: p50/p99/p99.9
+                               of the keyed job at half its maximum throughput)
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
