@@ -52,11 +52,15 @@ func InCI() bool { return flinktest.InCI() }
 //
 //	func TestMain(m *testing.M) { kafkatest.Main(m) }
 //
-// An interrupt (SIGINT, SIGTERM) stops the broker and runs cleanups too
-// before the process exits.
+// SIGTERM stops the broker and runs cleanups too before the process exits.
+// SIGINT is left to the test binary: some tests (internal/cli's Ctrl-C
+// tests) send it to their own process and must see it alone. After a Ctrl-C
+// the broker's watchdog (scripts/kafka-broker start --owner-pid) stops the
+// broker within a second of the test binary's exit; only its folder under
+// the temporary directory stays behind.
 func Main(m *testing.M, cleanups ...func()) {
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGTERM)
 	cleanup := func() {
 		Stop()
 		for _, c := range cleanups {
