@@ -24,6 +24,7 @@ type mapOp[T, U any] struct {
 	batch operator.BatchInput[U] // out, when it takes batches
 	ctx   *operator.Context
 	buf   []U
+	clear bool // U holds pointers: clear buf after each batch
 }
 
 func (o *mapOp[T, U]) ProcessElement(v T, ts int64) {
@@ -51,7 +52,9 @@ func (o *mapOp[T, U]) ProcessBatch(vs []T, ts int64) {
 		buf[i] = f(v)
 	}
 	o.batch.ProcessBatch(buf, ts)
-	clear(buf) // let go of what the elements reference
+	if o.clear {
+		clear(buf) // let go of what the elements reference
+	}
 }
 func (o *mapOp[T, U]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
 
@@ -62,6 +65,7 @@ type filterOp[T any] struct {
 	batch operator.BatchInput[T] // out, when it takes batches
 	ctx   *operator.Context
 	buf   []T
+	clear bool // as in mapOp
 }
 
 func (o *filterOp[T]) ProcessElement(v T, ts int64) {
@@ -93,7 +97,9 @@ func (o *filterOp[T]) ProcessBatch(vs []T, ts int64) {
 	}
 	if n > 0 {
 		o.batch.ProcessBatch(buf[:n], ts)
-		clear(buf[:n])
+		if o.clear {
+			clear(buf[:n])
+		}
 	}
 }
 func (o *filterOp[T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
