@@ -19,28 +19,87 @@ func (noLifecycle) Close() error                 { return nil }
 
 type mapOp[T, U any] struct {
 	noLifecycle
-	f   func(T) U
-	out operator.Input[U]
-	ctx *operator.Context
+	f     func(T) U
+	out   operator.Input[U]
+	batch operator.BatchInput[U] // out, when it takes batches
+	ctx   *operator.Context
+	buf   []U
+	clear bool // U holds pointers: clear buf after each batch
 }
 
 func (o *mapOp[T, U]) ProcessElement(v T, ts int64) {
 	o.ctx.Enter()
 	o.out.ProcessElement(o.f(v), ts)
 }
+
+// ProcessBatch maps the whole batch, then emits it as one batch when the
+// output takes batches: nothing runs between the user function's calls
+// but the user function, so this is ProcessElement for each element, with
+// one Enter and one call downstream per batch.
+func (o *mapOp[T, U]) ProcessBatch(vs []T, ts int64) {
+	if o.batch == nil {
+		for _, v := range vs {
+			o.ProcessElement(v, ts)
+		}
+		return
+	}
+	if cap(o.buf) < len(vs) {
+		o.buf = make([]U, len(vs))
+	}
+	buf, f := o.buf[:len(vs)], o.f
+	o.ctx.Enter()
+	for i, v := range vs {
+		buf[i] = f(v)
+	}
+	o.batch.ProcessBatch(buf, ts)
+	if o.clear {
+		clear(buf) // let go of what the elements reference
+	}
+}
 func (o *mapOp[T, U]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
 
 type filterOp[T any] struct {
 	noLifecycle
-	f   func(T) bool
-	out operator.Input[T]
-	ctx *operator.Context
+	f     func(T) bool
+	out   operator.Input[T]
+	batch operator.BatchInput[T] // out, when it takes batches
+	ctx   *operator.Context
+	buf   []T
+	clear bool // as in mapOp
 }
 
 func (o *filterOp[T]) ProcessElement(v T, ts int64) {
 	o.ctx.Enter()
 	if o.f(v) {
 		o.out.ProcessElement(v, ts)
+	}
+}
+
+// ProcessBatch keeps the batch's elements that pass into a batch of its
+// own and emits it (when the output takes batches), like mapOp.
+func (o *filterOp[T]) ProcessBatch(vs []T, ts int64) {
+	if o.batch == nil {
+		for _, v := range vs {
+			o.ProcessElement(v, ts)
+		}
+		return
+	}
+	if cap(o.buf) < len(vs) {
+		o.buf = make([]T, len(vs))
+	}
+	buf, f, n := o.buf[:len(vs)], o.f, 0
+	o.ctx.Enter()
+	for _, v := range vs {
+		if f(v) {
+			buf[n] = v
+			n++
+		}
+	}
+	if n > 0 {
+		o.batch.ProcessBatch(buf[:n], ts)
+		if o.clear {
+			clear(buf[:n])
+		}
 	}
 }
 func (o *filterOp[T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }

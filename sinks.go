@@ -73,6 +73,7 @@ type discardInput[T any] struct{}
 
 func (discardInput[T]) ProcessElement(T, int64) {}
 func (discardInput[T]) ProcessWatermark(int64)  {}
+func (discardInput[T]) ProcessBatch([]T, int64) {}
 
 // WriteText writes one line per element, formatted by format (nil: fmt.Sprint).
 // At parallelism 1 it writes the file path; otherwise path is a directory of

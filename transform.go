@@ -12,7 +12,8 @@ import (
 // Map applies f to every element.
 func Map[T, U any](s DataStream[T], f func(T) U) DataStream[U] {
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
-		op := &mapOp[T, U]{f: f, out: out.(operator.Input[U]), ctx: ctx}
+		o := out.(operator.Input[U])
+		op := &mapOp[T, U]{f: f, out: o, batch: operator.AsBatch(o), ctx: ctx, clear: !operator.PointerFree[U]()}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[U](s.env, addNode[U](s.env, "Map", fac, false, s.ends))
@@ -30,7 +31,8 @@ func FlatMap[T, U any](s DataStream[T], f func(v T, out Collector[U])) DataStrea
 // Filter keeps the elements for which f is true.
 func Filter[T any](s DataStream[T], f func(T) bool) DataStream[T] {
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
-		op := &filterOp[T]{f: f, out: out.(operator.Input[T]), ctx: ctx}
+		o := out.(operator.Input[T])
+		op := &filterOp[T]{f: f, out: o, batch: operator.AsBatch(o), ctx: ctx, clear: !operator.PointerFree[T]()}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[T](s.env, addNode[T](s.env, "Filter", fac, false, s.ends))

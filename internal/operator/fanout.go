@@ -20,3 +20,4 @@ type discard[T any] struct{}
 
 func (discard[T]) ProcessElement(T, int64) {}
 func (discard[T]) ProcessWatermark(int64)  {}
+func (discard[T]) ProcessBatch([]T, int64) {}

@@ -40,7 +40,12 @@ type SourceOperator[T, S any] struct {
 
 type sourceOutput[T any] struct {
 	in    Input[T]
+	batch BatchInput[T] // in, when it takes batches
 	yield *atomic.Bool
+}
+
+func newSourceOutput[T any](in Input[T], yield *atomic.Bool) sourceOutput[T] {
+	return sourceOutput[T]{in: in, batch: AsBatch(in), yield: yield}
 }
 
 func (o *sourceOutput[T]) Collect(v T)                        { o.in.ProcessElement(v, NoTimestamp) }
@@ -61,6 +66,12 @@ func (o *sourceOutput[T]) EmitWatermark(int64) {}
 func (o *sourceOutput[T]) MarkIdle()           {}
 
 func (o *sourceOutput[T]) CollectBatch(vs []T) {
+	if o.batch != nil {
+		if len(vs) > 0 {
+			o.batch.ProcessBatch(vs, NoTimestamp)
+		}
+		return
+	}
 	in := o.in
 	for _, v := range vs {
 		in.ProcessElement(v, NoTimestamp)
@@ -92,7 +103,7 @@ func NewSourceFactory[T, S any](src source.Source[T, S]) (Factory, CoordinatorFa
 		if err != nil {
 			return Instance{}, err
 		}
-		op := &SourceOperator[T, S]{reader: r, codec: src.SplitCodec(), out: sourceOutput[T]{out.(Input[T]), ctx.Yield}, ctx: ctx}
+		op := &SourceOperator[T, S]{reader: r, codec: src.SplitCodec(), out: newSourceOutput(out.(Input[T]), ctx.Yield), ctx: ctx}
 		return Instance{Op: op, Source: op}, nil
 	})
 	return op, coordinatorFactory[T, S]{src: src}

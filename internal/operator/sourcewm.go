@@ -67,7 +67,7 @@ func NewSourceFactoryWithWatermarks[T, S any](src source.Source[T, S], ws Source
 			w.align = &alignState{cfg: *a, allowed: math.MinInt64, wm: math.MinInt64}
 			w.blocked = true // until the group first answers
 		}
-		w.SourceOperator = &SourceOperator[T, S]{codec: src.SplitCodec(), out: sourceOutput[T]{out.(Input[T]), ctx.Yield}, ctx: ctx}
+		w.SourceOperator = &SourceOperator[T, S]{codec: src.SplitCodec(), out: newSourceOutput(out.(Input[T]), ctx.Yield), ctx: ctx}
 		w.main.src = w
 		r, err := src.CreateReader(readerContext{ctx})
 		if err != nil {
