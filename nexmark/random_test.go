@@ -1,0 +1,132 @@
+package nexmark
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// randomLines prints what testdata/RandomGolden.java prints, from the Go
+// port: the same seeds, calls and formatting.
+func randomLines(prices int) []string {
+	seeds := []int64{0, 1, -1, 2, 42, 1000003, 123456789012345, math.MinInt64, math.MaxInt64}
+	bounds := []int32{1, 2, 3, 4, 5, 6, 9, 10, 11, 13, 26, 100, 1000, 1666, 10000, 1 << 30, 1073741825, math.MaxInt32}
+	var out []string
+	for _, seed := range seeds {
+		r := newJavaRandom(seed)
+		for i := range 60 {
+			var v string
+			switch i % 4 {
+			case 0:
+				b := bounds[i%len(bounds)]
+				v = fmt.Sprintf("nextInt(%d) %d", b, r.nextIntN(b))
+			case 1:
+				v = fmt.Sprintf("nextInt() %d", r.nextInt())
+			case 2:
+				v = fmt.Sprintf("nextLong() %d", r.nextLong())
+			default:
+				v = "nextDouble() " + strconv.FormatUint(math.Float64bits(r.nextDouble()), 16)
+			}
+			out = append(out, fmt.Sprintf("seed %d i %d %s", seed, i, v))
+		}
+	}
+	for s := range prices {
+		r := newJavaRandom(int64(s))
+		out = append(out, fmt.Sprintf("price %d %d", s, nextPrice(&r)))
+	}
+	return out
+}
+
+// TestJavaRandomGolden checks the port against values printed by Java 17's
+// java.util.Random (testdata/RandomGolden.java), kept here so the test
+// runs without Java.
+func TestJavaRandomGolden(t *testing.T) {
+	got := map[string]bool{}
+	for _, l := range randomLines(200000) {
+		got[l] = true
+	}
+	for _, want := range []string{
+		"seed 0 i 0 nextInt(1) 0",
+		"seed 0 i 1 nextInt() -723955400",
+		"seed 0 i 2 nextLong() 4437113781045784766",
+		"seed 0 i 3 nextDouble() 3fe465b93a78ef81",
+		"seed 0 i 4 nextInt(5) 1",
+		"seed -1 i 1 nextInt() 1887904451",
+		"seed -1 i 2 nextLong() 226341162490527646",
+		"seed -1 i 3 nextDouble() 3fe52fcbccce6dda",
+		"seed -1 i 13 nextInt() -1153077986",
+		"seed -1 i 15 nextDouble() 3fedc49273a24dfe",
+		"seed 42 i 1 nextInt() 234785527",
+		"seed 42 i 2 nextLong() -5843495416241995736",
+		"seed 42 i 3 nextDouble() 3fd3c20f3f12bbb4",
+		"seed 42 i 13 nextInt() -7822877",
+		"seed 42 i 15 nextDouble() 3fdbef77d7096b88",
+		"price 0 2431122",
+		"price 1 2428114",
+		"price 7 2422112",
+		"price 199999 54165",
+	} {
+		if !got[want] {
+			t.Errorf("the port does not print %q", want)
+		}
+	}
+}
+
+// javaOrSkip returns the java command, skipping the test without it
+// (failing under CI, where Java must be installed).
+func javaOrSkip(t *testing.T) string {
+	t.Helper()
+	java, err := exec.LookPath("java")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("java is not on PATH (CI=true needs it to compare with Java): %v", err)
+		}
+		t.Skipf("java is not on PATH: %v", err)
+	}
+	return java
+}
+
+// TestJavaRandomAgainstJava runs Java's own java.util.Random and Math.pow
+// (Nexmark's prices) and compares every line with the port's.
+func TestJavaRandomAgainstJava(t *testing.T) {
+	java := javaOrSkip(t)
+	const prices = 200000
+	src, err := filepath.Abs("testdata/RandomGolden.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(java, src, strconv.Itoa(prices))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("java %s: %v\n%s", src, err, stderr.String())
+	}
+	want := randomLines(prices)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	i, bad := 0, 0
+	for sc.Scan() {
+		if i >= len(want) {
+			t.Fatalf("java printed more than the %d lines of the port: %q", len(want), sc.Text())
+		}
+		if g := sc.Text(); g != want[i] {
+			if bad++; bad <= 10 {
+				t.Errorf("line %d: java %q, port %q", i+1, g, want[i])
+			}
+		}
+		i++
+	}
+	if i != len(want) {
+		t.Fatalf("java printed %d lines, the port %d: %s", i, len(want), strings.TrimSpace(stderr.String()))
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d lines differ", bad, len(want))
+	}
+}
