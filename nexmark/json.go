@@ -147,6 +147,19 @@ func (d *Decoder) Next(e *Event) error {
 
 // DecodeLine parses one JSON line of an event into e.
 func DecodeLine(text string, e *Event) error {
+	if !utf8.ValidString(text) {
+		// encoding/json lets invalid bytes through inside strings; they would
+		// not survive being written again, so the line is refused.
+		i := 0
+		for i < len(text) {
+			r, n := utf8.DecodeRuneInString(text[i:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			i += n
+		}
+		return fmt.Errorf("not valid UTF-8 (byte %d is %#x)", i+1, text[i])
+	}
 	vals, err := jsonline.Object(text, "Nexmark event", "type")
 	if err != nil {
 		return err
