@@ -69,6 +69,14 @@ Usage:
                                stop a job with a final savepoint (sinks commit
                                it; --drain first fires every event-time timer
                                and window); prints its path
+  weir nexmark generate --events N --output FILE [--tps R] [--seed S]
+                               [--base-time MS]: write N events of Nexmark's
+                               generator as JSON lines (FILE may be -): R
+                               events per second of event time
+                               (default 10000000); seed 0 (the default) gives
+                               Nexmark's own events; event time starts at
+                               --base-time ms since the epoch (default
+                               2026-01-01T00:00:00Z); docs/nexmark.md
   weir help                    print this text
 
 Built-in jobs:
@@ -212,6 +220,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		err = takeSavepoint(ctx, args[1:], stdout, stderr) // savepoint.go
 	case "stop":
 		err = stopJob(ctx, args[1:], stdout, stderr) // savepoint.go
+	case "nexmark":
+		err = nexmarkCommand(ctx, args[1:], stdout) // nexmark.go
 	default:
 		err = usagef("unknown command %q", args[0])
 	}
