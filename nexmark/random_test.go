@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // randomLines prints what testdata/RandomGolden.java prints, from the Go
@@ -128,5 +130,23 @@ func TestJavaRandomAgainstJava(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Fatalf("%d of %d lines differ", bad, len(want))
+	}
+}
+
+// TestPow10 checks the specialised pow10 against math.Pow bit for bit, on
+// the doubles Nexmark's prices use and on the special cases.
+func TestPow10(t *testing.T) {
+	rng := testseed.Rand(t, 0)
+	check := func(y float64) {
+		if got, want := pow10(y), math.Pow(10, y); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("pow10(%v) = %v, math.Pow %v", y, got, want)
+		}
+	}
+	for _, y := range []float64{0, 0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 5.5, math.Nextafter(6, 0), math.Nextafter(0.5, 1), math.Nextafter(0.5, 0), 1e-300} {
+		check(y)
+	}
+	for range 2_000_000 {
+		// nextDouble()*6 as nextPrice draws it: 53 random bits.
+		check(float64(rng.Uint64()>>11) * (1.0 / (1 << 53)) * 6.0)
 	}
 }
