@@ -25,3 +25,30 @@ func BenchmarkSourceDiscard(b *testing.B) {
 	}
 	cpumeter.Report(b, int64(b.N), start)
 }
+
+// BenchmarkSourceRebalance is the source into a discard sink at
+// parallelism 2 through a rebalance, so every event crosses the network
+// through its codec: derived from Event, or EventCodec.
+func BenchmarkSourceRebalance(b *testing.B) {
+	for _, own := range []bool{false, true} {
+		name := "derived"
+		if own {
+			name = "EventCodec"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := nexmark.DefaultConfig()
+			cfg.Events = int64(b.N)
+			start := cpumeter.Now()
+			env := weir.NewEnvironment(weir.Config{Parallelism: 2})
+			events := weir.FromSource[nexmark.Event, nexmark.Split](env, nexmark.Source{Config: cfg}, "nexmark")
+			if own {
+				events = events.WithCodec(nexmark.EventCodec())
+			}
+			weir.Discard(events.Rebalance())
+			if _, err := env.Execute(context.Background(), "nexmark-rebalance"); err != nil {
+				b.Fatal(err)
+			}
+			cpumeter.Report(b, int64(b.N), start)
+		})
+	}
+}
