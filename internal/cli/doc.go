@@ -1,4 +1,5 @@
 // Package cli implements the weir command: `version`, `run <job>` for the
-// built-in jobs on the embedded local cluster, and `list` and `cancel` against
-// a cluster's REST API. cmd/weir is only its main.
+// built-in jobs on the embedded local cluster, `bench`, `list`, `cancel`,
+// `savepoint` and `stop` against a cluster's REST API, and `nexmark
+// generate` (Nexmark's events as JSON lines). cmd/weir is only its main.
 package cli
