@@ -66,11 +66,12 @@ func shared() *tables {
 			}
 		}
 		r = newJavaRandom(channelURLSeed)
+		var scratch arena
 		for i := range t.hotURLs {
-			t.hotURLs[i] = baseURL(&r)
+			t.hotURLs[i] = baseURL(&r, &scratch)
 		}
 		for i := range numChannels {
-			url := baseURL(&r)
+			url := baseURL(&r, &scratch)
 			if r.nextIntN(10) > 0 {
 				// Math.abs(Integer.reverse(i)); abs of MinInt32 stays negative, as in Java.
 				rev := int32(bits.Reverse32(uint32(i)))
@@ -90,10 +91,14 @@ func shared() *tables {
 	return sharedTables
 }
 
-// baseURL is BidGenerator.getBaseUrl.
-func baseURL(r *javaRandom) string {
-	var a arena
-	return "https://www.nexmark.com/" + a.nextString(r, 5, '_') + "/" + a.nextString(r, 5, '_') + "/" + a.nextString(r, 5, '_') + "/item.htm?query=1"
+// baseURL is BidGenerator.getBaseUrl. Its three parts are views of the
+// scratch arena only until the concatenation copies them, so the arena is
+// emptied after each call (the one place an arena's bytes are reused).
+func baseURL(r *javaRandom, scratch *arena) string {
+	scratch.reserve(3 * 5)
+	url := "https://www.nexmark.com/" + scratch.nextString(r, 5, '_') + "/" + scratch.nextString(r, 5, '_') + "/" + scratch.nextString(r, 5, '_') + "/item.htm?query=1"
+	scratch.buf = scratch.buf[:0]
+	return url
 }
 
 // exactStringSlow is StringsGenerator.nextExactString without the shared
@@ -120,7 +125,8 @@ func exactStringSlow(r *javaRandom, length int) string {
 const arenaBlock = 32 << 10
 
 // arena holds the bytes of generated strings. Bytes are never written
-// again once a string views them (a full block is replaced, not reused),
+// again once a string views them (a full block is replaced, not reused;
+// baseURL's scratch arena is the one exception, its views never escape),
 // which is what makes the unsafe.String views immutable strings: one
 // allocation per block instead of one per string.
 type arena struct{ buf []byte }

@@ -2,6 +2,7 @@ package nexmark
 
 import (
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/weirhq/weir/internal/cpumeter"
@@ -258,4 +259,14 @@ func BenchmarkGenerator(b *testing.B) {
 		g.Event(n, &e)
 	}
 	cpumeter.Report(b, int64(b.N), start)
+}
+
+// BenchmarkSharedTables is building the shared tables (the 1 MiB padding
+// string, 10,004 URLs), which every process pays once.
+func BenchmarkSharedTables(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		sharedOnce = sync.Once{}
+		shared()
+	}
 }
