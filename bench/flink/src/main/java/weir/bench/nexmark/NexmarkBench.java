@@ -16,6 +16,7 @@ import java.util.Locale;
 
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.runtime.jobgraph.JobGraph;
@@ -225,6 +226,8 @@ public final class NexmarkBench {
         // Nexmark's TIMESTAMP(3) columns are zone-less; UTC keeps any zone-dependent function
         // (none of the queries here uses one) the same on every machine.
         conf.setString("table.local-time-zone", "UTC");
+        // Any free port for the cluster's REST endpoint: 8081 may be taken by another run.
+        conf.set(RestOptions.BIND_PORT, "0");
         MiniCluster cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
                 .setConfiguration(conf)
                 .setNumTaskManagers(1)
