@@ -40,6 +40,12 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
     public static final String IDENTIFIER = "weir-dump";
 
     static final ConfigOption<String> PATH = ConfigOptions.key("path").stringType().noDefaultValue();
+    /**
+     * Columns that key an upsert changelog (an update-after with no update-before replaces the
+     * row of its key), for a query whose changelog Flink emits that way although the result
+     * table has no primary key (q9: see docs/nexmark-flink-peer.md).
+     */
+    static final ConfigOption<String> UPSERT_KEY = ConfigOptions.key("upsert-key").stringType().noDefaultValue();
 
     /** Rows written by the last dump sink of this JVM, for the benchmark's report. */
     public static volatile long lastRows = -1;
@@ -56,7 +62,7 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
 
     @Override
     public Set<ConfigOption<?>> optionalOptions() {
-        return Set.of();
+        return Set.of(UPSERT_KEY);
     }
 
     @Override
@@ -64,16 +70,31 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
         FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
         helper.validate();
         RowType type = (RowType) context.getPhysicalRowDataType().getLogicalType();
-        return new TableSink(helper.getOptions().get(PATH), type);
+        int[] key = null;
+        String k = helper.getOptions().getOptional(UPSERT_KEY).orElse(null);
+        if (k != null) {
+            String[] cols = k.split(",");
+            key = new int[cols.length];
+            for (int i = 0; i < cols.length; i++) {
+                key[i] = type.getFieldIndex(cols[i].trim());
+                if (key[i] < 0) {
+                    throw new IllegalArgumentException("weir-dump: upsert-key column " + cols[i] + " is not in the table");
+                }
+            }
+        }
+        return new TableSink(helper.getOptions().get(PATH), type, key);
     }
 
     static final class TableSink implements DynamicTableSink {
         private final String path;
         private final RowType type;
 
-        TableSink(String path, RowType type) {
+        private final int[] key;
+
+        TableSink(String path, RowType type, int[] key) {
             this.path = path;
             this.type = type;
+            this.key = key;
         }
 
         @Override
@@ -87,12 +108,12 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
             // The input's parallelism, so Flink keeps a forward edge: every retraction reaches the
             // sink subtask that received the row it retracts. (A parallelism of 1 would need a
             // primary key on the result table, which Nexmark's tables do not have.)
-            return SinkV2Provider.of(new DumpSink(path, type));
+            return SinkV2Provider.of(new DumpSink(path, type, key));
         }
 
         @Override
         public DynamicTableSink copy() {
-            return new TableSink(path, type);
+            return new TableSink(path, type, key);
         }
 
         @Override
@@ -106,9 +127,12 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
         private final String path;
         private final RowType type;
 
-        DumpSink(String path, RowType type) {
+        private final int[] key;
+
+        DumpSink(String path, RowType type, int[] key) {
             this.path = path;
             this.type = type;
+            this.key = key;
         }
 
         @Override
@@ -117,7 +141,7 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
             synchronized (TABLES) {
                 t = TABLES.computeIfAbsent(path, p -> new Table(p, context.getTaskInfo().getNumberOfParallelSubtasks()));
             }
-            return new Writer(t, type);
+            return new Writer(t, type, key);
         }
     }
 
@@ -129,14 +153,26 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
         final String path;
         int open;
         final Map<String, Integer> rows = new HashMap<>();
+        final Map<String, String> byKey = new HashMap<>();
         long unmatchedRetractions;
+        final long[] kinds = new long[RowKind.values().length];
 
         Table(String path, int subtasks) {
             this.path = path;
             this.open = subtasks;
         }
 
-        synchronized void add(String row, boolean insert) {
+        synchronized void add(String key, String row, RowKind kind) {
+            kinds[kind.ordinal()]++;
+            boolean insert = kind == RowKind.INSERT || kind == RowKind.UPDATE_AFTER;
+            if (key != null) {
+                if (insert) {
+                    byKey.put(key, row);
+                } else if (byKey.remove(key) == null) {
+                    unmatchedRetractions++;
+                }
+                return;
+            }
             if (insert) {
                 rows.merge(row, 1, Integer::sum);
                 return;
@@ -165,7 +201,8 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
                 throw new IOException(path + ": " + unmatchedRetractions
                         + " retractions of rows the sink never received; the materialized table would be wrong");
             }
-            List<String> lines = new ArrayList<>(rows.size());
+            List<String> lines = new ArrayList<>(rows.size() + byKey.size());
+            lines.addAll(byKey.values());
             for (Map.Entry<String, Integer> e : rows.entrySet()) {
                 for (int i = 0; i < e.getValue(); i++) {
                     lines.add(e.getKey());
@@ -179,6 +216,8 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
                 }
             }
             lastRows = lines.size();
+            System.err.printf("weir-dump %s: %d rows; changes received: %d +I, %d -U, %d +U, %d -D%n", path,
+                    lines.size(), kinds[0], kinds[1], kinds[2], kinds[3]);
         }
     }
 
@@ -189,8 +228,11 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
         private final StringBuilder sb = new StringBuilder(256);
         private boolean finished;
 
-        Writer(Table table, RowType type) {
+        private final int[] key;
+
+        Writer(Table table, RowType type, int[] key) {
             this.table = table;
+            this.key = key;
             int n = type.getFieldCount();
             names = type.getFieldNames().toArray(new String[0]);
             getters = new RowData.FieldGetter[n];
@@ -203,7 +245,16 @@ public final class DumpTableFactory implements DynamicTableSinkFactory {
         @Override
         public void write(RowData row, Context context) {
             RowKind k = row.getRowKind();
-            table.add(json(row), k == RowKind.INSERT || k == RowKind.UPDATE_AFTER);
+            String r = json(row);
+            String kk = null;
+            if (key != null) {
+                StringBuilder ks = new StringBuilder();
+                for (int i : key) {
+                    ks.append(getters[i].getFieldOrNull(row)).append('\u0001');
+                }
+                kk = ks.toString();
+            }
+            table.add(kk, r, k);
         }
 
         private String json(RowData row) {
