@@ -8,6 +8,7 @@ import java.io.Writer;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,6 +18,7 @@ import java.util.Locale;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.runtime.jobgraph.JobGraph;
@@ -228,8 +230,17 @@ public final class NexmarkBench {
         Configuration conf = new Configuration();
         conf.set(StateBackendOptions.STATE_BACKEND, backend);
         conf.set(TaskManagerOptions.NUM_TASK_SLOTS, parallelism);
+        // A failure fails the run: with checkpoints on, Flink's default is to restart forever,
+        // which turned a failing checkpoint into a job that never ended.
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        Path checkpoints = null;
         if (checkpointMs > 0) {
             conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(checkpointMs));
+            // Checkpoints to files, as a real deployment: the default JobManager-memory storage
+            // refuses a checkpoint of more than 5 MB (q4's join state passes that in seconds).
+            checkpoints = Files.createTempDirectory("nexmark-checkpoints");
+            conf.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");
+            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, checkpoints.toUri().toString());
         }
         // Nexmark's TIMESTAMP(3) columns are zone-less; UTC keeps any zone-dependent function
         // (none of the queries here uses one) the same on every machine.
@@ -308,6 +319,17 @@ public final class NexmarkBench {
                     checkpointMs, tps, n, cpu / 1e9, wall / 1e9, n / (cpu / 1e9), rows));
         } finally {
             cluster.close();
+            if (checkpoints != null) {
+                deleteTree(checkpoints);
+            }
+        }
+    }
+
+    static void deleteTree(Path dir) throws IOException {
+        try (var paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
         }
     }
 }
