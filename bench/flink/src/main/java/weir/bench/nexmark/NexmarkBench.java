@@ -41,6 +41,7 @@ import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
  *     [--checkpoint-interval MS] [--base-time MS] [--input FILE] [--dump FILE|DIR]
  * NexmarkBench generate --events N [--tps R] [--parallelism P] [--base-time MS] --output FILE|-
  * </pre>
+ * ({@code generate} defaults to one generator, a file in event-time order.)
  * A run prints one JSON line per query (events counted by the source, process CPU seconds from
  * after the cluster is up and the job declared to the job's end, wall seconds, events per CPU
  * second, and with --dump the rows of the final result table).
@@ -61,6 +62,7 @@ public final class NexmarkBench {
     long events = 10_000_000L;
     long tps = 10_000_000L;
     int parallelism = 2;
+    boolean parallelismSet;
     String backend = "hashmap";
     long checkpointMs = 0;
     long baseTime = -1;
@@ -82,7 +84,10 @@ public final class NexmarkBench {
             switch (args[i]) {
                 case "--events" -> b.events = Long.parseLong(v);
                 case "--tps" -> b.tps = Long.parseLong(v);
-                case "--parallelism" -> b.parallelism = Integer.parseInt(v);
+                case "--parallelism" -> {
+                    b.parallelism = Integer.parseInt(v);
+                    b.parallelismSet = true;
+                }
                 case "--backend" -> b.backend = v;
                 case "--checkpoint-interval" -> b.checkpointMs = parseMillis(v);
                 case "--base-time" -> b.baseTime = Long.parseLong(v);
@@ -101,6 +106,11 @@ public final class NexmarkBench {
         if (what.equals("generate")) {
             if (b.output == null) {
                 usage("generate needs --output FILE (- for stdout)");
+            }
+            // One generator by default: a file in event-time order, which --input can read
+            // without late events. --parallelism P writes Nexmark's P split time lines in turn.
+            if (!b.parallelismSet) {
+                b.parallelism = 1;
             }
             b.generate();
             return;
