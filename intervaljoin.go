@@ -149,9 +149,13 @@ type intervalJoinFn[K comparable, A, B, U any] struct {
 	cb                  codec.Codec[B]
 	codecErr            error
 	lateLeft, lateRight string
-	left                state.MapState[int64, []A]
-	right               state.MapState[int64, []B]
-	jctx                joinContext
+	// The buffers: on the heap backend hl and hr, else left and right
+	// (the same snapshot either way; see heapJoinSide).
+	left  state.MapState[int64, []A]
+	right state.MapState[int64, []B]
+	hl    *heapJoinSide[A]
+	hr    *heapJoinSide[B]
+	jctx  joinContext
 	// The element being joined and the visitors of the other side's
 	// buckets, built once in Open: a range-over-func loop body would be a
 	// new closure per element (the iterator is called through an interface).
@@ -195,8 +199,18 @@ func (f *intervalJoinFn[K, A, B, U]) Open(ctx KeyedRuntimeContext) error {
 	if f.codecErr != nil {
 		return fmt.Errorf("interval join buffers need codecs for both sides: %w (use WithCodecs)", f.codecErr)
 	}
-	f.left = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []A]{Name: "interval-join-left", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.ca)})
-	f.right = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []B]{Name: "interval-join-right", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.cb)})
+	if hs := heapStoreOf(ctx.State()); hs != nil {
+		var err error
+		if f.hl, err = newHeapJoinSide(hs, "interval-join-left", f.ca); err != nil {
+			return err
+		}
+		if f.hr, err = newHeapJoinSide(hs, "interval-join-right", f.cb); err != nil {
+			return err
+		}
+	} else {
+		f.left = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []A]{Name: "interval-join-left", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.ca)})
+		f.right = state.GetMapState(ctx.State(), state.MapDescriptor[int64, []B]{Name: "interval-join-right", UserKeyCodec: codec.Int64(), ValueCodec: codec.Slice(f.cb)})
+	}
 	f.joinLeft, f.joinRight = f.visitRight, f.visitLeft
 	f.leftKeep, f.rightKeep = max(f.upper, 0), max(-f.lower, 0)
 	// The span keeps a bucket at most one span longer than Flink does;
@@ -291,6 +305,70 @@ func (f *intervalJoinFn[K, A, B, U]) visitLeft(lts int64, as []A) bool {
 	return true
 }
 
+// joinHeapRight joins the current left element with the right buffer of
+// its key on the heap backend: the runs of one timestamp within the bounds
+// (the buffer is sorted, so the scan stops past the upper bound).
+func (f *intervalJoinFn[K, A, B, U]) joinHeapRight() {
+	es := f.hr.elems()
+	if len(es) == 0 {
+		return
+	}
+	f.minKeep = addTs(es[0].ts, f.rightKeep)
+	lo, hi := f.curTs+f.lower, f.curTs+f.upper
+	i := 0
+	for i < len(es) && es[i].ts < lo {
+		i++
+	}
+	for i < len(es) && es[i].ts <= hi {
+		rts := es[i].ts
+		j := i + 1
+		for j < len(es) && es[j].ts == rts {
+			j++
+		}
+		run := es[i:j]
+		i = j
+		run = run[len(run)-f.visible(rts, addTs(rts, f.rightKeep), len(run), f.edgeRight):]
+		f.jctx.right = rts
+		f.col.ts = max(f.curTs, rts)
+		for k := range run {
+			if f.err = f.fn.ProcessElement(&f.jctx, f.curA, run[k].v, f.col); f.err != nil {
+				return
+			}
+		}
+	}
+}
+
+// joinHeapLeft is joinHeapRight for a right element.
+func (f *intervalJoinFn[K, A, B, U]) joinHeapLeft() {
+	es := f.hl.elems()
+	if len(es) == 0 {
+		return
+	}
+	f.minKeep = addTs(es[0].ts, f.leftKeep)
+	lo, hi := f.curTs-f.upper, f.curTs-f.lower
+	i := 0
+	for i < len(es) && es[i].ts < lo {
+		i++
+	}
+	for i < len(es) && es[i].ts <= hi {
+		lts := es[i].ts
+		j := i + 1
+		for j < len(es) && es[j].ts == lts {
+			j++
+		}
+		run := es[i:j]
+		i = j
+		run = run[len(run)-f.visible(lts, addTs(lts, f.leftKeep), len(run), f.edgeLeft):]
+		f.jctx.left = lts
+		f.col.ts = max(f.curTs, lts)
+		for k := range run {
+			if f.err = f.fn.ProcessElement(&f.jctx, run[k].v, f.curB, f.col); f.err != nil {
+				return
+			}
+		}
+	}
+}
+
 func (f *intervalJoinFn[K, A, B, U]) Close() error { return closeFn(f.fn) }
 
 // late says whether an element at ts is behind the operator's watermark
@@ -347,14 +425,24 @@ func (f *intervalJoinFn[K, A, B, U]) ProcessElement1(ctx KeyedContext[K], a A, o
 	f.minKeep = math.MaxInt64
 	// Join first, then buffer: the element's own side is not visited, so
 	// the order does not change the result.
-	f.right.All()(f.joinLeft)
+	if f.hr != nil {
+		f.joinHeapRight()
+	} else {
+		f.right.All()(f.joinLeft)
+	}
 	var zero A
 	f.curA = zero // do not keep the element alive
 	if f.err != nil {
 		return f.err
 	}
-	bucket, existed := f.left.Get(ts)
-	f.left.Put(ts, append(bucket, a))
+	var existed bool
+	if f.hl != nil {
+		existed = f.hl.add(ts, a)
+	} else {
+		var bucket []A
+		bucket, existed = f.left.Get(ts)
+		f.left.Put(ts, append(bucket, a))
+	}
 	// The left element can meet right elements up to ts+upper; once the
 	// watermark passes that, none can come (they would be late).
 	f.buffered(ctx, addTs(ts, f.leftKeep), existed, f.edgeLeft)
@@ -374,14 +462,24 @@ func (f *intervalJoinFn[K, A, B, U]) ProcessElement2(ctx KeyedContext[K], b B, o
 	f.col, f.curB, f.curTs, f.wm, f.curKey = out.(*collector[U]), b, ts, wm, ctx.CurrentKey()
 	f.jctx.Context, f.jctx.right = ctx, ts
 	f.minKeep = math.MaxInt64
-	f.left.All()(f.joinRight)
+	if f.hl != nil {
+		f.joinHeapLeft()
+	} else {
+		f.left.All()(f.joinRight)
+	}
 	var zero B
 	f.curB = zero
 	if f.err != nil {
 		return f.err
 	}
-	bucket, existed := f.right.Get(ts)
-	f.right.Put(ts, append(bucket, b))
+	var existed bool
+	if f.hr != nil {
+		existed = f.hr.add(ts, b)
+	} else {
+		var bucket []B
+		bucket, existed = f.right.Get(ts)
+		f.right.Put(ts, append(bucket, b))
+	}
 	f.buffered(ctx, addTs(ts, f.rightKeep), existed, f.edgeRight)
 	return nil
 }
@@ -398,6 +496,18 @@ func (f *intervalJoinFn[K, A, B, U]) OnTimer(ctx OnTimerContext[K], t int64, _ C
 		delete(f.edgeRight, k)
 	}
 	next := int64(math.MaxInt64)
+	if f.hl != nil {
+		if c, ok := f.hl.removeDue(t, f.leftKeep); ok {
+			next = c
+		}
+		if c, ok := f.hr.removeDue(t, f.rightKeep); ok {
+			next = min(next, c)
+		}
+		if next != math.MaxInt64 {
+			ctx.TimerService().RegisterEventTimeTimer(f.cleanupTimer(next))
+		}
+		return nil
+	}
 	f.due = f.due[:0]
 	for ts := range f.left.Keys() {
 		if c := addTs(ts, f.leftKeep); c <= t {
