@@ -122,10 +122,22 @@ func insertSorted[T any](es []joinElem[T], ts int64, v T) []joinElem[T] {
 }
 
 // add buffers v at ts for the current key and says whether the key already
-// held elements at ts.
-func (h *heapJoinSide[T]) add(ts int64, v T) (existed bool) {
+// held elements at ts. It first drops the elements whose cleanup time
+// (ts+keep) is below the watermark wm: no join sees them any more (see
+// intervalJoinFn.visible; those at wm may still be visible), and an active
+// key's buffer so stays as short as Flink's however late its cleanup timer.
+func (h *heapJoinSide[T]) add(ts int64, v T, keep, wm int64) (existed bool) {
 	e, _ := h.t.Upsert()
 	es := e.Val
+	if n := len(es); n > 0 && addTs(es[0].ts, keep) < wm {
+		d := 1
+		for d < n && addTs(es[d].ts, keep) < wm {
+			d++
+		}
+		m := copy(es, es[d:])
+		clear(es[m:])
+		es = es[:m]
+	}
 	i := len(es)
 	for i > 0 && es[i-1].ts > ts {
 		i--
