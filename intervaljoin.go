@@ -176,8 +176,9 @@ type intervalJoinFn[K comparable, A, B, U any] struct {
 	// ts == watermark on a side whose bound is <= 0, an element the
 	// watermark said would not come). Flink still holds those until its
 	// timer fires at the next watermark advance, so they stay visible until
-	// then; they get an exact timer, and any timer of their key clears the
-	// count (all timers of a key fire at one advance). Empty in practice.
+	// then; they get an exact timer, which fires at that advance, and any
+	// timer of their key clears the count (a timer only fires in an
+	// advance, after which they are due like any other). Empty in practice.
 	edgeLeft, edgeRight map[K]int
 	due                 []int64 // scratch: bucket timestamps being removed
 
