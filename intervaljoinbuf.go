@@ -143,6 +143,12 @@ func (h *heapJoinSide[T]) add(ts int64, v T, keep, wm int64) (existed bool) {
 		i--
 	}
 	existed = i > 0 && es[i-1].ts == ts
+	if es == nil {
+		// A key's buffer empties and is deleted at its timers, and a
+		// buffer usually holds a few elements: one allocation, not
+		// append's three growing from one element to four.
+		es = make([]joinElem[T], 0, 4)
+	}
 	if i == len(es) {
 		e.Val = append(es, joinElem[T]{ts: ts, v: v})
 	} else {
