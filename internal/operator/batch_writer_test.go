@@ -128,3 +128,101 @@ func TestWriterBatchMatchesElements(t *testing.T) {
 		}
 	}
 }
+
+// seen records what a reader handed on, element by element or in batches.
+type seen struct {
+	vs      []wpair
+	ts      []int64
+	batches int
+	onBatch func()
+}
+
+func (s *seen) ProcessElement(v wpair, ts int64) { s.vs = append(s.vs, v); s.ts = append(s.ts, ts) }
+func (s *seen) ProcessWatermark(int64)           {}
+
+type seenBatches struct{ *seen }
+
+func (s seenBatches) ProcessBatch(vs []wpair, ts int64) {
+	s.batches++
+	for _, v := range vs {
+		s.ProcessElement(v, ts)
+	}
+	if s.onBatch != nil {
+		s.onBatch()
+	}
+}
+
+// TestReaderBatchMatchesElements: a reader whose operator takes batches hands
+// on the same records with the same timestamps, in order, as one that hands
+// them one by one, over buffers holding records with and without
+// timestamps, and stops asked for mid-buffer.
+func TestReaderBatchMatchesElements(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 8))
+	c := wpairCodec(t)
+	for round := range 20 {
+		bufSize := []int{64, 70, 100, 1024, 32 << 10}[rng.IntN(5)]
+		var bufs [][]byte
+		got := drain(t, 1, bufSize, func(w *Writer[wpair]) {
+			for range 2000 {
+				ts := int64(NoTimestamp)
+				if rng.IntN(4) == 0 {
+					ts = rng.Int64N(3) // runs of equal timestamps
+				}
+				w.ProcessElement(wpair{rng.Int64(), rng.Int64()}, ts)
+			}
+		})
+		for _, b := range got[0] {
+			if len(b) > 1 {
+				bufs = append(bufs, b)
+			}
+		}
+		var one, many seen
+		var statsOne, statsMany IOStats
+		r1 := NewReader(c, Input[wpair](&one), 1, &statsOne, "one")
+		rb := NewReader(c, Input[wpair](seenBatches{&many}), 1, &statsMany, "batches")
+		if rb.batch == nil {
+			t.Fatal("the reader does not batch")
+		}
+		stops := 0
+		many.onBatch = func() {
+			if rng.IntN(5) == 0 {
+				statsMany.Yield.Store(true)
+			}
+		}
+		for _, b := range bufs {
+			if err := r1.ProcessBuffer(0, b); err != nil {
+				t.Fatal(err)
+			}
+			for pos := 0; pos < len(b); {
+				next, err := rb.ProcessFrom(0, b, pos)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next < len(b) {
+					if !statsMany.Yield.Load() {
+						t.Fatalf("round %d: the reader stopped at %d of %d without a yield", round, next, len(b))
+					}
+					stops++
+				}
+				statsMany.Yield.Store(false)
+				pos = next
+			}
+		}
+		if len(one.vs) != 2000 || len(many.vs) != len(one.vs) {
+			t.Fatalf("round %d: %d records one by one, %d in batches, want 2000", round, len(one.vs), len(many.vs))
+		}
+		for i := range one.vs {
+			if one.vs[i] != many.vs[i] || one.ts[i] != many.ts[i] {
+				t.Fatalf("round %d: record %d: batches gave %v at %d, one by one %v at %d", round, i, many.vs[i], many.ts[i], one.vs[i], one.ts[i])
+			}
+		}
+		if statsOne.RecordsIn != 2000 || statsMany.RecordsIn != 2000 {
+			t.Fatalf("round %d: records counted %d and %d, want 2000", round, statsOne.RecordsIn, statsMany.RecordsIn)
+		}
+		if bufSize >= 1024 && many.batches >= len(many.vs) {
+			t.Fatalf("round %d: %d batches for %d records", round, many.batches, len(many.vs))
+		}
+		t.Logf("round %d: buffers of %d, %d batches, %d stops", round, bufSize, many.batches, stops)
+	}
+}
