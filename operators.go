@@ -180,11 +180,14 @@ func (o *processOp[T, U]) Close() error {
 // ValueState (so it lives in the configured state backend) and emits each
 // update; in batch mode in a Go map, emitting only final values at the end.
 type reduceOp[K comparable, T any] struct {
-	f          func(T, T) T
-	key        func(T) K
-	out        operator.Input[T]
-	ctx        *operator.Context
-	batch      map[K]T // batch mode only
+	f   func(T, T) T
+	key func(T) K
+	out operator.Input[T]
+	ctx *operator.Context
+	// Batch mode only: each key's index into vals, so a record costs one
+	// map lookup (a new key two) instead of a lookup and an assignment.
+	batch      map[K]int
+	vals       []T
 	keyCodec   codec.Codec[K]
 	valueCodec codec.Codec[T]
 	core       *keyed.Core[K]
@@ -214,10 +217,12 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 	o.ctx.Enter()
 	k := o.key(v)
 	if o.batch != nil {
-		if a, ok := o.batch[k]; ok {
-			v = o.f(a, v)
+		if i, ok := o.batch[k]; ok {
+			o.vals[i] = o.f(o.vals[i], v)
+			return
 		}
-		o.batch[k] = v
+		o.batch[k] = len(o.vals)
+		o.vals = append(o.vals, v)
 		return
 	}
 	o.core.SetKey(k)
@@ -239,7 +244,7 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 func (o *reduceOp[K, T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
 
 func (o *reduceOp[K, T]) Finish() error {
-	for _, v := range o.batch {
+	for _, v := range o.vals {
 		o.out.ProcessElement(v, NoTimestamp)
 	}
 	return nil
