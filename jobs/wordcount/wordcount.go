@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/weirhq/weir"
 )
@@ -32,6 +33,47 @@ type Options struct {
 // Tokenize calls emit for every word of line: lower-cased, split on runs of
 // characters that are neither letters nor digits.
 func Tokenize(line string, emit func(string)) {
+	// Most text is ASCII: there the letters and digits are [A-Za-z0-9] and
+	// lower-casing maps only A-Z, so one byte table replaces decoding runes
+	// and the Unicode tables, with the same words.
+	upper := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if c >= utf8.RuneSelf {
+			tokenizeUnicode(line, emit)
+			return
+		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	lower := line
+	if upper {
+		lower = strings.ToLower(line)
+	}
+	start := -1
+	for i := 0; i < len(lower); i++ {
+		word := asciiWord[lower[i]]
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			emit(lower[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		emit(lower[start:])
+	}
+}
+
+// asciiWord marks the ASCII bytes that are letters or digits.
+var asciiWord = func() (t [256]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c))
+	}
+	return t
+}()
+
+func tokenizeUnicode(line string, emit func(string)) {
 	lower := strings.ToLower(line)
 	start := -1
 	for i, r := range lower {
