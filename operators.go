@@ -195,6 +195,11 @@ type reduceOp[K comparable, T any] struct {
 	// table is acc's heap table when acc is a plain heap ValueState: then
 	// ProcessElement does what acc.Value and acc.Update do, with direct calls.
 	table *heap.Table[T]
+	// outBatch is out when it takes batches: a streaming reduce over the
+	// heap table then hands on each batch's updated values as one batch.
+	outBatch operator.BatchInput[T]
+	buf      []T
+	clear    bool // as in mapOp
 }
 
 func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
@@ -239,6 +244,38 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 		o.acc.Update(v)
 	}
 	o.out.ProcessElement(v, ts)
+}
+
+// ProcessBatch implements operator.BatchInput: like mapOp, the whole batch
+// is reduced (each element's key set, its accumulator read and updated, in
+// order) before its updated values go on as one batch. Other modes and
+// backends take the elements one by one.
+func (o *reduceOp[K, T]) ProcessBatch(vs []T, ts int64) {
+	t := o.table
+	if t == nil || o.outBatch == nil {
+		for _, v := range vs {
+			o.ProcessElement(v, ts)
+		}
+		return
+	}
+	if cap(o.buf) < len(vs) {
+		o.buf = make([]T, len(vs))
+	}
+	buf, f, key, core := o.buf[:len(vs)], o.f, o.key, o.core
+	o.ctx.Enter()
+	for i, v := range vs {
+		core.SetKey(key(v))
+		if e := t.Lookup(); e != nil {
+			v = f(e.Val, v)
+		}
+		e, _ := t.Upsert()
+		e.Val = v
+		buf[i] = v
+	}
+	o.outBatch.ProcessBatch(buf, ts)
+	if o.clear {
+		clear(buf)
+	}
 }
 
 func (o *reduceOp[K, T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
