@@ -180,11 +180,14 @@ func (o *processOp[T, U]) Close() error {
 // ValueState (so it lives in the configured state backend) and emits each
 // update; in batch mode in a Go map, emitting only final values at the end.
 type reduceOp[K comparable, T any] struct {
-	f          func(T, T) T
-	key        func(T) K
-	out        operator.Input[T]
-	ctx        *operator.Context
-	batch      map[K]T // batch mode only
+	f   func(T, T) T
+	key func(T) K
+	out operator.Input[T]
+	ctx *operator.Context
+	// Batch mode only: each key's index into vals, so a record costs one
+	// map lookup (a new key two) instead of a lookup and an assignment.
+	batch      map[K]int
+	vals       []T
 	keyCodec   codec.Codec[K]
 	valueCodec codec.Codec[T]
 	core       *keyed.Core[K]
@@ -192,6 +195,11 @@ type reduceOp[K comparable, T any] struct {
 	// table is acc's heap table when acc is a plain heap ValueState: then
 	// ProcessElement does what acc.Value and acc.Update do, with direct calls.
 	table *heap.Table[T]
+	// outBatch is out when it takes batches: a streaming reduce over the
+	// heap table then hands on each batch's updated values as one batch.
+	outBatch operator.BatchInput[T]
+	buf      []T
+	clear    bool // as in mapOp
 }
 
 func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
@@ -214,10 +222,12 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 	o.ctx.Enter()
 	k := o.key(v)
 	if o.batch != nil {
-		if a, ok := o.batch[k]; ok {
-			v = o.f(a, v)
+		if i, ok := o.batch[k]; ok {
+			o.vals[i] = o.f(o.vals[i], v)
+			return
 		}
-		o.batch[k] = v
+		o.batch[k] = len(o.vals)
+		o.vals = append(o.vals, v)
 		return
 	}
 	o.core.SetKey(k)
@@ -236,10 +246,42 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 	o.out.ProcessElement(v, ts)
 }
 
+// ProcessBatch implements operator.BatchInput: like mapOp, the whole batch
+// is reduced (each element's key set, its accumulator read and updated, in
+// order) before its updated values go on as one batch. Other modes and
+// backends take the elements one by one.
+func (o *reduceOp[K, T]) ProcessBatch(vs []T, ts int64) {
+	t := o.table
+	if t == nil || o.outBatch == nil {
+		for _, v := range vs {
+			o.ProcessElement(v, ts)
+		}
+		return
+	}
+	if cap(o.buf) < len(vs) {
+		o.buf = make([]T, len(vs))
+	}
+	buf, f, key, core := o.buf[:len(vs)], o.f, o.key, o.core
+	o.ctx.Enter()
+	for i, v := range vs {
+		core.SetKey(key(v))
+		if e := t.Lookup(); e != nil {
+			v = f(e.Val, v)
+		}
+		e, _ := t.Upsert()
+		e.Val = v
+		buf[i] = v
+	}
+	o.outBatch.ProcessBatch(buf, ts)
+	if o.clear {
+		clear(buf)
+	}
+}
+
 func (o *reduceOp[K, T]) ProcessWatermark(wm int64) { o.out.ProcessWatermark(wm) }
 
 func (o *reduceOp[K, T]) Finish() error {
-	for _, v := range o.batch {
+	for _, v := range o.vals {
 		o.out.ProcessElement(v, NoTimestamp)
 	}
 	return nil

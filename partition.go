@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/operator"
 )
 
 // roundRobin starts each producer subtask at a different channel so that
@@ -39,17 +40,36 @@ func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, max
 			owner[kg] = int32(keygroup.OperatorIndex(kg, channels, maxP))
 		}
 		// The common key kinds hash inline: one indirect call (the user's key
-		// function) per record instead of two.
+		// function) per record instead of two. A batch is routed in one loop
+		// (operator.Selector), so the writer makes no call per record for it.
 		switch reflect.TypeFor[K]().Kind() {
 		case reflect.Int64, reflect.Int, reflect.Uint64, reflect.Uint:
-			return func(v T) int {
-				k := key(v)
-				return int(owner[kgs.KeyGroup(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))])
+			return operator.Selector[T]{
+				One: func(v T) int {
+					k := key(v)
+					return int(owner[kgs.KeyGroup(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))])
+				},
+				Batch: func(vs []T, chs []int32) {
+					chs = chs[:len(vs)]
+					for i := range vs {
+						k := key(vs[i])
+						chs[i] = owner[kgs.KeyGroup(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))]
+					}
+				},
 			}
 		case reflect.String:
-			return func(v T) int {
-				k := key(v)
-				return int(owner[kgs.KeyGroup(keygroup.HashString(*(*string)(unsafe.Pointer(&k))))])
+			return operator.Selector[T]{
+				One: func(v T) int {
+					k := key(v)
+					return int(owner[kgs.KeyGroup(keygroup.HashString(*(*string)(unsafe.Pointer(&k))))])
+				},
+				Batch: func(vs []T, chs []int32) {
+					chs = chs[:len(vs)]
+					for i := range vs {
+						k := key(vs[i])
+						chs[i] = owner[kgs.KeyGroup(keygroup.HashString(*(*string)(unsafe.Pointer(&k))))]
+					}
+				},
 			}
 		}
 		return func(v T) int { return int(owner[kgs.KeyGroup(hash(key(v)))]) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/tuple"
 )
 
 // tagged is an element with the subtask that saw it downstream.
@@ -185,5 +186,42 @@ func TestRollingReduceStreaming(t *testing.T) {
 	// odd: 1, 4, 9; even: 2, 6, 12 — every update is emitted in streaming mode.
 	if want := []int64{1, 2, 4, 6, 9, 12}; !slices.Equal(out, want) {
 		t.Fatalf("got %v, want %v", out, want)
+	}
+}
+
+// TestRollingReduceBatches: a streaming reduce whose input arrives in
+// batches (memory-layout records off the network) and whose output takes
+// batches (a chained map) emits every update once, with the right value.
+func TestRollingReduceBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 3))
+	in := make([]tuple.T2[int64, int64], 20000)
+	want := map[int64]int64{}
+	for i := range in {
+		k := rng.Int64N(50)
+		in[i] = tuple.Of2(k, int64(1))
+		want[k]++
+	}
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
+	keyed := weir.KeyBy(weir.FromSlice(env, in), func(p tuple.T2[int64, int64]) int64 { return p.F0 })
+	sums := weir.Reduce(keyed, func(a, b tuple.T2[int64, int64]) tuple.T2[int64, int64] { a.F1 += b.F1; return a })
+	out := run(t, env, weir.Map(sums, func(p tuple.T2[int64, int64]) tuple.T2[int64, int64] { return p }))
+	got := map[int64][]int64{}
+	for _, p := range out {
+		got[p.F0] = append(got[p.F0], p.F1)
+	}
+	for k, n := range want {
+		vs := got[k]
+		slices.Sort(vs)
+		if int64(len(vs)) != n {
+			t.Fatalf("key %d: %d updates, want %d", k, len(vs), n)
+		}
+		for i, v := range vs {
+			if v != int64(i+1) {
+				t.Fatalf("key %d: updates %v, want 1..%d", k, vs, n)
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d keys, want %d", len(got), len(want))
 	}
 }

@@ -94,7 +94,7 @@ func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataS
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		op := &reduceOp[K, T]{f: f, key: ks.key, out: out.(operator.Input[T]), ctx: ctx}
 		if ctx.Mode == operator.Batch {
-			op.batch = map[K]T{}
+			op.batch = map[K]int{}
 		} else {
 			if ks.keyCodec == nil {
 				return operator.Instance{}, fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for the key: %w (use KeyByWithCodec)", ks.codecErr)
@@ -103,6 +103,7 @@ func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataS
 				return operator.Instance{}, fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for its values: %w", valueErr)
 			}
 			op.keyCodec, op.valueCodec = ks.keyCodec, valueCodec
+			op.outBatch, op.clear = operator.AsBatch(op.out), !operator.PointerFree[T]()
 		}
 		return operator.Instance{Op: op, Keyed: op.batch == nil, Inputs: []any{operator.Input[T](op)}}, nil
 	})

@@ -10,8 +10,19 @@ import (
 
 // SelectorFactory creates, for one producer subtask, the function that picks
 // the channel (0..channels-1) of a record of type T. It returns a func(T) int,
-// or nil to broadcast every record to all channels.
+// a Selector[T], or nil to broadcast every record to all channels.
 type SelectorFactory func(channels, subtask, maxParallelism int) any
+
+// Selector is a channel selector that can also route a whole batch in one
+// call: Batch(vs, chs) sets chs[i] to One(vs[i]) for every i (len(chs) ==
+// len(vs)). Batch must be pure (a key selector): the writer routes a batch
+// before it writes any of it. Hashing a batch's keys in one loop costs one
+// indirect call per record (the key function) instead of two, and lets the
+// writer append the records without a call per record.
+type Selector[T any] struct {
+	One   func(T) int
+	Batch func(vs []T, chs []int32)
+}
 
 // StreamType is the type-erased handle on a stream's element type T, created
 // once per stream when the graph is built.
@@ -71,12 +82,18 @@ func (s *streamType[T]) CodecErr() error  { return s.err }
 
 func (s *streamType[T]) NewWriter(rp *network.ResultPartition, sel SelectorFactory, subtask, maxP int, cancel <-chan struct{}, stats *IOStats) (any, PartitionWriter) {
 	var f func(T) int
+	var batch func([]T, []int32)
 	if sel != nil {
-		if g := sel(len(rp.Subs), subtask, maxP); g != nil {
+		switch g := sel(len(rp.Subs), subtask, maxP).(type) {
+		case nil:
+		case Selector[T]:
+			f, batch = g.One, g.Batch
+		default:
 			f = g.(func(T) int)
 		}
 	}
 	w := NewWriter(s.codec, rp, f, cancel, stats)
+	w.selBatch = batch
 	return w, w
 }
 

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/weirhq/weir/clock"
@@ -41,10 +42,14 @@ type PartitionWriter interface {
 // room for the largest record seen so far; otherwise (or when the encoding
 // outgrew the buffer) the encoded bytes are copied, spanning buffers if needed.
 type Writer[T any] struct {
-	codec     codec.Codec[T]
-	rp        *network.ResultPartition
-	cur       []*network.Buffer
-	sel       func(T) int // nil: broadcast
+	codec codec.Codec[T]
+	rp    *network.ResultPartition
+	cur   []*network.Buffer
+	sel   func(T) int // nil: broadcast
+	// selBatch, when not nil, routes a whole batch at once (Selector.Batch);
+	// chs holds its result.
+	selBatch  func([]T, []int32)
+	chs       []int32
 	cancel    <-chan struct{}
 	stats     *IOStats
 	scratch   []byte
@@ -66,6 +71,55 @@ func NewWriter[T any](c codec.Codec[T], rp *network.ResultPartition, sel func(T)
 	return w
 }
 
+// ProcessBatch implements BatchInput: the records are routed first (all keys
+// hashed in one loop when the selector routes batches), then appended to
+// their channels' buffers, with the header built once per batch. The bytes
+// written, their order per channel and the requests for buffers (and so the
+// backpressure) are those of ProcessElement for each record.
+func (w *Writer[T]) ProcessBatch(vs []T, ts int64) {
+	if w.selBatch == nil || w.memSize == 0 {
+		// Broadcasts, codec-encoded records, and stateful or failing
+		// selectors (round robin, a custom partitioner) go record by record,
+		// the selector interleaved with the writes as before.
+		for _, v := range vs {
+			w.ProcessElement(v, ts)
+		}
+		return
+	}
+	if len(vs) > cap(w.chs) {
+		w.chs = make([]int32, len(vs))
+	}
+	chs := w.chs[:len(vs)]
+	w.selBatch(vs, chs)
+	w.stats.RecordsOut += int64(len(vs))
+	h := network.HeaderLen(ts)
+	rec := h + w.memSize
+	var hdr [network.MaxHeader]byte
+	network.PutHeader(hdr[:], w.memSize, ts)
+	hdr4 := *(*[4]byte)(hdr[:])
+	size := unsafe.Sizeof(vs[0])
+	fast := 0
+	for i := range vs {
+		ch := chs[i]
+		if b := w.cur[ch]; b != nil {
+			start := len(b.Data)
+			if end := start + rec; end <= cap(b.Data) {
+				b.Data = b.Data[:end]
+				if h == 4 {
+					*(*[4]byte)(b.Data[start:]) = hdr4
+				} else {
+					*(*[network.MaxHeader]byte)(b.Data[start:]) = hdr
+				}
+				copyMemory(b.Data[start+h:end], unsafe.Pointer(&vs[i]), size)
+				fast++
+				continue
+			}
+		}
+		w.write(int(ch), vs[i], ts)
+	}
+	w.stats.BytesOut += int64(fast * rec)
+}
+
 // ProcessElement implements Input.
 func (w *Writer[T]) ProcessElement(v T, ts int64) {
 	w.stats.RecordsOut++
@@ -77,7 +131,11 @@ func (w *Writer[T]) ProcessElement(v T, ts int64) {
 			h := network.HeaderLen(ts)
 			if end := start + h + w.memSize; end <= cap(b.Data) {
 				b.Data = b.Data[:end]
-				network.PutHeader(b.Data[start:], w.memSize, ts)
+				if h == 4 { // inline; PutHeader is not
+					binary.LittleEndian.PutUint32(b.Data[start:], uint32(w.memSize)<<1)
+				} else {
+					network.PutHeader(b.Data[start:], w.memSize, ts)
+				}
 				copyMemory(b.Data[start+h:end], unsafe.Pointer(&v), unsafe.Sizeof(v))
 				w.stats.BytesOut += int64(h + w.memSize)
 				return

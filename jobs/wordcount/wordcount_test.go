@@ -127,6 +127,47 @@ func TestWordcountMatchesReference(t *testing.T) {
 	}
 }
 
+// TestTokenizeMatchesReference: Tokenize (with its ASCII path) gives the
+// reference scan's words, in order, on random lines of ASCII only and mixed
+// scripts, with and without capitals.
+func TestTokenizeMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 2))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			if rng.IntN(3) == 0 {
+				b.WriteString(words[rng.IntN(len(words))])
+				b.WriteString(seps[rng.IntN(len(seps))])
+				continue
+			}
+			for range rng.IntN(8) {
+				b.WriteByte(byte(rng.IntN(128)))
+			}
+		}
+		line := b.String()
+		var want []string
+		var cur []rune
+		for _, r := range strings.ToLower(line) {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				cur = append(cur, r)
+				continue
+			}
+			if len(cur) > 0 {
+				want = append(want, string(cur))
+				cur = cur[:0]
+			}
+		}
+		if len(cur) > 0 {
+			want = append(want, string(cur))
+		}
+		var got []string
+		wordcount.Tokenize(line, func(w string) { got = append(got, w) })
+		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+			t.Fatalf("Tokenize(%q) = %q, want %q", line, got, want)
+		}
+	}
+}
+
 func TestTokenize(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
