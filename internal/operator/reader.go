@@ -39,12 +39,18 @@ type Reader[T any] struct {
 	// memSize > 0 when T's encoding is its memory: records are copied out
 	// of the buffer without calling the codec.
 	memSize int
+	// runs is in as a RunEnder, if it is one: told when ProcessFrom ends.
+	runs RunEnder
 }
 
 // NewReader returns a reader for an input with the given number of channels.
 func NewReader[T any](c codec.Codec[T], in Input[T], channels int, stats *IOStats, name string) *Reader[T] {
 	r := &Reader[T]{codec: c, in: in, frames: make([]network.Deframer, channels), stats: stats, name: name}
 	r.memSize, _ = codec.MemorySize(c)
+	if re, ok := in.(RunEnder); ok {
+		re.UseRuns()
+		r.runs = re
+	}
 	return r
 }
 
@@ -53,6 +59,14 @@ func NewReader[T any](c codec.Codec[T], in Input[T], channels int, stats *IOStat
 // a full output, without finishing a buffer that may hold thousands of
 // records first; the check is one atomic load per record.
 func (r *Reader[T]) ProcessFrom(ch int, data []byte, pos int) (int, error) {
+	next, err := r.processFrom(ch, data, pos)
+	if r.runs != nil {
+		r.runs.EndRun()
+	}
+	return next, err
+}
+
+func (r *Reader[T]) processFrom(ch int, data []byte, pos int) (int, error) {
 	d := &r.frames[ch]
 	if pos == 0 {
 		r.stats.BytesIn += int64(len(data))
