@@ -10,6 +10,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/internal/window"
 	"github.com/weirhq/weir/state"
@@ -270,9 +271,12 @@ type windowContents[T, R any] interface {
 }
 
 type valueContents[T, ACC, R any] struct {
-	codec    codec.Codec[ACC]
-	name     string
-	st       state.ValueState[ACC]
+	codec codec.Codec[ACC]
+	name  string
+	st    state.ValueState[ACC]
+	// tab is st's heap table when st is a plain heap value (no TTL): add
+	// reads and updates it without two interface calls.
+	tab      *heap.Table[ACC]
 	addFn    func(acc ACC, ok bool, v T) ACC
 	mergeFn  func(a, b ACC) ACC
 	resultFn func(ACC) R
@@ -280,9 +284,24 @@ type valueContents[T, ACC, R any] struct {
 
 func (c *valueContents[T, ACC, R]) open(store state.KeyedStore) {
 	c.st = state.GetValueState(store, state.ValueDescriptor[ACC]{Name: c.name, Codec: c.codec})
+	if h, ok := c.st.(interface{ HeapTable() *heap.Table[ACC] }); ok {
+		c.tab = h.HeapTable()
+	}
 }
 
 func (c *valueContents[T, ACC, R]) add(v T) bool {
+	if t := c.tab; t != nil {
+		// As st.Value then st.Update, on the table.
+		if e := t.Lookup(); e != nil {
+			e = t.Writable(e)
+			e.Val = c.addFn(e.Val, true, v)
+			return false
+		}
+		var zero ACC
+		acc := c.addFn(zero, false, v)
+		t.Insert().Val = acc
+		return true
+	}
 	acc, ok := c.st.Value()
 	c.st.Update(c.addFn(acc, ok, v))
 	return !ok

@@ -46,6 +46,19 @@ func AsBatch[T any](in Input[T]) BatchInput[T] {
 	return b
 }
 
+// RunEnder is an Input that may hold back some of the elements a Reader
+// hands it and process them together later (to overlap the cache misses of
+// their state lookups), as long as it has processed every one of them when
+// EndRun returns. A Reader calls UseRuns once when it is made and EndRun
+// before every return from ProcessFrom, so that the task never runs a
+// watermark, a barrier, a timer or the end of input between an element and
+// its processing. An Input that no Reader told to UseRuns (a chained one)
+// must process each element before ProcessElement returns.
+type RunEnder interface {
+	UseRuns()
+	EndRun()
+}
+
 // Lifecycle is what the task runtime calls on every operator instance.
 type Lifecycle interface {
 	// Open prepares the operator before the first element.

@@ -44,6 +44,8 @@ type Reader[T any] struct {
 	// copied out into buf and handed on up to len(buf) at a time.
 	batch BatchInput[T]
 	buf   []T
+	// runs is in as a RunEnder, if it is one: told when ProcessFrom ends.
+	runs RunEnder
 }
 
 // maxBatchBytes bounds a batch the reader hands on: with at most 64 records
@@ -59,6 +61,10 @@ func NewReader[T any](c codec.Codec[T], in Input[T], channels int, stats *IOStat
 		r.batch = b
 		r.buf = make([]T, max(1, min(64, maxBatchBytes/r.memSize)))
 	}
+	if re, ok := in.(RunEnder); ok {
+		re.UseRuns()
+		r.runs = re
+	}
 	return r
 }
 
@@ -67,6 +73,14 @@ func NewReader[T any](c codec.Codec[T], in Input[T], channels int, stats *IOStat
 // a full output, without finishing a buffer that may hold thousands of
 // records first; the check is one atomic load per record.
 func (r *Reader[T]) ProcessFrom(ch int, data []byte, pos int) (int, error) {
+	next, err := r.processFrom(ch, data, pos)
+	if r.runs != nil {
+		r.runs.EndRun()
+	}
+	return next, err
+}
+
+func (r *Reader[T]) processFrom(ch int, data []byte, pos int) (int, error) {
 	d := &r.frames[ch]
 	if pos == 0 {
 		r.stats.BytesIn += int64(len(data))

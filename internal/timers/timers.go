@@ -2,11 +2,11 @@ package timers
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
+	"unsafe"
 
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
@@ -28,8 +28,10 @@ const (
 
 type item struct {
 	Timer
-	id  string // dedup key within a key group: ts | uvarint(len(key)) key | ns
-	idx int    // position in the heap (written by the task goroutine only)
+	id string // dedup key within a key group: ts | uvarint(len(key)) key | ns
+	// dead marks a deleted timer, which its heap entry outlives until it
+	// reaches the top (written by the task goroutine only).
+	dead bool
 }
 
 type group struct {
@@ -38,9 +40,11 @@ type group struct {
 }
 
 // queue is one time domain's timers: a heap for order, per-key-group maps for
-// deduplication, deletion and snapshots.
+// deduplication, deletion and snapshots. A deleted timer leaves the maps
+// at once and the heap when it reaches the top (dead counts those).
 type queue struct {
 	h      itemHeap
+	dead   int
 	groups []group
 }
 
@@ -111,13 +115,17 @@ func (s *Service) add(q *queue, t Timer) {
 		return
 	}
 	g = s.own(q, t.KeyGroup)
+	// One allocation for the id, the key and the namespace: the id holds
+	// both, and none of them is ever written.
+	b := bytes.Clone(id)
+	kn := b[len(id)-len(t.Key)-len(t.Namespace):]
 	it := &item{Timer: Timer{Timestamp: t.Timestamp, KeyGroup: t.KeyGroup,
-		Key: bytes.Clone(t.Key), Namespace: bytes.Clone(t.Namespace)}, id: string(id)}
-	if it.Key == nil {
-		it.Key = []byte{}
+		Key: kn[:len(t.Key):len(t.Key)], Namespace: kn[len(t.Key):]}, id: unsafe.String(unsafe.SliceData(b), len(b))}
+	if t.Namespace == nil {
+		it.Namespace = nil // as bytes.Clone gave
 	}
 	g.m[it.id] = it
-	heap.Push(&q.h, it)
+	q.h.push(entryOf(it))
 }
 
 func (s *Service) delete(q *queue, ts int64) {
@@ -130,7 +138,8 @@ func (s *Service) delete(q *queue, ts int64) {
 		return
 	}
 	delete(s.own(q, s.kg).m, it.id)
-	heap.Remove(&q.h, it.idx)
+	it.dead = true
+	q.dead++
 }
 
 // own returns key group kg's map, cloning it if a snapshot shares it.
@@ -148,12 +157,21 @@ func (s *Service) own(q *queue, kg int) *group {
 
 // pop removes and returns the earliest timer if it is due at t.
 func (s *Service) pop(q *queue, t int64) (Timer, bool) {
-	if len(q.h) == 0 || q.h[0].Timestamp > t {
+	q.dropDead()
+	if len(q.h) == 0 || q.h[0].ts > t {
 		return Timer{}, false
 	}
-	it := heap.Pop(&q.h).(*item)
+	it := q.h.pop().it
 	delete(s.own(q, it.KeyGroup).m, it.id)
 	return it.Timer, true
+}
+
+// dropDead removes deleted timers from the top of the heap.
+func (q *queue) dropDead() {
+	for q.dead > 0 && len(q.h) > 0 && q.h[0].it.dead {
+		q.h.pop()
+		q.dead--
+	}
 }
 
 // AdvanceWatermark fires, in timestamp order, every event-time timer with
@@ -170,10 +188,11 @@ func (s *Service) AdvanceWatermark(wm int64, fire func(Timer)) {
 
 // NextProcessingTime returns the earliest processing-time timer.
 func (s *Service) NextProcessingTime() (int64, bool) {
+	s.proc.dropDead()
 	if len(s.proc.h) == 0 {
 		return 0, false
 	}
-	return s.proc.h[0].Timestamp, true
+	return s.proc.h[0].ts, true
 }
 
 // FireProcessingTime fires every processing-time timer with timestamp <= now.
@@ -188,7 +207,9 @@ func (s *Service) FireProcessingTime(now int64, fire func(Timer)) {
 }
 
 // Len returns the number of event-time and processing-time timers.
-func (s *Service) Len() (event, processing int) { return len(s.event.h), len(s.proc.h) }
+func (s *Service) Len() (event, processing int) {
+	return len(s.event.h) - s.event.dead, len(s.proc.h) - s.proc.dead
+}
 
 // Snapshot freezes the timers and returns the two snapshot sources (event
 // time, processing time), which may be written from another goroutine.
@@ -277,34 +298,82 @@ func (s *Service) RestoreEntry(kg int, kind snapshot.Kind, e snapshot.Entry) err
 	return nil
 }
 
+// entry is a timer in the heap, with what orders it: the heap compares
+// entries without reading their items, which lie elsewhere in memory (a
+// window operator keeps a timer per key and window, and its firings were
+// mostly cache misses on items in the heap's comparisons and swaps).
+type entry struct {
+	ts int64
+	kg int
+	// pre is the first 8 bytes of the item's id after the timestamp
+	// (uvarint(len(key)) and the key's first bytes), big-endian and
+	// zero-padded: its order is the ids' order unless equal, and then
+	// the ids decide.
+	pre uint64
+	it  *item
+}
+
+func entryOf(it *item) entry {
+	var b [8]byte
+	copy(b[:], it.id[8:])
+	return entry{ts: it.Timestamp, kg: it.KeyGroup, pre: binary.BigEndian.Uint64(b[:]), it: it}
+}
+
 // itemHeap orders timers by timestamp, then key group, key and namespace, so
 // firing order is deterministic.
-type itemHeap []*item
+type itemHeap []entry
 
-func (h itemHeap) Len() int { return len(h) }
-func (h itemHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	if a.Timestamp != b.Timestamp {
-		return a.Timestamp < b.Timestamp
+func (h itemHeap) less(i, j int) bool {
+	a, b := &h[i], &h[j]
+	if a.ts != b.ts {
+		return a.ts < b.ts
 	}
-	if a.KeyGroup != b.KeyGroup {
-		return a.KeyGroup < b.KeyGroup
+	if a.kg != b.kg {
+		return a.kg < b.kg
 	}
-	return a.id < b.id
+	if a.pre != b.pre {
+		return a.pre < b.pre
+	}
+	return a.it.id < b.it.id
 }
-func (h itemHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+
+// push and pop are container/heap's, on entries: through its interface
+// every entry pushed or popped was boxed, an allocation each.
+func (h *itemHeap) push(e entry) {
+	*h = append(*h, e)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
 }
-func (h *itemHeap) Push(x any) {
-	it := x.(*item)
-	it.idx = len(*h)
-	*h = append(*h, it)
-}
-func (h *itemHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return it
+
+// pop removes and returns the least entry; the heap must not be empty.
+func (h *itemHeap) pop() entry {
+	q := *h
+	n := len(q) - 1
+	top := q[0]
+	q[0] = q[n]
+	q[n] = entry{}
+	q = q[:n]
+	*h = q
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j+1 < n && q.less(j+1, j) {
+			j++
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	return top
 }

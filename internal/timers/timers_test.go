@@ -2,6 +2,7 @@ package timers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -81,7 +82,9 @@ func TestAgainstReference(t *testing.T) {
 	var snapModels []ref
 	wm, now := int64(0), int64(0)
 	for step := range 20000 {
-		key := fmt.Sprint("k", rnd.IntN(30))
+		// Long keys share their first 8 id bytes, so that the heap's order
+		// falls back to whole ids.
+		key := fmt.Sprint([]string{"k", "kkkkkkkkkk"}[rnd.IntN(2)], rnd.IntN(30))
 		ns := []string{"", "n"}[rnd.IntN(2)]
 		ts := wm + rnd.Int64N(50)
 		s.SetCurrentKey([]byte(key), kgOf(key))
@@ -100,11 +103,19 @@ func TestAgainstReference(t *testing.T) {
 		case 4:
 			wm += rnd.Int64N(20)
 			var prev int64 = -1 << 62
+			prevKG, prevID := -1, ""
 			s.AdvanceWatermark(wm, func(tm Timer) {
 				k := fmt.Sprintf("e|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace)
 				if !model[k] || tm.Timestamp > wm || tm.Timestamp < prev {
 					t.Fatalf("step %d: fired %s at watermark %d (prev %d), model has it: %v", step, k, wm, prev, model[k])
 				}
+				// Equal timestamps fire in key group, then id order
+				// (uvarint(len(key)) key ns): deterministic.
+				id := string(binary.AppendUvarint(nil, uint64(len(tm.Key)))) + string(tm.Key) + string(tm.Namespace)
+				if tm.Timestamp == prev && (tm.KeyGroup < prevKG || tm.KeyGroup == prevKG && id <= prevID) {
+					t.Fatalf("step %d: fired %s (key group %d) after %q (key group %d) at one timestamp", step, k, tm.KeyGroup, prevID, prevKG)
+				}
+				prevKG, prevID = tm.KeyGroup, id
 				prev = tm.Timestamp
 				delete(model, k)
 			})
