@@ -77,6 +77,16 @@ Usage:
                                Nexmark's own events; event time starts at
                                --base-time ms since the epoch (default
                                2026-01-01T00:00:00Z); docs/nexmark.md
+  weir nexmark run --query qN|all --events N [--tps R] [--seed S]
+                               [--parallelism P] [--state-backend hashmap|pebble]
+                               [--checkpoint-interval D] [--input FILE]
+                               [--output FILE]: run Nexmark queries on the
+                               embedded cluster over generated events (or a
+                               file from generate); results are discarded, or
+                               written as JSON lines (the final table for
+                               updating queries; a folder for all); prints a
+                               JSON summary per query (events/s per core of
+                               process CPU)
   weir help                    print this text
 
 Built-in jobs:

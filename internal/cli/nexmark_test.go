@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,89 @@ func TestNexmarkGenerateErrors(t *testing.T) {
 		{[]string{"nexmark", "generate", "--events", "10", "--output", out, "extra"}, 2, `takes no arguments, got ["extra"]`},
 		{[]string{"nexmark", "generate", "--events", "10", "--rate", "5", "--output", out}, 2, "unknown flag --rate"},
 		{[]string{"nexmark", "generate", "--events", "10", "--output", filepath.Join(dir, "no", "such", "dir", "f")}, 1, "no such file or directory"},
+	} {
+		code, _, errOut := runCLI(c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: code %d, %q; want code %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+// TestNexmarkRun runs q0 through the command, over generated events and
+// over a file from generate, and checks its summary and its rows.
+func TestNexmarkRun(t *testing.T) {
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events.jsonl")
+	if code, _, errOut := runCLI("nexmark", "generate", "--events", "5000", "--tps", "1000", "--output", events); code != 0 {
+		t.Fatal(errOut)
+	}
+	bids := 0
+	data, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, `{"type":"bid"`) {
+			bids++
+		}
+	}
+	for _, args := range [][]string{
+		{"--events", "5000", "--tps", "1000", "--parallelism", "2"},
+		{"--input", events, "--state-backend", "pebble", "--state-dir", filepath.Join(dir, "state")},
+	} {
+		out := filepath.Join(dir, "q0.jsonl")
+		code, stdout, errOut := runCLI(append([]string{"nexmark", "run", "--query", "q0", "--output", out}, args...)...)
+		if code != 0 {
+			t.Fatalf("%q: code %d, %s", args, code, errOut)
+		}
+		var s struct {
+			Query                  string
+			Events, Rows           int64
+			EventsPerSecondPerCore float64
+		}
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+			t.Fatalf("%q: the summary %q: %v", args, stdout, err)
+		}
+		if s.Query != "q0" || s.Events != 5000 || s.Rows != int64(bids) || s.EventsPerSecondPerCore <= 0 {
+			t.Fatalf("%q: summary %+v, want 5000 events and %d rows", args, s, bids)
+		}
+		rows, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(rows), "\n"); n != bids {
+			t.Fatalf("%q: %d rows in the output, want %d", args, n, bids)
+		}
+	}
+	// all: a summary line per query, then a table.
+	code, stdout, errOut := runCLI("nexmark", "run", "--query", "all", "--events", "2000", "--output", filepath.Join(dir, "all"))
+	if code != 0 || !strings.Contains(stdout, "events/s/core") {
+		t.Fatalf("all: code %d, %q %q", code, stdout, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "all", "q0.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNexmarkRunErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte("{\"type\":\"bid\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"nexmark", "run", "--events", "10"}, 2, "needs --query qN or --query all"},
+		{[]string{"nexmark", "run", "--query", "q99", "--events", "10"}, 2, `no Nexmark query "q99" (there are: q0`},
+		{[]string{"nexmark", "run", "--query", "q0"}, 2, "--events must be a positive number"},
+		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--state-backend", "rocksdb"}, 2, `--state-backend "rocksdb": want hashmap or pebble`},
+		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--parallelism", "0"}, 2, "--parallelism must be from 1 to"},
+		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--checkpoint-interval", "1ms"}, 2, "below 10ms"},
+		{[]string{"nexmark", "run", "--query", "q0", "--input", filepath.Join(dir, "none")}, 2, "no such file"},
+		{[]string{"nexmark", "run", "--query", "q0", "--input", bad}, 1, "bad.jsonl, line 1:"},
 	} {
 		code, _, errOut := runCLI(c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
