@@ -109,8 +109,9 @@ func TestNexmarkRun(t *testing.T) {
 		}
 		var s struct {
 			Query                  string
-			Events, Rows           int64
-			EventsPerSecondPerCore float64
+			Events                 int64
+			Rows                   int64   `json:"result_rows"`
+			EventsPerSecondPerCore float64 `json:"events_per_cpu_s"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 			t.Fatalf("%q: the summary %q: %v", args, stdout, err)

@@ -38,15 +38,16 @@ type Options struct {
 
 // Summary is what Run measured.
 type Summary struct {
+	Engine                 string  `json:"engine"` // "weir"
 	Query                  string  `json:"query"`
 	Events                 int64   `json:"events"`
-	WallSeconds            float64 `json:"wallSeconds"`
-	CPUSeconds             float64 `json:"cpuSeconds"`
-	EventsPerSecond        float64 `json:"eventsPerSecond"`
-	EventsPerSecondPerCore float64 `json:"eventsPerSecondPerCore"`
-	PeakMemoryBytes        int64   `json:"peakMemoryBytes"`
+	WallSeconds            float64 `json:"wall_s"`
+	CPUSeconds             float64 `json:"cpu_s"` // process CPU, user + system, all threads
+	EventsPerSecond        float64 `json:"events_per_s"`
+	EventsPerSecondPerCore float64 `json:"events_per_cpu_s"`
+	PeakMemoryBytes        int64   `json:"peak_rss_bytes"` // the process's, so far
 	// Rows is how many result rows went to Output (with an output).
-	Rows int64 `json:"rows,omitempty"`
+	Rows int64 `json:"result_rows,omitempty"`
 }
 
 // Run runs q over o's events on the embedded cluster and reports what it
@@ -99,7 +100,7 @@ func Run(ctx context.Context, q Query, o Options) (Summary, error) {
 		}
 	}
 	n := counted.Load()
-	s := Summary{Query: q.Name, Events: n, WallSeconds: wall.Seconds(), CPUSeconds: cpu.Seconds(), PeakMemoryBytes: peakRSS(), Rows: rows.Load()}
+	s := Summary{Engine: "weir", Query: q.Name, Events: n, WallSeconds: wall.Seconds(), CPUSeconds: cpu.Seconds(), PeakMemoryBytes: peakRSS(), Rows: rows.Load()}
 	if wall > 0 {
 		s.EventsPerSecond = float64(n) / wall.Seconds()
 	}
