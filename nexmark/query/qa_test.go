@@ -34,3 +34,40 @@ func TestQ22Split(t *testing.T) {
 		}
 	}
 }
+
+func TestQ21Extract(t *testing.T) {
+	for _, c := range []struct {
+		url, want string
+		ok        bool
+	}{
+		{"", "", false},
+		{"channel_id=7", "7", true},
+		{"channel_id=7&channel_id=8", "7", true},
+		{"x?channel_id=7", "", false},
+		{"x?a=1&channel_id=", "", true},
+		{"x?a=1&channel_id=42&b=2", "42", true},
+		{"x?a=1&xchannel_id=5&channel_id=6", "6", true},
+		{"&channel_id=9", "9", true},
+	} {
+		if got, ok := q21Extract(c.url); got != c.want || ok != c.ok {
+			t.Errorf("%q: %q, %v; want %q, %v", c.url, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestQ21HotID(t *testing.T) {
+	for _, c := range []struct {
+		channel, want string
+		ok            bool
+	}{
+		{"Apple", "0", true}, {"GOOGLE", "1", true}, {"facebook", "2", true}, {"BaiDu", "3", true},
+		{"faceboo\u212a", "2", true}, // the Kelvin sign lower-cases to k in Java too
+		{"ba\u0130du", "", false},    // Java lower-cases U+0130 to "i\u0307"
+		{"", "", false}, {"channel-7", "", false}, {"apples", "", false}, {"appl", "", false},
+		{"\u00e4pple", "", false},
+	} {
+		if got, ok := q21HotID(c.channel); got != c.want || ok != c.ok {
+			t.Errorf("%q: %q, %v; want %q, %v", c.channel, got, ok, c.want, c.ok)
+		}
+	}
+}
