@@ -71,3 +71,18 @@ func TestQ21HotID(t *testing.T) {
 		}
 	}
 }
+
+func TestQ14Bounds(t *testing.T) {
+	if !(908*(q14MinPrice-1) <= 1_000_000_000 && 908*q14MinPrice > 1_000_000_000) {
+		t.Errorf("q14MinPrice %d", int64(q14MinPrice))
+	}
+	if !(908*q14MaxPrice < 50_000_000_000 && 908*(q14MaxPrice+1) >= 50_000_000_000) {
+		t.Errorf("q14MaxPrice %d", int64(q14MaxPrice))
+	}
+	// Before 1970 the hour still counts from midnight UTC.
+	for ms, want := range map[int64]string{-1: "nightTime", -5 * 3_600_000: "otherTime", -5*3_600_000 - 1: "dayTime", -6 * 3_600_000: "dayTime", 7 * 3_600_000: "otherTime"} {
+		if got := q14TimeType(ms); got != want {
+			t.Errorf("q14TimeType(%d) = %s, want %s", ms, got, want)
+		}
+	}
+}
