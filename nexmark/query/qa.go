@@ -66,22 +66,27 @@ func qaLowerIs(s, ascii string) bool {
 	return j == len(ascii)
 }
 
-// qaAppendDate appends the UTC date of epoch ms t as yyyy-MM-dd (Flink's
-// DATE_FORMAT(ts, 'yyyy-MM-dd') on a TIMESTAMP(3) taken as UTC), for
-// years 0 to 9999, and returns the minute of its day.
-func qaAppendDate(b []byte, t int64) ([]byte, int64) {
+// qaDayMinute splits epoch ms t into its UTC day (days since 1970-01-01)
+// and the minute of that day.
+func qaDayMinute(t int64) (day, minute int64) {
 	const msPerDay = 86_400_000
-	days := t / msPerDay
-	ms := t % msPerDay
+	day, ms := t/msPerDay, t%msPerDay
 	if ms < 0 {
-		days--
+		day--
 		ms += msPerDay
 	}
-	// Civil from days (H. Hinnant's algorithm), proleptic Gregorian.
-	z := days + 719_468
+	return day, ms / 60_000
+}
+
+// qaAppendDate appends day (days since 1970-01-01) as yyyy-MM-dd, the
+// proleptic Gregorian date Flink's DATE_FORMAT(ts, 'yyyy-MM-dd') gives for
+// a TIMESTAMP taken as UTC (java.time, year of era), for years 1 to 9999.
+func qaAppendDate(b []byte, day int64) []byte {
+	// Civil from days (H. Hinnant's algorithm).
+	z := day + 719_468
 	era := z / 146_097
 	if z < 0 && z%146_097 != 0 {
-		era = (z - 146_096) / 146_097
+		era--
 	}
 	doe := z - era*146_097
 	yoe := (doe - doe/1460 + doe/36_524 - doe/146_096) / 365
@@ -100,8 +105,14 @@ func qaAppendDate(b []byte, t int64) ([]byte, int64) {
 	b = append(b, '-')
 	b = qaAppendPadded(b, m, 2)
 	b = append(b, '-')
-	b = qaAppendPadded(b, d, 2)
-	return b, ms / 60_000
+	return qaAppendPadded(b, d, 2)
+}
+
+// qaAppendMinute appends minute of the day as HH:mm.
+func qaAppendMinute(b []byte, minute int64) []byte {
+	b = qaAppendPadded(b, minute/60, 2)
+	b = append(b, ':')
+	return qaAppendPadded(b, minute%60, 2)
 }
 
 // qaAppendPadded appends n (non-negative) with at least width digits.

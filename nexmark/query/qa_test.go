@@ -2,7 +2,10 @@ package query
 
 // Unit tests of group qa's helpers on inputs the generator never makes.
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // q22Split on URLs the generator never makes: short, empty pieces, slashes
 // at the ends.
@@ -83,6 +86,32 @@ func TestQ14Bounds(t *testing.T) {
 	for ms, want := range map[int64]string{-1: "nightTime", -5 * 3_600_000: "otherTime", -5*3_600_000 - 1: "dayTime", -6 * 3_600_000: "dayTime", 7 * 3_600_000: "otherTime"} {
 		if got := q14TimeType(ms); got != want {
 			t.Errorf("q14TimeType(%d) = %s, want %s", ms, got, want)
+		}
+	}
+}
+
+// qaAppendDate and qaAppendMinute against package time, from year 1 to
+// 9999 (every day from 1890 to 2110, every 97th day elsewhere).
+func TestQADate(t *testing.T) {
+	lo := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	hi := time.Date(9999, 12, 31, 23, 59, 0, 0, time.UTC).UnixMilli()
+	dense0 := time.Date(1890, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	dense1 := time.Date(2110, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	const day = 86_400_000
+	var b []byte
+	for ms := lo; ms <= hi; {
+		tm := time.UnixMilli(ms).UTC()
+		d, m := qaDayMinute(ms)
+		b = qaAppendDate(b[:0], d)
+		b = append(b, ' ')
+		b = qaAppendMinute(b, m)
+		if got, want := string(b), tm.Format("2006-01-02 15:04"); got != want {
+			t.Fatalf("%d: %s, want %s", ms, got, want)
+		}
+		if ms >= dense0 && ms < dense1 {
+			ms += day + 7*60_001
+		} else {
+			ms += 97*day + 13*60_001
 		}
 	}
 }
