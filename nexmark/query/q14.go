@@ -30,10 +30,12 @@ import (
 // decimal 0.908 * price as Flink does, in integers: 908 * price > 10^9 and
 // < 5 * 10^10, so price in [q14MinPrice, q14MaxPrice]; the price column is
 // the double nearest to the decimal (qaEuroPrice). HOUR of the TIMESTAMP(3)
-// is the hour of its UTC time (floor modulo a day). The CASE's strings are
-// VARCHAR, unpadded (Flink's type system turns CHAR literals of different
-// lengths into VARCHAR). count_char is the Flink peer's UDF: the bytes of
-// extra's UTF-8 equal to 'c' (strings.Count).
+// is the hour of its UTC time (floor modulo a day; Flink's EXTRACT takes
+// Java's % of the epoch ms, so before 1970 its hours would come out
+// negative: a deviation only for times the generator never makes). The
+// CASE's strings are VARCHAR, unpadded (Flink's type system turns CHAR
+// literals of different lengths into VARCHAR). count_char is the Flink
+// peer's UDF: the bytes of extra's UTF-8 equal to 'c' (strings.Count).
 func init() {
 	register(Query{
 		Name:    "q14",
