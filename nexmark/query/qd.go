@@ -43,3 +43,11 @@ func (qdBidCodec) Decode(src []byte) (nexmark.Bid, int, error) {
 	}
 	return e.Bid, n, nil
 }
+
+// qdCount is COUNT(*) as a window aggregate function.
+type qdCount struct{}
+
+func (qdCount) CreateAccumulator() int64   { return 0 }
+func (qdCount) Add(_ int64, n int64) int64 { return n + 1 }
+func (qdCount) GetResult(n int64) int64    { return n }
+func (qdCount) Merge(a, b int64) int64     { return a + b }
