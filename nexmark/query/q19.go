@@ -36,9 +36,9 @@ import (
 // enter (q19Prefilter): a bid that ten bids of the same subtask rank before
 // never enters, since those ten reach the top-N operator before it (one
 // channel keeps its order) and stay in its top ten or are pushed out by
-// better ones. The global result and changes are the same; about half the
-// bids (most of those on the hot auction) then skip the exchange and the
-// state read. The filter keeps a price and dateTime per rank per auction
+// better ones. The global result and changes are the same; most bids on
+// busy auctions (the hot auction gets half of all bids) then skip the
+// exchange and the state read. The filter keeps a price and dateTime per rank per auction
 // in memory, not checkpointed (after a restore it starts empty and lets
 // everything through until it has learned again) and bounded (it starts
 // over when it holds too many auctions).
