@@ -1,0 +1,211 @@
+package query
+
+import (
+	"fmt"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/nexmark"
+	"github.com/weirhq/weir/state"
+)
+
+// q19, the ten highest bids of each auction with their rank (Top-N):
+//
+//	SELECT * FROM
+//	(SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rank_number FROM bid)
+//	WHERE rank_number <= 10;
+//
+// Flink runs this on an append-only input as AppendOnlyTopNFunction with
+// the rank number in the output: per auction a buffer of the best rows by
+// price; rows of equal price are kept in arrival order (a later row ranks
+// below an earlier one of the same price, and one equal to the 10th when
+// the buffer is full does not enter). A row entering at rank r updates
+// every row from r down: the row that was at rank i is retracted
+// (UPDATE_BEFORE) and the one now at rank i inserted (UPDATE_AFTER), and
+// the row pushed out of rank 10 is retracted and dropped for good.
+//
+// Here: the bids keyed by auction, a keyed process function with one
+// ValueState holding the auction's top ten bids in rank order (a fixed
+// array, copied out of state and back: no allocation per change), and the
+// same changes into EmitChanges: for each rank from the new bid's down,
+// Retract(old row, rank) then Insert(new row, rank). A bid that does not
+// enter touches nothing but the read. The state lives as long as the
+// auction may get bids, forever, as Flink keeps it (no TTL).
+//
+// Before the exchange, each source subtask drops the bids that cannot
+// enter (q19Prefilter): a bid that ten bids of the same subtask rank before
+// never enters, since those ten reach the top-N operator before it (one
+// channel keeps its order) and stay in its top ten or are pushed out by
+// better ones. The global result and changes are the same; most bids on
+// busy auctions (the hot auction gets half of all bids) then skip the
+// exchange and the state read. The filter keeps a price and dateTime per rank per auction
+// in memory, not checkpointed (after a restore it starts empty and lets
+// everything through until it has learned again) and bounded (it starts
+// over when it holds too many auctions).
+//
+// Ties on price: by dateTime, earlier first, then by arrival (a later
+// arrival below an earlier one of the same price and dateTime). On an
+// input in dateTime order, as one source split delivers it, this is
+// Flink's arrival order exactly; at parallelism > 1 the bids of one auction
+// come from several splits in an order that only timing decides, and there
+// Flink's ranks of equal prices depend on that timing while these follow
+// dateTime (deterministic).
+func init() {
+	register(Query{
+		Name:    "q19",
+		Columns: append(append([]string(nil), qdBidColumns...), "rank_number"),
+		Build: func(in *Input) error {
+			bids := weir.Process(in.Events, weir.ProcessFunction[nexmark.Event, nexmark.Bid](&q19Prefilter{})).
+				Name("q19 bids that may enter the top 10").WithCodec(qdBidCodec{})
+			keyed := weir.KeyBy(bids, func(b nexmark.Bid) int64 { return b.Auction })
+			changes := weir.ProcessKeyed(keyed, weir.KeyedProcessFunction[int64, nexmark.Bid, Change[q19Ranked]](&q19TopN{})).
+				Name("q19 top 10 bids per auction")
+			EmitChanges(in, changes, func(r q19Ranked) Row { return append(qdBidRow(&r.Bid, 1), r.Rank) })
+			return nil
+		},
+	})
+}
+
+// q19N is the N of the Top-N.
+const q19N = 10
+
+// q19Ranked is a row of q19's result: a bid and its rank (1 to 10).
+type q19Ranked struct {
+	Bid  nexmark.Bid
+	Rank int64
+}
+
+// q19TopN keeps an auction's best bids, best first.
+type q19TopN struct {
+	top state.ValueState[q19Top]
+}
+
+// q19Top is an auction's top bids, best first: a value (no slice), so that
+// reading it from state gives a copy to change, and storing it back copies
+// it into the state's entry, with no allocation per change.
+type q19Top struct {
+	N    int
+	Bids [q19N]nexmark.Bid
+}
+
+func (f *q19TopN) Open(ctx weir.KeyedRuntimeContext) error {
+	f.top = state.GetValueState(ctx.State(), state.ValueDescriptor[q19Top]{Name: "q19-top-bids", Codec: q19TopCodec{}})
+	return nil
+}
+
+// q19Before says whether bid a ranks before b.
+func q19Before(a, b *nexmark.Bid) bool {
+	return a.Price > b.Price || a.Price == b.Price && a.DateTime < b.DateTime
+}
+
+func (f *q19TopN) ProcessElement(_ weir.KeyedContext[int64], b nexmark.Bid, out weir.Collector[Change[q19Ranked]]) error {
+	top, _ := f.top.Value()
+	pos := top.N
+	for i := range top.N {
+		if q19Before(&b, &top.Bids[i]) {
+			pos = i
+			break
+		}
+	}
+	if pos >= q19N {
+		return nil
+	}
+	// From pos down, each rank's row is retracted and the row now there
+	// inserted, the bids moving down one rank; the one at rank 10 goes.
+	n := min(top.N+1, q19N)
+	carry := b
+	for i := pos; i < n; i++ {
+		if i < top.N {
+			out.Collect(Change[q19Ranked]{Retract: true, Value: q19Ranked{Bid: top.Bids[i], Rank: int64(i + 1)}})
+			carry, top.Bids[i] = top.Bids[i], carry
+		} else {
+			top.Bids[i] = carry
+		}
+		out.Collect(Change[q19Ranked]{Value: q19Ranked{Bid: top.Bids[i], Rank: int64(i + 1)}})
+	}
+	top.N = n
+	f.top.Update(top)
+	return nil
+}
+
+// q19TopCodec writes a q19Top as its count and its bids.
+type q19TopCodec struct{}
+
+func (q19TopCodec) AppendEncode(dst []byte, t q19Top) []byte {
+	dst = append(dst, byte(t.N))
+	for i := range t.N {
+		dst = qdBidCodec{}.AppendEncode(dst, t.Bids[i])
+	}
+	return dst
+}
+
+func (q19TopCodec) Decode(src []byte) (q19Top, int, error) {
+	var t q19Top
+	if len(src) < 1 {
+		return t, 0, codec.ErrTruncated
+	}
+	if src[0] > q19N {
+		return t, 0, fmt.Errorf("%w: %d bids in a top %d", codec.ErrCorrupt, src[0], q19N)
+	}
+	t.N = int(src[0])
+	i := 1
+	for k := range t.N {
+		b, n, err := qdBidCodec{}.Decode(src[i:])
+		if err != nil {
+			return q19Top{}, 0, err
+		}
+		t.Bids[k] = b
+		i += n
+	}
+	return t, i, nil
+}
+
+// q19Prefilter passes on the bids that may enter their auction's top ten:
+// those not ranked after ten earlier bids of the same subtask.
+type q19Prefilter struct {
+	tops map[int64]*q19Local
+}
+
+// q19Local is an auction's best (price, dateTime) pairs seen by one
+// subtask, best first.
+type q19Local struct {
+	n     int
+	price [q19N]int64
+	time  [q19N]int64
+}
+
+// q19PrefilterAuctions bounds the auctions a prefilter remembers.
+const q19PrefilterAuctions = 1 << 16
+
+func (f *q19Prefilter) ProcessElement(_ weir.Context, e nexmark.Event, out weir.Collector[nexmark.Bid]) error {
+	if e.Type != nexmark.BidEvent {
+		return nil
+	}
+	b := &e.Bid
+	t := f.tops[b.Auction]
+	if t == nil {
+		if f.tops == nil || len(f.tops) >= q19PrefilterAuctions {
+			f.tops = make(map[int64]*q19Local)
+		}
+		t = &q19Local{}
+		f.tops[b.Auction] = t
+	}
+	pos := t.n
+	for i := t.n - 1; i >= 0; i-- {
+		if b.Price > t.price[i] || b.Price == t.price[i] && b.DateTime < t.time[i] {
+			pos = i
+		} else {
+			break
+		}
+	}
+	if pos >= q19N {
+		return nil
+	}
+	last := min(t.n, q19N-1)
+	copy(t.price[pos+1:last+1], t.price[pos:last])
+	copy(t.time[pos+1:last+1], t.time[pos:last])
+	t.price[pos], t.time[pos] = b.Price, b.DateTime
+	t.n = last + 1
+	out.Collect(*b)
+	return nil
+}
