@@ -43,19 +43,18 @@ func init() {
 			}).Name("q4 auctions")
 			maxima, err := qcJoin(auctions, qcBidPrices(in.Events), qcJoinSpec[q4Auction, qcBidPrice, int64, q4Delta]{
 				Name:        "q4 join and max per auction",
-				AuctionID:   func(a *q4Auction) int64 { return a.ID },
-				AuctionSpan: func(a *q4Auction) (int64, int64) { return a.DateTime, a.Expires },
-				BidAuction:  func(b *qcBidPrice) int64 { return b.Auction },
-				BidTime:     func(b *qcBidPrice) int64 { return b.DateTime },
-				Fold: func(max *int64, has bool, b *qcBidPrice) bool {
-					if has && b.Price <= *max {
-						return false
+				AuctionID:   func(a q4Auction) int64 { return a.ID },
+				AuctionSpan: func(a q4Auction) (int64, int64) { return a.DateTime, a.Expires },
+				BidAuction:  func(b qcBidPrice) int64 { return b.Auction },
+				BidTime:     func(b qcBidPrice) int64 { return b.DateTime },
+				Fold: func(max int64, has bool, b qcBidPrice) (int64, bool) {
+					if has && b.Price <= max {
+						return max, false
 					}
-					*max = b.Price
-					return true
+					return b.Price, true
 				},
-				Changed: func(a *q4Auction, old int64, had bool, max *int64, out weir.Collector[q4Delta]) {
-					out.Collect(q4Delta{Category: a.Category, Old: old, New: *max, HadOld: had})
+				Changed: func(a q4Auction, old int64, had bool, max int64, out weir.Collector[q4Delta]) {
+					out.Collect(q4Delta{Category: a.Category, Old: old, New: max, HadOld: had})
 				},
 			})
 			if err != nil {

@@ -72,18 +72,17 @@ func init() {
 			}).Name("q6 auctions")
 			winners, err := qcJoin(auctions, qcBidPrices(in.Events), qcJoinSpec[q6Auction, qcBidPrice, q6Top, q6Win]{
 				Name:        "q6 join and winner per auction",
-				AuctionID:   func(a *q6Auction) int64 { return a.ID },
-				AuctionSpan: func(a *q6Auction) (int64, int64) { return a.DateTime, a.Expires },
-				BidAuction:  func(b *qcBidPrice) int64 { return b.Auction },
-				BidTime:     func(b *qcBidPrice) int64 { return b.DateTime },
-				Fold: func(top *q6Top, has bool, b *qcBidPrice) bool {
+				AuctionID:   func(a q6Auction) int64 { return a.ID },
+				AuctionSpan: func(a q6Auction) (int64, int64) { return a.DateTime, a.Expires },
+				BidAuction:  func(b qcBidPrice) int64 { return b.Auction },
+				BidTime:     func(b qcBidPrice) int64 { return b.DateTime },
+				Fold: func(top q6Top, has bool, b qcBidPrice) (q6Top, bool) {
 					if has && (b.Price < top.Price || b.Price == top.Price && b.DateTime >= top.DateTime) {
-						return false
+						return top, false
 					}
-					*top = q6Top{Price: b.Price, DateTime: b.DateTime}
-					return true
+					return q6Top{Price: b.Price, DateTime: b.DateTime}, true
 				},
-				Closed: func(a *q6Auction, top *q6Top, has bool, out weir.Collector[q6Win]) {
+				Closed: func(a q6Auction, top q6Top, has bool, out weir.Collector[q6Win]) {
 					if has {
 						out.Collect(q6Win{Seller: a.Seller, Auction: a.ID, Expires: a.Expires, Price: top.Price, BidTime: top.DateTime})
 					}

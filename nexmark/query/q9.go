@@ -42,22 +42,21 @@ func init() {
 			}).Name("q9 bids")
 			tops, err := qcJoin(Auctions(in.Events), bids, qcJoinSpec[nexmark.Auction, q9Bid, q9Bid, Change[q9Top]]{
 				Name:        "q9 join and top bid per auction",
-				AuctionID:   func(a *nexmark.Auction) int64 { return a.ID },
-				AuctionSpan: func(a *nexmark.Auction) (int64, int64) { return a.DateTime, a.Expires },
-				BidAuction:  func(b *q9Bid) int64 { return b.Auction },
-				BidTime:     func(b *q9Bid) int64 { return b.DateTime },
-				Fold: func(top *q9Bid, has bool, b *q9Bid) bool {
+				AuctionID:   func(a nexmark.Auction) int64 { return a.ID },
+				AuctionSpan: func(a nexmark.Auction) (int64, int64) { return a.DateTime, a.Expires },
+				BidAuction:  func(b q9Bid) int64 { return b.Auction },
+				BidTime:     func(b q9Bid) int64 { return b.DateTime },
+				Fold: func(top q9Bid, has bool, b q9Bid) (q9Bid, bool) {
 					if has && (b.Price < top.Price || b.Price == top.Price && b.DateTime >= top.DateTime) {
-						return false
+						return top, false
 					}
-					*top = *b
-					return true
+					return b, true
 				},
-				Changed: func(a *nexmark.Auction, old q9Bid, had bool, top *q9Bid, out weir.Collector[Change[q9Top]]) {
+				Changed: func(a nexmark.Auction, old q9Bid, had bool, top q9Bid, out weir.Collector[Change[q9Top]]) {
 					if had {
-						out.Collect(Retract(q9Top{Auction: *a, Bid: old}))
+						out.Collect(Retract(q9Top{Auction: a, Bid: old}))
 					}
-					out.Collect(Insert(q9Top{Auction: *a, Bid: *top}))
+					out.Collect(Insert(q9Top{Auction: a, Bid: top}))
 				},
 			})
 			if err != nil {

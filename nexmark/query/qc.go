@@ -69,19 +69,22 @@ type qcJoinSpec[A, B, S, U any] struct {
 	Name string
 	// AuctionID, AuctionSpan (A.dateTime, A.expires), BidAuction and
 	// BidTime read the join's columns.
-	AuctionID   func(a *A) int64
-	AuctionSpan func(a *A) (start, expires int64)
-	BidAuction  func(b *B) int64
-	BidTime     func(b *B) int64
+	// (Values, not pointers: a pointer passed to a function value
+	// escapes, which would cost an allocation per record.)
+	AuctionID   func(a A) int64
+	AuctionSpan func(a A) (start, expires int64)
+	BidAuction  func(b B) int64
+	BidTime     func(b B) int64
 	// Fold folds a bid that joins the auction into acc (has: acc holds
-	// an earlier bid already) and reports whether acc changed.
-	Fold func(acc *S, has bool, b *B) bool
+	// an earlier bid already): the new accumulator, and whether it
+	// changed.
+	Fold func(acc S, has bool, b B) (S, bool)
 	// Changed, if set, runs after Fold changed the accumulator: old is
 	// the accumulator before (meaningful when had).
-	Changed func(a *A, old S, had bool, acc *S, out weir.Collector[U])
+	Changed func(a A, old S, had bool, acc S, out weir.Collector[U])
 	// Closed, if set, runs when the auction closes (the watermark passed
 	// its expiry), with its final accumulator (has: some bid joined).
-	Closed func(a *A, acc *S, has bool, out weir.Collector[U])
+	Closed func(a A, acc S, has bool, out weir.Collector[U])
 }
 
 // qcJoinRec is the per-auction record every bid reads.
@@ -105,8 +108,8 @@ func qcJoin[A, B, S, U any](auctions weir.DataStream[A], bids weir.DataStream[B]
 	if err != nil {
 		return weir.DataStream[U]{}, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	ka := weir.KeyByWithCodec(auctions, func(a A) int64 { return spec.AuctionID(&a) }, codec.Int64())
-	kb := weir.KeyByWithCodec(bids, func(b B) int64 { return spec.BidAuction(&b) }, codec.Int64())
+	ka := weir.KeyByWithCodec(auctions, spec.AuctionID, codec.Int64())
+	kb := weir.KeyByWithCodec(bids, spec.BidAuction, codec.Int64())
 	fn := &qcJoinFn[A, B, S, U]{spec: spec, cRec: cRec, cA: cA, cB: cB}
 	return weir.KeyedCoProcess(weir.ConnectKeyed(ka, kb), weir.KeyedCoProcessFunction[int64, A, B, U](fn)).Name(spec.Name), nil
 }
@@ -132,19 +135,18 @@ func (f *qcJoinFn[A, B, S, U]) Open(ctx weir.KeyedRuntimeContext) error {
 // then keeps it until its expiry.
 func (f *qcJoinFn[A, B, S, U]) ProcessElement1(ctx weir.KeyedContext[int64], a A, out weir.Collector[U]) error {
 	r := qcJoinRec[S]{}
-	r.Start, r.Expires = f.spec.AuctionSpan(&a)
+	r.Start, r.Expires = f.spec.AuctionSpan(a)
 	if early := f.early.Get(); len(early) > 0 {
 		f.early.Clear()
-		for i := range early {
-			b := &early[i]
+		for _, b := range early {
 			if t := f.spec.BidTime(b); t < r.Start || t > r.Expires {
 				continue
 			}
-			old, had := r.Acc, r.Has
-			if f.spec.Fold(&r.Acc, r.Has, b) {
-				r.Has = true
+			if acc, changed := f.spec.Fold(r.Acc, r.Has, b); changed {
+				old, had := r.Acc, r.Has
+				r.Acc, r.Has = acc, true
 				if f.spec.Changed != nil {
-					f.spec.Changed(&a, old, had, &r.Acc, out)
+					f.spec.Changed(a, old, had, acc, out)
 				}
 			}
 		}
@@ -158,21 +160,22 @@ func (f *qcJoinFn[A, B, S, U]) ProcessElement1(ctx weir.KeyedContext[int64], a A
 // ProcessElement2 takes a bid: folded into its auction's accumulator if it
 // joins, kept for its auction if that has not come yet.
 func (f *qcJoinFn[A, B, S, U]) ProcessElement2(ctx weir.KeyedContext[int64], b B, out weir.Collector[U]) error {
-	t := f.spec.BidTime(&b)
+	t := f.spec.BidTime(b)
 	r, ok := f.rec.Value()
 	if ok {
 		if t < r.Start || t > r.Expires {
 			return nil
 		}
-		old, had := r.Acc, r.Has
-		if !f.spec.Fold(&r.Acc, r.Has, &b) {
+		acc, changed := f.spec.Fold(r.Acc, r.Has, b)
+		if !changed {
 			return nil
 		}
-		r.Has = true
+		old, had := r.Acc, r.Has
+		r.Acc, r.Has = acc, true
 		f.rec.Update(r)
 		if f.spec.Changed != nil {
 			a, _ := f.auction.Value()
-			f.spec.Changed(&a, old, had, &r.Acc, out)
+			f.spec.Changed(a, old, had, acc, out)
 		}
 		return nil
 	}
@@ -195,7 +198,7 @@ func (f *qcJoinFn[A, B, S, U]) OnTimer(_ weir.OnTimerContext[int64], ts int64, o
 		}
 		if f.spec.Closed != nil {
 			a, _ := f.auction.Value()
-			f.spec.Closed(&a, &r.Acc, r.Has, out)
+			f.spec.Closed(a, r.Acc, r.Has, out)
 		}
 		f.rec.Clear()
 		f.auction.Clear()
@@ -207,7 +210,7 @@ func (f *qcJoinFn[A, B, S, U]) OnTimer(_ weir.OnTimerContext[int64], ts int64, o
 	}
 	keep := early[:0]
 	for _, b := range early {
-		if f.spec.BidTime(&b) > ts {
+		if f.spec.BidTime(b) > ts {
 			keep = append(keep, b)
 		}
 	}
