@@ -22,14 +22,16 @@ import (
 // bid that joins its auction is folded into the auction's accumulator.
 //
 // State per auction id, through the state package (heap or Pebble):
-//   - "qc-join": the auction's time span and the accumulator of its joined
-//     bids (read by every bid, so kept small);
-//   - "qc-auction": the auction as the query keeps it (read only when the
-//     accumulator changes or the auction closes);
-//   - "qc-early-bids": bids that came before their auction (at parallelism
-//     > 1 the two sides interleave arbitrarily, and Nexmark bids on
-//     auctions up to 10 ahead, which at 10 M events/s start in the same
-//     millisecond), kept until the auction comes.
+//   - "qc-join", what every bid reads: the auction as the query keeps it
+//     (projected before the exchange), its span, the accumulator of its
+//     joined bids, and whether bids came before it. One value, so that a
+//     bid costs one lookup and an auction one lookup and one insertion.
+//   - "qc-early-bids": the bids that came before their auction (at
+//     parallelism > 1 the two sides interleave arbitrarily, and Nexmark
+//     bids on auctions up to 10 ahead, which at 10 M events/s start in the
+//     same millisecond as those bids), until the auction comes. A list
+//     state, whose heap backend appends in place: a slice in "qc-join"
+//     would be copied on every append.
 //
 // Timers (event time) end the state:
 //   - at A.expires the auction closes: no bid with a later dateTime can
@@ -87,20 +89,22 @@ type qcJoinSpec[A, B, S, U any] struct {
 	Closed func(a A, acc S, has bool, out weir.Collector[U])
 }
 
-// qcJoinRec is the per-auction record every bid reads.
-type qcJoinRec[S any] struct {
+// qcJoinRec is what the join keeps per auction id and every bid reads.
+type qcJoinRec[A, S any] struct {
+	// Opened: the auction has come; Auction is it, Start and Expires its
+	// span, Acc the accumulator of its joined bids (Has: some bid joined).
+	Opened         bool
+	Auction        A
 	Start, Expires int64
 	Has            bool
 	Acc            S
+	// Early: bids came before the auction (state "qc-early-bids").
+	Early bool
 }
 
 // qcJoin joins bids to their auctions as the spec says (see above).
 func qcJoin[A, B, S, U any](auctions weir.DataStream[A], bids weir.DataStream[B], spec qcJoinSpec[A, B, S, U]) (weir.DataStream[U], error) {
-	cRec, err := codec.For[qcJoinRec[S]]()
-	if err != nil {
-		return weir.DataStream[U]{}, fmt.Errorf("%s: %w", spec.Name, err)
-	}
-	cA, err := codec.For[A]()
+	cRec, err := codec.For[qcJoinRec[A, S]]()
 	if err != nil {
 		return weir.DataStream[U]{}, fmt.Errorf("%s: %w", spec.Name, err)
 	}
@@ -110,23 +114,20 @@ func qcJoin[A, B, S, U any](auctions weir.DataStream[A], bids weir.DataStream[B]
 	}
 	ka := weir.KeyByWithCodec(auctions, spec.AuctionID, codec.Int64())
 	kb := weir.KeyByWithCodec(bids, spec.BidAuction, codec.Int64())
-	fn := &qcJoinFn[A, B, S, U]{spec: spec, cRec: cRec, cA: cA, cB: cB}
+	fn := &qcJoinFn[A, B, S, U]{spec: spec, cRec: cRec, cB: cB}
 	return weir.KeyedCoProcess(weir.ConnectKeyed(ka, kb), weir.KeyedCoProcessFunction[int64, A, B, U](fn)).Name(spec.Name), nil
 }
 
 type qcJoinFn[A, B, S, U any] struct {
-	spec    qcJoinSpec[A, B, S, U]
-	cRec    codec.Codec[qcJoinRec[S]]
-	cA      codec.Codec[A]
-	cB      codec.Codec[B]
-	rec     state.ValueState[qcJoinRec[S]]
-	auction state.ValueState[A]
-	early   state.ListState[B]
+	spec  qcJoinSpec[A, B, S, U]
+	cRec  codec.Codec[qcJoinRec[A, S]]
+	cB    codec.Codec[B]
+	rec   state.ValueState[qcJoinRec[A, S]]
+	early state.ListState[B]
 }
 
 func (f *qcJoinFn[A, B, S, U]) Open(ctx weir.KeyedRuntimeContext) error {
-	f.rec = state.GetValueState(ctx.State(), state.ValueDescriptor[qcJoinRec[S]]{Name: "qc-join", Codec: f.cRec})
-	f.auction = state.GetValueState(ctx.State(), state.ValueDescriptor[A]{Name: "qc-auction", Codec: f.cA})
+	f.rec = state.GetValueState(ctx.State(), state.ValueDescriptor[qcJoinRec[A, S]]{Name: "qc-join", Codec: f.cRec})
 	f.early = state.GetListState(ctx.State(), state.ListDescriptor[B]{Name: "qc-early-bids", Codec: f.cB})
 	return nil
 }
@@ -134,9 +135,11 @@ func (f *qcJoinFn[A, B, S, U]) Open(ctx weir.KeyedRuntimeContext) error {
 // ProcessElement1 takes an auction: it joins the bids that came before it,
 // then keeps it until its expiry.
 func (f *qcJoinFn[A, B, S, U]) ProcessElement1(ctx weir.KeyedContext[int64], a A, out weir.Collector[U]) error {
-	r := qcJoinRec[S]{}
+	prev, _ := f.rec.Value()
+	r := qcJoinRec[A, S]{Opened: true, Auction: a}
 	r.Start, r.Expires = f.spec.AuctionSpan(a)
-	if early := f.early.Get(); len(early) > 0 {
+	if prev.Early {
+		early := f.early.Get()
 		f.early.Clear()
 		for _, b := range early {
 			if t := f.spec.BidTime(b); t < r.Start || t > r.Expires {
@@ -152,7 +155,6 @@ func (f *qcJoinFn[A, B, S, U]) ProcessElement1(ctx weir.KeyedContext[int64], a A
 		}
 	}
 	f.rec.Update(r)
-	f.auction.Update(a)
 	ctx.TimerService().RegisterEventTimeTimer(r.Expires)
 	return nil
 }
@@ -161,8 +163,8 @@ func (f *qcJoinFn[A, B, S, U]) ProcessElement1(ctx weir.KeyedContext[int64], a A
 // joins, kept for its auction if that has not come yet.
 func (f *qcJoinFn[A, B, S, U]) ProcessElement2(ctx weir.KeyedContext[int64], b B, out weir.Collector[U]) error {
 	t := f.spec.BidTime(b)
-	r, ok := f.rec.Value()
-	if ok {
+	r, _ := f.rec.Value()
+	if r.Opened {
 		if t < r.Start || t > r.Expires {
 			return nil
 		}
@@ -174,8 +176,7 @@ func (f *qcJoinFn[A, B, S, U]) ProcessElement2(ctx weir.KeyedContext[int64], b B
 		r.Acc, r.Has = acc, true
 		f.rec.Update(r)
 		if f.spec.Changed != nil {
-			a, _ := f.auction.Value()
-			f.spec.Changed(a, old, had, acc, out)
+			f.spec.Changed(r.Auction, old, had, acc, out)
 		}
 		return nil
 	}
@@ -184,6 +185,9 @@ func (f *qcJoinFn[A, B, S, U]) ProcessElement2(ctx weir.KeyedContext[int64], b B
 		return nil // late: an auction it joins would be late too
 	}
 	f.early.Add(b)
+	if !r.Early {
+		f.rec.Update(qcJoinRec[A, S]{Early: true})
+	}
 	ts.RegisterEventTimeTimer(t)
 	return nil
 }
@@ -192,32 +196,30 @@ func (f *qcJoinFn[A, B, S, U]) ProcessElement2(ctx weir.KeyedContext[int64], b B
 // watermark passed.
 func (f *qcJoinFn[A, B, S, U]) OnTimer(_ weir.OnTimerContext[int64], ts int64, out weir.Collector[U]) error {
 	r, ok := f.rec.Value()
-	if ok {
+	switch {
+	case !ok:
+	case r.Opened:
 		if ts < r.Expires {
 			return nil // an early bid's timer; they were joined when the auction came
 		}
 		if f.spec.Closed != nil {
-			a, _ := f.auction.Value()
-			f.spec.Closed(a, r.Acc, r.Has, out)
+			f.spec.Closed(r.Auction, r.Acc, r.Has, out)
 		}
 		f.rec.Clear()
-		f.auction.Clear()
-		return nil
-	}
-	early := f.early.Get()
-	if len(early) == 0 {
-		return nil
-	}
-	keep := early[:0]
-	for _, b := range early {
-		if f.spec.BidTime(b) > ts {
-			keep = append(keep, b)
+	case r.Early:
+		early := f.early.Get()
+		keep := early[:0]
+		for _, b := range early {
+			if f.spec.BidTime(b) > ts {
+				keep = append(keep, b)
+			}
 		}
-	}
-	if len(keep) == 0 {
-		f.early.Clear()
-	} else if len(keep) < len(early) {
-		f.early.Update(keep)
+		if len(keep) == 0 {
+			f.early.Clear()
+			f.rec.Clear()
+		} else if len(keep) < len(early) {
+			f.early.Update(keep)
+		}
 	}
 	return nil
 }
