@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/codec"
@@ -41,7 +42,8 @@ import (
 //     the auction's state is cleared.
 //   - at B.dateTime for an early bid: an auction that can join it has
 //     A.dateTime <= B.dateTime, so it comes before the watermark passes
-//     B.dateTime unless it is late; the bid is dropped then.
+//     B.dateTime unless it is late; the bid is dropped then. (One timer
+//     per key at a time: the first early bid's, which sets the next.)
 //
 // What that means against Flink's regular join, which keeps everything: a
 // bid that comes after the watermark passed its auction's expiry, or an
@@ -186,15 +188,17 @@ func (f *qcJoinFn[A, B, S, U]) ProcessElement2(ctx weir.KeyedContext[int64], b B
 	}
 	f.early.Add(b)
 	if !r.Early {
+		// One timer for the key's early bids: at the first one's time;
+		// it sets the next for the bids it leaves.
 		f.rec.Update(qcJoinRec[A, S]{Early: true})
+		ts.RegisterEventTimeTimer(t)
 	}
-	ts.RegisterEventTimeTimer(t)
 	return nil
 }
 
 // OnTimer closes the auction at its expiry, or drops the early bids the
-// watermark passed.
-func (f *qcJoinFn[A, B, S, U]) OnTimer(_ weir.OnTimerContext[int64], ts int64, out weir.Collector[U]) error {
+// watermark passed (and sets a timer for the earliest of the others).
+func (f *qcJoinFn[A, B, S, U]) OnTimer(ctx weir.OnTimerContext[int64], ts int64, out weir.Collector[U]) error {
 	r, ok := f.rec.Value()
 	switch {
 	case !ok:
@@ -209,17 +213,22 @@ func (f *qcJoinFn[A, B, S, U]) OnTimer(_ weir.OnTimerContext[int64], ts int64, o
 	case r.Early:
 		early := f.early.Get()
 		keep := early[:0]
+		next := int64(math.MaxInt64)
 		for _, b := range early {
-			if f.spec.BidTime(b) > ts {
+			if t := f.spec.BidTime(b); t > ts {
 				keep = append(keep, b)
+				next = min(next, t)
 			}
 		}
 		if len(keep) == 0 {
 			f.early.Clear()
 			f.rec.Clear()
-		} else if len(keep) < len(early) {
+			return nil
+		}
+		if len(keep) < len(early) {
 			f.early.Update(keep)
 		}
+		ctx.TimerService().RegisterEventTimeTimer(next)
 	}
 	return nil
 }
