@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir/nexmark"
 	"github.com/weirhq/weir/nexmark/query"
@@ -81,4 +82,21 @@ func q6Reference(events []nexmark.Event) []query.Row {
 		}
 	}
 	return want
+}
+
+// TestQ6Checkpointed runs q6 taking checkpoints every 10 ms (its states
+// snapshotted through their codecs), on the heap and the Pebble backends.
+func TestQ6Checkpointed(t *testing.T) {
+	cfg := testConfig(t)
+	want := q6Reference(testEvents(t, cfg))
+	for _, backend := range []string{"hashmap", "pebble"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			qcCheckWithOptions(t, "q6", query.Options{Config: cfg, Parallelism: 2, StateBackend: backend, StateDir: t.TempDir(),
+				CheckpointInterval: 10 * time.Millisecond, CheckpointDir: dir}, want)
+			if n := qcCountFiles(t, dir); n == 0 {
+				t.Error("no checkpoint was written")
+			}
+		})
+	}
 }
