@@ -49,8 +49,11 @@ import (
 // bid that comes after the watermark passed its auction's expiry, or an
 // auction that comes after the watermark passed the dateTime of its bids,
 // is not joined (Flink would join it). Nexmark's generator emits events in
-// dateTime order and the watermark is 4 s behind, so with the generator or
-// its files no event is ever late and the results are Flink's.
+// dateTime order (with its default out-of-order group size of 1) and the
+// watermark is 4 s behind, so with the generator or its files no event is
+// ever late and the results are Flink's. The gain: an auction's state lives
+// from its start to 4 s (the watermark's delay) after its expiry, instead
+// of forever.
 
 // qcBidPrice is what q4 and q6 keep of a bid.
 type qcBidPrice struct {
