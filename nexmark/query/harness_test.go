@@ -42,24 +42,30 @@ func testEvents(t *testing.T, cfg nexmark.Config) []nexmark.Event {
 	return events
 }
 
-// runQuery runs the query over cfg's events at parallelism p and returns
-// its output rows, sorted.
+// runQuery runs the query over cfg's events at parallelism p (from the
+// file input, if not "") and returns its output rows, sorted.
 func runQuery(t *testing.T, name string, cfg nexmark.Config, p int, input string) []string {
+	t.Helper()
+	return runQueryWith(t, name, query.Options{Config: cfg, Parallelism: p, Input: input})
+}
+
+// runQueryWith runs the query with o (its Output set here) and returns its
+// output rows, sorted.
+func runQueryWith(t *testing.T, name string, o query.Options) []string {
 	t.Helper()
 	q, err := query.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "out.jsonl")
-	o := query.Options{Config: cfg, Parallelism: p, Output: out, Input: input}
+	o.Output = filepath.Join(t.TempDir(), "out.jsonl")
 	s, err := query.Run(context.Background(), q, o)
 	if err != nil {
-		t.Fatalf("%s at parallelism %d: %v", name, p, err)
+		t.Fatalf("%s with %+v: %v", name, o, err)
 	}
-	if s.Events != cfg.Events {
-		t.Fatalf("%s at parallelism %d: %d events counted, want %d", name, p, s.Events, cfg.Events)
+	if s.Events != o.Config.Events {
+		t.Fatalf("%s with %+v: %d events counted, want %d", name, o, s.Events, o.Config.Events)
 	}
-	f, err := os.Open(out)
+	f, err := os.Open(o.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,33 +86,50 @@ func runQuery(t *testing.T, name string, cfg nexmark.Config, p int, input string
 	return rows
 }
 
-// checkQuery runs the query at parallelism 1 and 3 over generated events,
-// and at 2 over the same events read from a file, and compares each output
-// with want, the rows an independent computation of the query's SQL gives.
-func checkQuery(t *testing.T, name string, cfg nexmark.Config, want []query.Row) {
+// wantLines are the rows as the query writes them, sorted.
+func wantLines(t *testing.T, name string, want []query.Row) []string {
 	t.Helper()
 	q, err := query.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLines := make([]string, len(want))
+	lines := make([]string, len(want))
 	for i, r := range want {
-		wantLines[i] = query.JSON(q.Columns, r)
+		lines[i] = query.JSON(q.Columns, r)
 	}
-	slices.Sort(wantLines)
-	if len(wantLines) == 0 {
+	slices.Sort(lines)
+	if len(lines) == 0 {
 		t.Fatalf("%s: the reference computation gives no rows; the test would prove nothing", name)
 	}
+	return lines
+}
+
+// checkQuery runs the query at parallelism 1 and 3 over generated events,
+// and at 2 over the same events read from a file, and compares each output
+// with want, the rows an independent computation of the query's SQL gives.
+func checkQuery(t *testing.T, name string, cfg nexmark.Config, want []query.Row) {
+	t.Helper()
 	input := filepath.Join(t.TempDir(), "events.jsonl")
 	writeEvents(t, cfg, input)
-	for _, run := range []struct {
-		p     int
-		input string
-	}{{1, ""}, {3, ""}, {2, input}} {
-		got := runQuery(t, name, cfg, run.p, run.input)
-		if !slices.Equal(got, wantLines) {
-			t.Errorf("%s at parallelism %d (input %q): %d rows, want %d; %s", name, run.p, run.input, len(got), len(wantLines), firstDiff(got, wantLines))
-		}
+	lines := wantLines(t, name, want)
+	for _, o := range []query.Options{{Parallelism: 1}, {Parallelism: 3}, {Parallelism: 2, Input: input}} {
+		o.Config = cfg
+		checkRows(t, name, o, runQueryWith(t, name, o), lines)
+	}
+}
+
+// checkQueryWith runs the query once with o (a state backend, checkpoints)
+// and compares its rows with want.
+func checkQueryWith(t *testing.T, name string, o query.Options, want []query.Row) {
+	t.Helper()
+	checkRows(t, name, o, runQueryWith(t, name, o), wantLines(t, name, want))
+}
+
+func checkRows(t *testing.T, name string, o query.Options, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s at parallelism %d (input %q, backend %q): %d rows, want %d; %s",
+			name, o.Parallelism, o.Input, o.StateBackend, len(got), len(want), firstDiff(got, want))
 	}
 }
 

@@ -34,7 +34,8 @@ func TestQ12(t *testing.T) {
 	}
 	for _, o := range []query.Options{{Parallelism: 1}, {Parallelism: 3}, {Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}} {
 		start := time.Now().UnixMilli()
-		rows := qdRun(t, "q12", cfg, o)
+		o.Config = cfg
+		rows := runQueryWith(t, "q12", o)
 		end := time.Now().UnixMilli()
 		q12Check(t, "parallelism "+string(rune('0'+o.Parallelism))+" "+o.StateBackend, rows, bids, start, end)
 	}

@@ -32,5 +32,5 @@ func TestQ18(t *testing.T) {
 		want = append(want, query.Row{b.Auction, b.Bidder, b.Price, b.Channel, b.URL, b.DateTime, b.Extra})
 	}
 	checkQuery(t, "q18", cfg, want)
-	qdCheckPebble(t, "q18", cfg, want)
+	checkQueryWith(t, "q18", query.Options{Config: cfg, Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}, want)
 }

@@ -40,5 +40,5 @@ func TestQ19(t *testing.T) {
 		t.Fatal("no auction has more than 10 bids: the test would not see a bid leave the top 10")
 	}
 	checkQuery(t, "q19", cfg, want)
-	qdCheckPebble(t, "q19", cfg, want)
+	checkQueryWith(t, "q19", query.Options{Config: cfg, Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}, want)
 }

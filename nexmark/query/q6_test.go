@@ -31,7 +31,7 @@ func TestQ6DefaultRate(t *testing.T) {
 // TestQ6Pebble runs q6 on the Pebble state backend.
 func TestQ6Pebble(t *testing.T) {
 	cfg := testConfig(t)
-	qcCheckWithOptions(t, "q6", query.Options{Config: cfg, Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}, q6Reference(testEvents(t, cfg)))
+	checkQueryWith(t, "q6", query.Options{Config: cfg, Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}, q6Reference(testEvents(t, cfg)))
 }
 
 func q6Reference(events []nexmark.Event) []query.Row {
@@ -92,7 +92,7 @@ func TestQ6Checkpointed(t *testing.T) {
 	for _, backend := range []string{"hashmap", "pebble"} {
 		t.Run(backend, func(t *testing.T) {
 			dir := t.TempDir()
-			qcCheckWithOptions(t, "q6", query.Options{Config: cfg, Parallelism: 2, StateBackend: backend, StateDir: t.TempDir(),
+			checkQueryWith(t, "q6", query.Options{Config: cfg, Parallelism: 2, StateBackend: backend, StateDir: t.TempDir(),
 				CheckpointInterval: 10 * time.Millisecond, CheckpointDir: dir}, want)
 			if n := qcCountFiles(t, dir); n == 0 {
 				t.Error("no checkpoint was written")

@@ -45,7 +45,7 @@ func TestQ9DefaultRate(t *testing.T) {
 // TestQ9Pebble runs q9 on the Pebble state backend.
 func TestQ9Pebble(t *testing.T) {
 	cfg := testConfig(t)
-	qcCheckWithOptions(t, "q9", query.Options{Config: cfg, Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}, q9Reference(testEvents(t, cfg)))
+	checkQueryWith(t, "q9", query.Options{Config: cfg, Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}, q9Reference(testEvents(t, cfg)))
 }
 
 func q9Reference(events []nexmark.Event) []query.Row {
