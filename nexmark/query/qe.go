@@ -1,0 +1,250 @@
+package query
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/nexmark"
+	"github.com/weirhq/weir/state"
+)
+
+// Helpers of q15, q16 and q17: non-windowed GROUP BYs whose key includes
+// DATE_FORMAT(dateTime, 'yyyy-MM-dd'), with updating results.
+
+// qeDayMs is a day in milliseconds.
+const qeDayMs = 24 * 60 * 60 * 1000
+
+// qeDay is the day of an epoch-millisecond time, counted from 1970-01-01
+// (UTC; rounded down, also before 1970): one day number per value of
+// DATE_FORMAT(dateTime, 'yyyy-MM-dd') on Nexmark's zone-less TIMESTAMP(3).
+func qeDay(ms int64) int64 {
+	d := ms / qeDayMs
+	if ms%qeDayMs < 0 {
+		d--
+	}
+	return d
+}
+
+// qeDayString is DATE_FORMAT(day, 'yyyy-MM-dd') (only in row functions).
+func qeDayString(day int64) string {
+	return time.UnixMilli(day * qeDayMs).UTC().Format("2006-01-02")
+}
+
+// qeMinuteString is DATE_FORMAT(ms, 'HH:mm') (only in row functions).
+func qeMinuteString(ms int64) string {
+	m := (ms - qeDay(ms)*qeDayMs) / 60_000
+	return fmt.Sprintf("%02d:%02d", m/60, m%60)
+}
+
+// qeBid is the part of a bid that q15 to q17 read: fixed size, so that the
+// shuffle copies its memory instead of encoding it.
+type qeBid struct {
+	Auction, Bidder, Price, DateTime int64
+}
+
+// qeBids are the bids among events, reduced to qeBid.
+func qeBids(in *Input) weir.DataStream[qeBid] {
+	return weir.Map(Bids(in.Events), func(b nexmark.Bid) qeBid {
+		return qeBid{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime}
+	}).Name("bid fields")
+}
+
+// qeRank is the price level of the queries' FILTER clauses: 1 for price
+// < 10000, 2 for 10000 <= price < 1000000, 3 above.
+func qeRank(price int64) int {
+	switch {
+	case price < 10_000:
+		return 1
+	case price < 1_000_000:
+		return 2
+	}
+	return 3
+}
+
+// qeRankCounts are q15's and q16's twelve counts; index 0 is the total,
+// 1 to 3 the ranks: count(*), count(distinct bidder), count(distinct
+// auction), each unfiltered and with the three FILTER clauses.
+type qeRankCounts struct {
+	Bids, Bidders, Auctions [4]int64
+}
+
+// values appends the counts in the result tables' order.
+func (c *qeRankCounts) values(row Row) Row {
+	for _, a := range [...]*[4]int64{&c.Bids, &c.Bidders, &c.Auctions} {
+		for _, n := range a {
+			row = append(row, n)
+		}
+	}
+	return row
+}
+
+// qeDistinct keeps the distinct bidders and auctions of a group in keyed
+// MapState (as Flink's distinct aggregates keep a MapState per distinct
+// field): each bidder or auction maps to a bit set of the levels it was
+// seen at (bit 0: any, bit r: rank r), so a new bit is a new distinct value
+// of that count.
+type qeDistinct struct {
+	bidders, auctions state.MapState[int64, uint8]
+}
+
+func (d *qeDistinct) open(st state.KeyedStore) {
+	bitsCodec := codec.MustFor[uint8]()
+	d.bidders = state.GetMapState(st, state.MapDescriptor[int64, uint8]{Name: "distinct bidders", UserKeyCodec: codec.Int64(), ValueCodec: bitsCodec})
+	d.auctions = state.GetMapState(st, state.MapDescriptor[int64, uint8]{Name: "distinct auctions", UserKeyCodec: codec.Int64(), ValueCodec: bitsCodec})
+}
+
+// add counts a bid into c.
+func (d *qeDistinct) add(c *qeRankCounts, b *qeBid) {
+	r := qeRank(b.Price)
+	c.Bids[0]++
+	c.Bids[r]++
+	want := uint8(1 | 1<<r)
+	qeAddDistinct(d.bidders, b.Bidder, want, &c.Bidders)
+	qeAddDistinct(d.auctions, b.Auction, want, &c.Auctions)
+}
+
+func qeAddDistinct(m state.MapState[int64, uint8], k int64, want uint8, counts *[4]int64) {
+	old, _ := m.Get(k)
+	added := want &^ old
+	if added == 0 {
+		return
+	}
+	m.Put(k, old|added)
+	for i := range counts {
+		if added&(1<<i) != 0 {
+			counts[i]++
+		}
+	}
+}
+
+func (d *qeDistinct) clear() {
+	d.bidders.Clear()
+	d.auctions.Clear()
+}
+
+// qeAggregator is what a qeDailyAgg aggregates with: add folds an element
+// into the current key's accumulator, and may keep more keyed state (open
+// declares it, clear drops the current key's).
+type qeAggregator[T, A any] interface {
+	open(st state.KeyedStore)
+	add(acc *A, v *T)
+	clear()
+}
+
+// qeAccState is a group's accumulator and its pending flush.
+type qeAccState[A any] struct {
+	Acc A
+	// Pending: the group changed since its last result, and a timer at
+	// FlushAt will emit the new one.
+	Pending bool
+	FlushAt int64
+}
+
+// qeGroupRow is one result of a qeDailyAgg: a group's key and aggregates.
+type qeGroupRow[K, A any] struct {
+	Key K
+	Acc A
+}
+
+// qeDailyAgg is a non-windowed GROUP BY whose key includes a day (Flink's
+// GroupAggFunction, with results as a retract changelog), as a keyed
+// process function over keys K (the GROUP BY's columns) of elements T
+// with accumulators A in a ValueState.
+//
+// Results are emitted per watermark, not per element: an element that
+// changes its group registers (once until it fires) an event-time timer
+// at the next watermark, which retracts the group's previous result and
+// emits the new one, unless they are equal. This is Flink's mini-batch
+// aggregation (table.exec.mini-batch.*) with the watermark as the batch
+// boundary instead of a processing-time latency; the changelog holds fewer
+// updates than Flink's per-record one, the table it describes is the same
+// after every batch, and at the end of input (the maximum watermark) it is
+// final.
+//
+// State is dropped when the group's day is over: a timer at the day's last
+// millisecond emits the last change, then clears the group's state (its
+// result stays in the table). An element of a day whose end the watermark
+// has passed is late (more than the 4 s of out-of-orderness the watermark
+// allows) and is dropped; Flink's group aggregation does not drop late
+// elements, but keeps every group's state forever (no state TTL by
+// default). The generator's events are never late.
+type qeDailyAgg[K comparable, T any, A comparable] struct {
+	// day is the day of a key; newAgg makes a subtask's aggregator.
+	day    func(K) int64
+	newAgg func() qeAggregator[T, A]
+
+	agg     qeAggregator[T, A]
+	acc     state.ValueState[qeAccState[A]]
+	emitted state.ValueState[A]
+}
+
+func (g *qeDailyAgg[K, T, A]) Open(ctx weir.KeyedRuntimeContext) error {
+	accCodec, err := codec.For[qeAccState[A]]()
+	if err != nil {
+		return err
+	}
+	resultCodec, err := codec.For[A]()
+	if err != nil {
+		return err
+	}
+	st := ctx.State()
+	g.acc = state.GetValueState(st, state.ValueDescriptor[qeAccState[A]]{Name: "accumulator", Codec: accCodec})
+	g.emitted = state.GetValueState(st, state.ValueDescriptor[A]{Name: "emitted result", Codec: resultCodec})
+	g.agg = g.newAgg()
+	g.agg.open(st)
+	return nil
+}
+
+func (g *qeDailyAgg[K, T, A]) ProcessElement(ctx weir.KeyedContext[K], v T, _ weir.Collector[Change[qeGroupRow[K, A]]]) error {
+	ts := ctx.TimerService()
+	wm := ts.CurrentWatermark()
+	end := (g.day(ctx.CurrentKey())+1)*qeDayMs - 1
+	if end <= wm {
+		return nil // late: the group's state is gone
+	}
+	s, ok := g.acc.Value()
+	if !ok {
+		ts.RegisterEventTimeTimer(end)
+	}
+	g.agg.add(&s.Acc, &v)
+	if !s.Pending {
+		s.Pending, s.FlushAt = true, wm+1
+		ts.RegisterEventTimeTimer(s.FlushAt)
+	}
+	g.acc.Update(s)
+	return nil
+}
+
+func (g *qeDailyAgg[K, T, A]) OnTimer(ctx weir.OnTimerContext[K], t int64, out weir.Collector[Change[qeGroupRow[K, A]]]) error {
+	s, ok := g.acc.Value()
+	if !ok {
+		return nil
+	}
+	key := ctx.CurrentKey()
+	if s.Pending {
+		s.Pending = false
+		prev, had := g.emitted.Value()
+		if !had || prev != s.Acc {
+			if had {
+				out.Collect(Retract(qeGroupRow[K, A]{key, prev}))
+			}
+			out.Collect(Insert(qeGroupRow[K, A]{key, s.Acc}))
+			g.emitted.Update(s.Acc)
+		}
+	}
+	if t >= (g.day(key)+1)*qeDayMs-1 {
+		g.acc.Clear()
+		g.emitted.Clear()
+		g.agg.clear()
+		return nil
+	}
+	g.acc.Update(s)
+	return nil
+}
+
+// qeDailyAggregate runs a qeDailyAgg over ks.
+func qeDailyAggregate[K comparable, T any, A comparable](ks weir.KeyedStream[K, T], day func(K) int64, newAgg func() qeAggregator[T, A]) weir.DataStream[Change[qeGroupRow[K, A]]] {
+	return weir.ProcessKeyed(ks, weir.KeyedProcessFunction[K, T, Change[qeGroupRow[K, A]]](&qeDailyAgg[K, T, A]{day: day, newAgg: newAgg}))
+}
