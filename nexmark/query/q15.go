@@ -28,8 +28,8 @@ import (
 // The bids, reduced to their auction, bidder, price and time, are keyed by
 // their day (a day number; the 'yyyy-MM-dd' string is made only for result
 // rows) and aggregated by a qeDailyAgg: the twelve counts in a ValueState,
-// the distinct bidders and auctions in two MapStates, each mapping to the
-// price levels it was seen at (qeDistinct). Its results are a changelog
+// the distinct bidders and auctions in a MapState of bit sets of the price
+// levels each was seen at (qeDistinct). Its results are a changelog
 // (EmitChanges): a day's row is updated at each watermark after bids of
 // that day, and the day's state is dropped when the watermark passes its
 // end. Deviations from Flink (see qeDailyAgg): updates per watermark
@@ -56,6 +56,11 @@ func init() {
 // q15Agg counts bids into q15's counts.
 type q15Agg struct{ distinct qeDistinct }
 
-func (a *q15Agg) open(st state.KeyedStore)      { a.distinct.open(st) }
-func (a *q15Agg) add(c *qeRankCounts, b *qeBid) { a.distinct.add(c, b) }
-func (a *q15Agg) clear()                        { a.distinct.clear() }
+func (a *q15Agg) open(st state.KeyedStore) { a.distinct.open(st) }
+
+func (a *q15Agg) add(c qeRankCounts, b qeBid) qeRankCounts {
+	a.distinct.add(&c, &b)
+	return c
+}
+
+func (a *q15Agg) clear() { a.distinct.clear() }

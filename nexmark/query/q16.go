@@ -29,7 +29,7 @@ import (
 //	GROUP BY channel, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');
 //
 // As q15 (a qeDailyAgg with the counts in a ValueState and the distinct
-// bidders and auctions in MapStates, updates per watermark, a group's state
+// bidders and auctions in a MapState, updates per watermark, a group's state
 // dropped at the end of its day), keyed by channel and day number. Within
 // a day 'HH:mm' strings order as times do, so max(DATE_FORMAT(dateTime,
 // 'HH:mm')) is the minute of the group's latest bid: the accumulator keeps
@@ -80,11 +80,12 @@ type q16Agg struct{ distinct qeDistinct }
 
 func (a *q16Agg) open(st state.KeyedStore) { a.distinct.open(st) }
 
-func (a *q16Agg) add(acc *q16Acc, b *q16Bid) {
+func (a *q16Agg) add(acc q16Acc, b q16Bid) q16Acc {
 	if acc.Counts.Bids[0] == 0 || b.Bid.DateTime > acc.Latest {
 		acc.Latest = b.Bid.DateTime
 	}
 	a.distinct.add(&acc.Counts, &b.Bid)
+	return acc
 }
 
 func (a *q16Agg) clear() { a.distinct.clear() }

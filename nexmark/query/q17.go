@@ -66,7 +66,7 @@ type q17Agg struct{}
 
 func (q17Agg) open(state.KeyedStore) {}
 
-func (q17Agg) add(a *q17Acc, b *qeBid) {
+func (q17Agg) add(a q17Acc, b qeBid) q17Acc {
 	if a.Bids[0] == 0 {
 		a.Min, a.Max = b.Price, b.Price
 	} else {
@@ -75,6 +75,7 @@ func (q17Agg) add(a *q17Acc, b *qeBid) {
 	a.Bids[0]++
 	a.Bids[qeRank(b.Price)]++
 	a.Sum += b.Price
+	return a
 }
 
 func (q17Agg) clear() {}

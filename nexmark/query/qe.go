@@ -128,11 +128,13 @@ func qeAddDistinct(m state.MapState[int64, uint64], v, set int64, want uint64, c
 func (d *qeDistinct) clear() { d.sets.Clear() }
 
 // qeAggregator is what a qeDailyAgg aggregates with: add folds an element
-// into the current key's accumulator, and may keep more keyed state (open
-// declares it, clear drops the current key's).
+// into the current key's accumulator and returns it (values, not pointers,
+// which would escape through the interface: an allocation per element), and
+// may keep more keyed state (open declares it, clear drops the current
+// key's).
 type qeAggregator[T, A any] interface {
 	open(st state.KeyedStore)
-	add(acc *A, v *T)
+	add(acc A, v T) A
 	clear()
 }
 
@@ -211,7 +213,7 @@ func (g *qeDailyAgg[K, T, A]) ProcessElement(ctx weir.KeyedContext[K], v T, _ we
 	if !ok {
 		ts.RegisterEventTimeTimer(end)
 	}
-	g.agg.add(&s.Acc, &v)
+	s.Acc = g.agg.add(s.Acc, v)
 	if !s.Pending {
 		s.Pending, s.FlushAt = true, wm+1
 		ts.RegisterEventTimeTimer(s.FlushAt)
