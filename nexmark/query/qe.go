@@ -138,9 +138,13 @@ type qeAggregator[T, A any] interface {
 	clear()
 }
 
-// qeAccState is a group's accumulator and its pending flush.
+// qeAccState is a group's accumulator, the result last emitted, and its
+// pending flush: one state, one lookup per element and per flush.
 type qeAccState[A any] struct {
 	Acc A
+	// Emitted is the result in the table, if HasEmitted.
+	Emitted    A
+	HasEmitted bool
 	// Pending: the group changed since its last result, and a timer at
 	// FlushAt will emit the new one.
 	Pending bool
@@ -180,9 +184,8 @@ type qeDailyAgg[K comparable, T any, A comparable] struct {
 	day    func(K) int64
 	newAgg func() qeAggregator[T, A]
 
-	agg     qeAggregator[T, A]
-	acc     state.ValueState[qeAccState[A]]
-	emitted state.ValueState[A]
+	agg qeAggregator[T, A]
+	acc state.ValueState[qeAccState[A]]
 }
 
 func (g *qeDailyAgg[K, T, A]) Open(ctx weir.KeyedRuntimeContext) error {
@@ -190,13 +193,8 @@ func (g *qeDailyAgg[K, T, A]) Open(ctx weir.KeyedRuntimeContext) error {
 	if err != nil {
 		return err
 	}
-	resultCodec, err := codec.For[A]()
-	if err != nil {
-		return err
-	}
 	st := ctx.State()
 	g.acc = state.GetValueState(st, state.ValueDescriptor[qeAccState[A]]{Name: "accumulator", Codec: accCodec})
-	g.emitted = state.GetValueState(st, state.ValueDescriptor[A]{Name: "emitted result", Codec: resultCodec})
 	g.agg = g.newAgg()
 	g.agg.open(st)
 	return nil
@@ -230,18 +228,16 @@ func (g *qeDailyAgg[K, T, A]) OnTimer(ctx weir.OnTimerContext[K], t int64, out w
 	key := ctx.CurrentKey()
 	if s.Pending {
 		s.Pending = false
-		prev, had := g.emitted.Value()
-		if !had || prev != s.Acc {
-			if had {
-				out.Collect(Retract(qeGroupRow[K, A]{key, prev}))
+		if !s.HasEmitted || s.Emitted != s.Acc {
+			if s.HasEmitted {
+				out.Collect(Retract(qeGroupRow[K, A]{key, s.Emitted}))
 			}
 			out.Collect(Insert(qeGroupRow[K, A]{key, s.Acc}))
-			g.emitted.Update(s.Acc)
+			s.Emitted, s.HasEmitted = s.Acc, true
 		}
 	}
 	if t >= (g.day(key)+1)*qeDayMs-1 {
 		g.acc.Clear()
-		g.emitted.Clear()
 		g.agg.clear()
 		return nil
 	}
