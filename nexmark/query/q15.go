@@ -30,11 +30,12 @@ import (
 // rows) and aggregated by a qeDailyAgg: the twelve counts in a ValueState,
 // the distinct bidders and auctions in a MapState of bit sets of the price
 // levels each was seen at (qeDistinct). Its results are a changelog
-// (EmitChanges): a day's row is updated at each watermark after bids of
-// that day, and the day's state is dropped when the watermark passes its
-// end. Deviations from Flink (see qeDailyAgg): updates per watermark
-// instead of per bid (as Flink's mini-batch does), and bids later than
-// the watermark allows after their day's end are dropped.
+// (EmitChanges): each bid retracts its day's row and inserts the updated
+// one, as Flink's group aggregation does, and the day's state is dropped
+// when the watermark passes its end. The deviation from Flink (see
+// qeDailyAgg): bids later than the watermark allows after their day's end
+// are dropped, where Flink would update the day's row (keeping all state
+// forever).
 func init() {
 	register(Query{
 		Name: "q15",

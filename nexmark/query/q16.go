@@ -29,7 +29,7 @@ import (
 //	GROUP BY channel, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');
 //
 // As q15 (a qeDailyAgg with the counts in a ValueState and the distinct
-// bidders and auctions in a MapState, updates per watermark, a group's state
+// bidders and auctions in a MapState, updates per bid, a group's state
 // dropped at the end of its day), keyed by channel and day number. Within
 // a day 'HH:mm' strings order as times do, so max(DATE_FORMAT(dateTime,
 // 'HH:mm')) is the minute of the group's latest bid: the accumulator keeps

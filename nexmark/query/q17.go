@@ -24,7 +24,7 @@ import (
 //	GROUP BY auction, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');
 //
 // The bids, reduced to their auction, price and time, are keyed by auction
-// and day number and aggregated by a qeDailyAgg (updates per watermark, a
+// and day number and aggregated by a qeDailyAgg (updates per bid, a
 // group's state dropped at the end of its day; see its deviations from
 // Flink) whose accumulator, in a ValueState, is the four counts, the
 // minimum, maximum and sum. AVG of a BIGINT is a BIGINT in Flink: the sum
