@@ -33,8 +33,8 @@ import (
 // and state grows with every bid (about as much as the bids themselves).
 // Bids cross the shuffle in their q20BidCodec encoding, which the
 // receiver keeps as one string (q20Bid.Enc) that the bid's strings are
-// substrings of, and that string is what the bid state keeps: a list
-// element of 16 bytes with one pointer, to memory without pointers,
+// substrings of, and that string is what the bid state keeps: a value
+// of 16 bytes with one pointer, to memory without pointers,
 // instead of a bid of 80 bytes with three: less to copy as the lists grow,
 // and less for the garbage collector to trace in the ever-growing state.
 func init() {
