@@ -1,11 +1,6 @@
 package query_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -71,27 +66,5 @@ func qeTestDistinctCounts(bids []nexmark.Bid) []any {
 // backend and compares its rows with want, as checkQuery does on the heap.
 func qeTestPebble(t *testing.T, name string, cfg nexmark.Config, want []query.Row) {
 	t.Helper()
-	q, err := query.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "out.jsonl")
-	o := query.Options{Config: cfg, Parallelism: 2, Output: out, StateBackend: "pebble", StateDir: t.TempDir()}
-	if _, err := query.Run(context.Background(), q, o); err != nil {
-		t.Fatalf("%s on Pebble: %v", name, err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	wantLines := make([]string, len(want))
-	for i, r := range want {
-		wantLines[i] = query.JSON(q.Columns, r)
-	}
-	slices.Sort(got)
-	slices.Sort(wantLines)
-	if !slices.Equal(got, wantLines) {
-		t.Errorf("%s on Pebble: %d rows, want %d; %s", name, len(got), len(wantLines), firstDiff(got, wantLines))
-	}
+	checkQueryWith(t, name, query.Options{Config: cfg, Parallelism: 2, StateBackend: "pebble", StateDir: t.TempDir()}, want)
 }
