@@ -7,14 +7,13 @@ import (
 	"github.com/weirhq/weir/nexmark/query"
 )
 
-// TestQ5 counts the bids per auction in every hopping window (starts every
+// q5Want counts the bids per auction in every hopping window (starts every
 // 2 s, 10 s long) a bid falls in, then keeps per window the auctions with
 // the largest count.
-func TestQ5(t *testing.T) {
-	cfg := testConfig(t)
+func q5Want(events []nexmark.Event) []query.Row {
 	type key struct{ start, auction int64 }
 	counts := map[key]int64{}
-	for _, e := range testEvents(t, cfg) {
+	for _, e := range events {
 		if e.Type != nexmark.BidEvent {
 			continue
 		}
@@ -33,5 +32,37 @@ func TestQ5(t *testing.T) {
 			want = append(want, query.Row{k.auction, n})
 		}
 	}
-	checkQuery(t, "q5", cfg, want)
+	return want
 }
+
+func TestQ5(t *testing.T) {
+	cfg := testConfig(t)
+	checkQuery(t, "q5", cfg, q5Want(testEvents(t, cfg)))
+}
+
+// TestQ5Edges: ties (both auctions are emitted), window boundaries (a bid
+// at a window's end is in the next window only) and a gap of empty windows.
+func TestQ5Edges(t *testing.T) {
+	events := []nexmark.Event{
+		qbBid(1, 5, 100, qbT0),
+		qbBid(2, 5, 100, qbT0+1_999),
+		qbBid(1, 5, 100, qbT0+2_000),
+		qbBid(2, 5, 100, qbT0+9_999),
+		qbBid(3, 5, 100, qbT0+10_000),
+		qbBid(3, 5, 100, qbT0+10_001),
+		qbBid(4, 5, 100, qbT0+60_000),
+	}
+	want := q5Want(events)
+	ties := 0
+	for _, r := range want {
+		if r[1] == int64(2) {
+			ties++
+		}
+	}
+	if ties < 3 {
+		t.Fatalf("the reference has %d rows of count 2, want ties: %v", ties, want)
+	}
+	qbCheckEvents(t, "q5", events, query.Options{}, want)
+}
+
+func TestQ5Pebble(t *testing.T) { qbPebble(t, "q5", q5Want) }

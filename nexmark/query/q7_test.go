@@ -7,14 +7,12 @@ import (
 	"github.com/weirhq/weir/nexmark/query"
 )
 
-// TestQ7 takes the maximum price of every 10 s tumbling window, then joins
+// q7Want takes the maximum price of every 10 s tumbling window, then joins
 // every bid with every window: a bid matches when its price is the
 // window's maximum and its time is in [window_end - 10 s, window_end]. The
 // row has the price in the bidder column and the bidder in the price
 // column, as Nexmark's INSERT puts them.
-func TestQ7(t *testing.T) {
-	cfg := testConfig(t)
-	events := testEvents(t, cfg)
+func q7Want(events []nexmark.Event) []query.Row {
 	maxAt := map[int64]int64{} // window end -> max price
 	for _, e := range events {
 		if e.Type == nexmark.BidEvent {
@@ -34,6 +32,34 @@ func TestQ7(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d rows for %d windows", len(want), len(maxAt))
-	checkQuery(t, "q7", cfg, want)
+	return want
 }
+
+func TestQ7(t *testing.T) {
+	cfg := testConfig(t)
+	checkQuery(t, "q7", cfg, q7Want(testEvents(t, cfg)))
+}
+
+// TestQ7Edges: ties at a window's maximum, a bid at exactly a window's end
+// (it matches that window's maximum and, as the maximum of the next
+// window, that one too: two rows), a bid at a window's end above that
+// window's maximum, and bids below the maximum that come first.
+func TestQ7Edges(t *testing.T) {
+	events := []nexmark.Event{
+		qbBid(1, 11, 300, qbT0),
+		qbBid(1, 12, 500, qbT0+1_000),
+		qbBid(1, 13, 500, qbT0+5_000),  // a tie
+		qbBid(1, 14, 500, qbT0+10_000), // window 0's end: matches window 0 and, as its max, window 1
+		qbBid(1, 15, 400, qbT0+12_000),
+		qbBid(1, 16, 900, qbT0+20_000), // window 1's end, above its max: only window 2's max
+		qbBid(1, 17, 800, qbT0+25_000),
+		qbBid(1, 18, 100, qbT0+60_000),
+	}
+	want := q7Want(events)
+	if len(want) != 6 {
+		t.Fatalf("the reference gives %d rows, want 6: %v", len(want), want)
+	}
+	qbCheckEvents(t, "q7", events, query.Options{}, want)
+}
+
+func TestQ7Pebble(t *testing.T) { qbPebble(t, "q7", q7Want) }
