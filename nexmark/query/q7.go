@@ -45,10 +45,11 @@ import (
 //     reduce (no bid above a window's maximum is dropped, so it is exact).
 //   - The join: the maxima and the candidates, connected and keyed by
 //     window end (KeyedCoProcess), with per window the maximum once it
-//     comes and the candidates at or above the window's maximum so far; an
-//     event-time timer at the window's end (when no bid at or before it can
-//     come any more, the maximum having come at its end - 1) emits the
-//     candidates at the maximum and clears the state.
+//     comes, and a list of the candidates not below the window's own bids
+//     so far (nor off its maximum, once known); an event-time timer at the
+//     window's end (when no bid at or before it can come any more, the
+//     maximum having come at its end - 1) emits the candidates at the
+//     maximum and clears the state.
 //
 // Append-only, as Flink's join of two insert-only inputs. Deviation: a
 // late bid (none in Nexmark's ordered stream) is dropped here, where
@@ -162,42 +163,42 @@ func (p *q7Prune) ProcessElement(_ weir.Context, b nexmark.Bid, out weir.Collect
 	return nil
 }
 
-// q7Window is the join's state of one window: its maximum once known, the
-// largest price of its own bids so far, and the candidates at or above it.
+// q7Window is the join's state of one window besides its candidates: its
+// maximum once known, and the largest price of its own bids so far.
 type q7Window struct {
-	Max      int64
-	HasMax   bool
-	Running  int64
-	Bids     []q7Bid
-	TimerSet bool
+	Max, Running int64
+	HasMax       bool
 }
 
-// q7Join joins the windows' maxima with the candidate bids.
+// q7Join joins the windows' maxima with the candidate bids. The
+// candidates go to list state (an append, also on Pebble), once they pass
+// what the window's state tells.
 type q7Join struct {
-	win state.ValueState[q7Window]
+	win   state.ValueState[q7Window]
+	cands state.ListState[q7Bid]
 }
 
 func (j *q7Join) Open(ctx weir.KeyedRuntimeContext) error {
-	c, err := codec.For[q7Window]()
+	wc, err := codec.For[q7Window]()
 	if err != nil {
 		return err
 	}
-	j.win = state.GetValueState(ctx.State(), state.ValueDescriptor[q7Window]{Name: "q7-window", Codec: c})
+	bc, err := codec.For[q7Bid]()
+	if err != nil {
+		return err
+	}
+	j.win = state.GetValueState(ctx.State(), state.ValueDescriptor[q7Window]{Name: "q7-window", Codec: wc})
+	j.cands = state.GetListState(ctx.State(), state.ListDescriptor[q7Bid]{Name: "q7-candidates", Codec: bc})
 	return nil
 }
 
-// timer makes sure the window's timer is registered: at its end, when
-// every bid that can match it has come.
-func (j *q7Join) timer(ctx weir.KeyedContext[int64], w *q7Window) {
-	if !w.TimerSet {
-		ctx.TimerService().RegisterEventTimeTimer(ctx.CurrentKey())
-		w.TimerSet = true
-	}
-}
-
 func (j *q7Join) ProcessElement1(ctx weir.KeyedContext[int64], m q7Max, _ weir.Collector[q7Bid]) error {
-	w, _ := j.win.Value()
-	j.timer(ctx, &w)
+	w, ok := j.win.Value()
+	if !ok {
+		// A window's timer: at its end, when every bid that can match it
+		// has come (the maximum came at its end - 1).
+		ctx.TimerService().RegisterEventTimeTimer(ctx.CurrentKey())
+	}
 	w.Max, w.HasMax = m.Price, true
 	j.win.Update(w)
 	return nil
@@ -207,41 +208,30 @@ func (j *q7Join) ProcessElement2(ctx weir.KeyedContext[int64], c q7Cand, _ weir.
 	w, ok := j.win.Value()
 	p := c.Bid.Price
 	switch {
-	case w.HasMax && p != w.Max:
-		return nil
-	case ok && len(w.Bids) > 0 && p < w.Running:
-		return nil
-	}
-	j.timer(ctx, &w)
-	if !c.Boundary && (p > w.Running || len(w.Bids) == 0) {
-		w.Running = p
-		// Keep only the candidates at or above the new running maximum:
-		// a new slice, as the stored one may be in a snapshot.
-		kept := make([]q7Bid, 0, len(w.Bids)+1)
-		for _, b := range w.Bids {
-			if b.Price >= p {
-				kept = append(kept, b)
-			}
+	case w.HasMax && p != w.Max, p < w.Running:
+		return nil // below a bid of the window: not its maximum
+	case !ok:
+		ctx.TimerService().RegisterEventTimeTimer(ctx.CurrentKey())
+		fallthrough
+	case !c.Boundary && p > w.Running:
+		if !c.Boundary {
+			w.Running = p
 		}
-		w.Bids = kept
+		j.win.Update(w)
 	}
-	w.Bids = append(w.Bids, c.Bid)
-	j.win.Update(w)
+	j.cands.Add(c.Bid)
 	return nil
 }
 
 func (j *q7Join) OnTimer(_ weir.OnTimerContext[int64], _ int64, out weir.Collector[q7Bid]) error {
-	w, ok := j.win.Value()
-	if !ok {
-		return nil
-	}
-	if w.HasMax {
-		for _, b := range w.Bids {
+	if w, ok := j.win.Value(); ok && w.HasMax {
+		for _, b := range j.cands.Get() {
 			if b.Price == w.Max {
 				out.Collect(b)
 			}
 		}
 	}
 	j.win.Clear()
+	j.cands.Clear()
 	return nil
 }
