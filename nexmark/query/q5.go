@@ -94,7 +94,10 @@ func q5EmitSlice(ctx weir.WindowContext[int64], counts []int64, out weir.Collect
 
 // q5Hottest adds up, per window, the auctions' counts over its slices, and
 // emits the auctions with the largest count when the watermark passes the
-// window's end.
+// window's end. (Appending the slices' counts to list state and adding
+// them up at the end is faster on the heap, 2.4 M against 2.1 M events/s
+// per core at 2 M events, but on Pebble a list of n appends costs O(n^2)
+// to read: Pebble's AppendValueMerger copies the value at every operand.)
 type q5Hottest struct {
 	counts state.MapState[int64, int64]
 }
@@ -106,9 +109,10 @@ func (h *q5Hottest) Open(ctx weir.KeyedRuntimeContext) error {
 
 func (h *q5Hottest) ProcessElement(ctx weir.KeyedContext[int64], c q5Count, _ weir.Collector[q5Count]) error {
 	n, ok := h.counts.Get(c.Auction)
-	if !ok && h.counts.IsEmpty() {
-		// The window's first count. Its slices all fire, and send their
-		// counts, before the watermark passes the window's last ms.
+	if !ok {
+		// The window's timer (registered once: timers are kept one per
+		// key and time). Its slices all fire, and send their counts,
+		// before the watermark passes the window's last ms.
 		ctx.TimerService().RegisterEventTimeTimer(c.Start + q5Size - 1)
 	}
 	h.counts.Put(c.Auction, n+c.Num)
