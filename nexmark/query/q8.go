@@ -27,7 +27,9 @@ import (
 //
 // A window join of people and auctions on id = seller: both sides, cut
 // down to what the join needs (a person's id and name; an auction's seller)
-// and tagged, are unioned, keyed by the person id / seller and put into
+// and tagged by one pass over the events (the two views at once: People and
+// Auctions would each copy every event, 12% of the query's CPU), are keyed
+// by the person id / seller and put into
 // Weir's tumbling event-time windows of 10 s, where an incremental
 // aggregate (a co-group that keeps no elements) collects the window's
 // distinct names of the person and whether the id sold anything in it.
@@ -44,9 +46,18 @@ func init() {
 		Name:    "q8",
 		Columns: []string{"id", "name", "stime"},
 		Build: func(in *Input) error {
-			people := weir.Map(People(in.Events), func(p nexmark.Person) q8Side { return q8Side{ID: p.ID, Name: p.Name, Person: true} }).Name("q8 people")
-			sellers := weir.Map(Auctions(in.Events), func(a nexmark.Auction) q8Side { return q8Side{ID: a.Seller} }).Name("q8 sellers")
-			keyed := weir.KeyBy(weir.Union(people, sellers), func(s q8Side) int64 { return s.ID })
+			// The person and auction views in one pass over the events,
+			// projected (rather than People and Auctions, which would
+			// each get every event).
+			sides := weir.FlatMap(in.Events, func(e nexmark.Event, out weir.Collector[q8Side]) {
+				switch e.Type {
+				case nexmark.PersonEvent:
+					out.Collect(q8Side{ID: e.Person.ID, Name: e.Person.Name, Person: true})
+				case nexmark.AuctionEvent:
+					out.Collect(q8Side{ID: e.Auction.Seller})
+				}
+			}).Name("q8 people and sellers")
+			keyed := weir.KeyBy(sides, func(s q8Side) int64 { return s.ID })
 			joined := weir.WindowAggregateProcess(weir.Window(keyed, weir.TumblingEventTimeWindows(10*time.Second)),
 				q8CoGroup{}, weir.ProcessWindowFunc[int64, q8Acc, q8Result](q8Emit)).Name("q8 window join")
 			Emit(in, joined, func(r q8Result) Row { return Row{r.ID, r.Name, r.Start} })
