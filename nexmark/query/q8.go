@@ -25,21 +25,20 @@ import (
 //	) A
 //	ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;
 //
-// A window join of people and auctions on id = seller: both sides, cut
-// down to what the join needs (a person's id and name; an auction's seller)
-// and tagged by one pass over the events (the two views at once: People and
+// A window join of people and auctions on id = seller: both sides, cut down
+// to what the join needs (a person's id and name; an auction's seller) and
+// tagged by one pass over the events (the two views at once: People and
 // Auctions would each copy every event, 12% of the query's CPU), are keyed
-// by the person id / seller and put into
-// Weir's tumbling event-time windows of 10 s, where an incremental
-// aggregate (a co-group that keeps no elements) collects the window's
-// distinct names of the person and whether the id sold anything in it.
-// When the window fires, a person with a sale there gives one row per
-// distinct (id, name), as the GROUP BY on both sides makes the join give
-// (several auctions of one seller in a window count once). Weir's
-// WindowJoin/WindowCoGroup would keep every auction of the window in a list
-// (most of a window's auctions are the hot seller's); the aggregate keeps
-// one small accumulator per id and window instead. stime is window_start
-// (epoch ms). Append-only, as Flink's window join of two window
+// by the person id / seller and put into Weir's tumbling event-time windows
+// of 10 s, where an incremental aggregate (a co-group that keeps no
+// elements) collects the window's distinct names of the person and whether
+// the id sold anything in it. When the window fires, a person with a sale
+// there gives one row per distinct (id, name), as the GROUP BY on both sides
+// makes the join give (several auctions of one seller in a window count
+// once). Weir's WindowJoin/WindowCoGroup would keep every auction of the
+// window in a list (most of a window's auctions are the hot seller's); the
+// aggregate keeps one small accumulator per id and window instead. stime is
+// window_start (epoch ms). Append-only, as Flink's window join of two window
 // aggregates; late events are dropped, as Flink's window aggregation does.
 func init() {
 	register(Query{
