@@ -36,10 +36,12 @@ import (
 //     of the last few windows it saw, and drops a bid that is below the
 //     running maximum of its window and (for a bid at a window's end) of
 //     the window ending there: the window's maximum can only be higher.
-//     What is left (a few bids per window and subtask) becomes candidates
-//     keyed by the end of the window they may match: one for its own
-//     window, another for the window ending at its time. The running
-//     maxima are no state: after a restore they start again and drop less.
+//     What is left (a few bids per window and subtask, but every bid at
+//     the start of the first window a subtask sees, as it knows nothing
+//     of the window ending there) becomes candidates keyed by the end of
+//     the window they may match: one for its own window, another for the
+//     window ending at its time. The running maxima are no state: after a
+//     restore they start again and drop less.
 //   - The window's MAX(price): the candidates of their own window, keyed by
 //     window end, in Weir's tumbling event-time windows of 10 s with a max
 //     reduce (no bid above a window's maximum is dropped, so it is exact).
