@@ -62,7 +62,7 @@ func runQueryWith(t *testing.T, name string, o query.Options) []string {
 	if err != nil {
 		t.Fatalf("%s with %+v: %v", name, o, err)
 	}
-	if s.Events != o.Config.Events {
+	if o.Config.Events > 0 && s.Events != o.Config.Events { // 0 with an input: the whole file
 		t.Fatalf("%s with %+v: %d events counted, want %d", name, o, s.Events, o.Config.Events)
 	}
 	f, err := os.Open(o.Output)

@@ -1,11 +1,8 @@
 package query_test
 
 import (
-	"bufio"
-	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/weirhq/weir/nexmark"
@@ -35,12 +32,7 @@ func qbBid(auction, bidder, price, ts int64) nexmark.Event {
 // (state backend), and compares its rows with want.
 func qbCheckEvents(t *testing.T, name string, events []nexmark.Event, o query.Options, want []query.Row) {
 	t.Helper()
-	q, err := query.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	in := filepath.Join(dir, "events.jsonl")
+	in := filepath.Join(t.TempDir(), "events.jsonl")
 	var b []byte
 	for i := range events {
 		b = nexmark.AppendJSON(b, &events[i])
@@ -48,28 +40,8 @@ func qbCheckEvents(t *testing.T, name string, events []nexmark.Event, o query.Op
 	if err := os.WriteFile(in, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o.Input, o.Output, o.Parallelism = in, filepath.Join(dir, "out.jsonl"), 2
-	if _, err := query.Run(context.Background(), q, o); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(o.Output)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var got []string
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		got = append(got, sc.Text())
-	}
-	wantLines := make([]string, len(want))
-	for i, r := range want {
-		wantLines[i] = query.JSON(q.Columns, r)
-	}
-	slices.Sort(got)
-	slices.Sort(wantLines)
-	if !slices.Equal(got, wantLines) {
-		t.Errorf("%s: %d rows, want %d; %s", name, len(got), len(wantLines), firstDiff(got, wantLines))
-	}
+	o.Input, o.Parallelism = in, 2
+	checkQueryWith(t, name, o, want)
 }
 
 // qbPebble runs the query over the first 6,000 of testConfig's events
