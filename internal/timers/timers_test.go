@@ -256,3 +256,38 @@ func TestRescale(t *testing.T) {
 		}
 	}
 }
+
+// A timer registered before any namespace was set is the one registered
+// with an empty namespace and the one restored without a namespace.
+func TestNoNamespaceIsEmptyNamespace(t *testing.T) {
+	rng := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(rng)
+	s.SetCurrentKey([]byte("a"), kgOf("a"))
+	s.RegisterEventTime(10)
+	s.SetCurrentNamespace(nil)
+	s.RegisterEventTime(10)
+	s.SetCurrentNamespace([]byte{})
+	s.RegisterEventTime(10)
+	if ev, _ := s.Len(); ev != 1 {
+		t.Fatalf("%d timers, want 1", ev)
+	}
+	var buf bytes.Buffer
+	n, err := snapshot.Write(&buf, snapshot.Header{MaxParallelism: maxPar, Range: rng}, s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := snapshot.Open(bytes.NewReader(buf.Bytes()), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := New(rng)
+	if err := s2.Restore(r); err != nil {
+		t.Fatal(err)
+	}
+	s2.SetCurrentKey([]byte("a"), kgOf("a"))
+	s2.RegisterEventTime(10)
+	s2.DeleteEventTime(10)
+	if ev, _ := s2.Len(); ev != 0 {
+		t.Fatalf("restored: %d timers after a delete, want 0", ev)
+	}
+}
