@@ -291,3 +291,48 @@ func TestNoNamespaceIsEmptyNamespace(t *testing.T) {
 		t.Fatalf("restored: %d timers after a delete, want 0", ev)
 	}
 }
+
+// TestRestoresEarlierSnapshot restores timers snapshotted by the service
+// of 4aad367 (a map of items by string id; testdata/timers-4aad367.txt
+// lists them), at parallelism 1 and 3, and writes them again: checkpoints
+// and savepoints written before the tables still restore.
+func TestRestoresEarlierSnapshot(t *testing.T) {
+	data, err := os.ReadFile("testdata/timers-4aad367.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := os.ReadFile("testdata/timers-4aad367.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ref{}
+	for _, l := range bytes.Split(bytes.TrimSpace(list), []byte("\n")) {
+		want[string(l)] = true
+	}
+	open := func() *snapshot.Reader {
+		r, err := snapshot.Open(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for p := 1; p <= 3; p += 2 {
+		got := ref{}
+		for i := range p {
+			for k := range fireAll(t, []*snapshot.Reader{open()}, keygroup.RangeFor(i, p, maxPar)) {
+				got[k] = true
+			}
+		}
+		if !equalSets(got, want) {
+			t.Fatalf("parallelism %d: %d timers restored, want %d", p, len(got), len(want))
+		}
+	}
+	all := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(all)
+	if err := s.Restore(open()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTimers(t, s.Snapshot(), all); !equalSets(got, want) {
+		t.Fatalf("written again: %d timers, want %d", len(got), len(want))
+	}
+}
