@@ -336,3 +336,64 @@ func TestRestoresEarlierSnapshot(t *testing.T) {
 		t.Fatalf("written again: %d timers, want %d", len(got), len(want))
 	}
 }
+
+// TestSnapshotWhileWriting writes a snapshot on another goroutine while the
+// service goes on registering (appending to the arenas it shares, and
+// compacting them), firing and deleting: the snapshot holds the timers of
+// its moment (run with -race).
+func TestSnapshotWhileWriting(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(seed(t), 3))
+	rng := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(rng)
+	model := ref{}
+	reg := func(ts int64) {
+		key := fmt.Sprint("key", rnd.IntN(200))
+		ns := []string{"", "window"}[rnd.IntN(2)]
+		s.SetCurrentKey([]byte(key), kgOf(key))
+		s.SetCurrentNamespace([]byte(ns))
+		s.RegisterEventTime(ts)
+		model[fmt.Sprintf("e|%d|%s|%s", ts, key, ns)] = true
+	}
+	for range 3000 {
+		reg(rnd.Int64N(1000))
+	}
+	var kept []Timer
+	var keptAs []string
+	for round := range 5 {
+		want := cloneRef(model)
+		srcs := s.Snapshot()
+		done := make(chan ref)
+		go func() { done <- readTimers(t, srcs, rng) }()
+		wm := int64(round+1) * 1000
+		for range 3000 {
+			reg(wm + rnd.Int64N(1000))
+			if rnd.IntN(10) == 0 {
+				key := fmt.Sprint("key", rnd.IntN(200))
+				ts := wm + rnd.Int64N(1000)
+				s.SetCurrentKey([]byte(key), kgOf(key))
+				s.SetCurrentNamespace(nil)
+				s.DeleteEventTime(ts)
+				delete(model, fmt.Sprintf("e|%d|%s|", ts, key))
+			}
+		}
+		s.AdvanceWatermark(wm+500, func(tm Timer) {
+			k := fmt.Sprintf("e|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace)
+			delete(model, k)
+			kept = append(kept, tm)
+			keptAs = append(keptAs, k)
+		})
+		if got := <-done; !equalSets(got, want) {
+			t.Fatalf("round %d: snapshot holds %d timers, want %d", round, len(got), len(want))
+		}
+	}
+	// Fired timers' keys and namespaces may be kept: later registrations
+	// (and arena compactions) leave them as they were.
+	for i, tm := range kept {
+		if k := fmt.Sprintf("e|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace); k != keptAs[i] {
+			t.Fatalf("kept timer %s is now %s", keptAs[i], k)
+		}
+	}
+	if ev, _ := s.Len(); ev != len(model) {
+		t.Fatalf("service has %d timers, model %d", ev, len(model))
+	}
+}
