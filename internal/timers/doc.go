@@ -8,6 +8,16 @@
 // calls AdvanceWatermark when the watermark moves, asks NextProcessingTime to
 // arm its single processing-time wake-up, and calls FireProcessingTime when
 // it fires. Like the state backends, it is owned by the task goroutine; only
-// snapshot sources are read from another goroutine, and per-key-group maps
-// are copy-on-write after a snapshot, as in internal/statebackend/heap.
+// snapshot sources are read from another goroutine.
+//
+// Each key group of each time domain keeps an open-addressing table of
+// 8-byte slots (a 32-bit hash tag and an item index), keyed by a 64-bit hash
+// of (timestamp, key, namespace), over a pool of fixed-size items and an
+// append-only arena of their keys and namespaces: registering a new timer
+// allocates nothing in the steady state, and a duplicate is found by
+// comparing tags before bytes. The heap of each domain holds (timestamp, key
+// group, first id bytes, item index) entries. Tables and pools are
+// copy-on-write after a snapshot, as in internal/statebackend/heap; arenas
+// are shared, since their bytes are never rewritten (a full arena is
+// replaced by a compacted copy), which also keeps fired timers' keys valid.
 package timers

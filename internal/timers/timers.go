@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"maps"
+	"math/bits"
 	"slices"
-	"unsafe"
 
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
@@ -26,24 +25,43 @@ const (
 	ProcessingTimeState = "_timers/processing"
 )
 
+// item is a timer in its key group's pool, addressed by index. Its id,
+// uvarint(len(key)) key ns (what identifies it besides the timestamp), lies
+// in the group's arena, which is only appended to: its bytes are never
+// written again, so a fired Timer's Key and Namespace may be kept, and a
+// snapshot reads the arena without a copy.
 type item struct {
-	Timer
-	id string // dedup key within a key group: ts | uvarint(len(key)) key | ns
-	// dead marks a deleted timer, which its heap entry outlives until it
-	// reaches the top (written by the task goroutine only).
-	dead bool
+	ts  int64
+	off uint32 // of the id in the arena
+	n   uint32 // the id's length; 0: a free item
+	// klen is the key's length; deadBit marks a deleted timer, which its
+	// heap entry outlives until it reaches the top.
+	klen uint32
+	tag  uint32 // the low 32 bits of the hash; its slot is tag<<32 | index+1
 }
 
+const deadBit = 1 << 31
+
+// group is one key group's timers of one time domain: an open-addressing
+// table (linear probing) of item indexes keyed by a 64-bit hash of (ts, key,
+// namespace), a pool of items and an arena of their ids. The table and the
+// pool are copy-on-write after a snapshot (ver < Service.snapVer); the
+// arena is shared, as it is only appended to, and replaced when compacted.
 type group struct {
-	m   map[string]*item
-	ver uint64 // shared with a snapshot when ver < Service.snapVer
+	slots   []uint64 // 0: empty; else tag<<32 | index+1 (tag&mask is the home slot)
+	items   []item
+	free    []uint32 // free items of the pool (the task's only)
+	arena   []byte
+	live    int // timers in the table
+	garbage int // arena bytes of items freed since the last compaction
+	ver     uint64
 }
 
-// queue is one time domain's timers: a heap for order, per-key-group maps for
-// deduplication, deletion and snapshots. A deleted timer leaves the maps
-// at once and the heap when it reaches the top (dead counts those).
+// queue is one time domain's timers: a heap for order, per-key-group tables
+// for deduplication, deletion and snapshots. A deleted timer leaves its
+// table at once and the heap when it reaches the top (dead counts those).
 type queue struct {
-	h      itemHeap
+	h      []entry
 	dead   int
 	groups []group
 }
@@ -55,15 +73,16 @@ type Service struct {
 	proc    queue
 	key     []byte
 	ns      []byte
+	kh, nh  uint64 // hashes of key and ns
+	nsDirty bool   // nh is not ns's yet
 	kg      int
 	hasKey  bool
 	snapVer uint64
-	idbuf   []byte
 }
 
 // New returns an empty timer service for the key groups in rng.
 func New(rng keygroup.Range) *Service {
-	return &Service{rng: rng,
+	return &Service{rng: rng, nh: hashBytes(nil, seedNS),
 		event: queue{groups: make([]group, rng.Len())},
 		proc:  queue{groups: make([]group, rng.Len())}}
 }
@@ -74,11 +93,15 @@ func (s *Service) SetCurrentKey(key []byte, kg int) {
 		panic(fmt.Sprintf("timers: key group %d outside range %v", kg, s.rng))
 	}
 	s.key = append(s.key[:0], key...)
+	s.kh = hashBytes(key, seedKey)
 	s.kg, s.hasKey = kg, true
 }
 
 // SetCurrentNamespace sets the namespace (copied); empty is none.
-func (s *Service) SetCurrentNamespace(ns []byte) { s.ns = append(s.ns[:0], ns...) }
+func (s *Service) SetCurrentNamespace(ns []byte) {
+	s.ns = append(s.ns[:0], ns...)
+	s.nsDirty = true
+}
 
 // RegisterEventTime registers an event-time timer for the current key and
 // namespace; registering the same (key, namespace, ts) twice keeps one.
@@ -93,83 +116,290 @@ func (s *Service) RegisterProcessingTime(ts int64) { s.register(&s.proc, ts) }
 // DeleteProcessingTime deletes a processing-time timer.
 func (s *Service) DeleteProcessingTime(ts int64) { s.delete(&s.proc, ts) }
 
-func (s *Service) id(ts int64, key, ns []byte) []byte {
-	b := binary.BigEndian.AppendUint64(s.idbuf[:0], uint64(ts))
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	s.idbuf = append(b, ns...)
-	return s.idbuf
+// Hashing: the key's and the namespace's hashes are taken when they are
+// set, and a timer's hash mixes them with its timestamp.
+const (
+	seedKey = 0x243f6a8885a308d3
+	seedNS  = 0x13198a2e03707344
+	prime1  = 0x9e3779b97f4a7c15
+	prime2  = 0xc2b2ae3d27d4eb4f
+	prime3  = 0x165667b19e3779f9
+)
+
+func hashBytes(b []byte, seed uint64) uint64 {
+	h := seed ^ uint64(len(b))*prime1
+	for len(b) >= 8 {
+		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64(b))*prime2, 31) * prime1
+		b = b[8:]
+	}
+	if len(b) > 0 {
+		var w uint64
+		for i, c := range b {
+			w |= uint64(c) << (8 * i)
+		}
+		h = bits.RotateLeft64((h^w)*prime2, 31) * prime1
+	}
+	return h
+}
+
+func hashTimer(ts int64, kh, nh uint64) uint64 {
+	h := kh ^ bits.RotateLeft64(nh, 23) ^ uint64(ts)*prime3
+	// murmur3's finalizer
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+func (s *Service) nsHash() uint64 {
+	if s.nsDirty {
+		s.nh = hashBytes(s.ns, seedNS)
+		s.nsDirty = false
+	}
+	return s.nh
 }
 
 func (s *Service) register(q *queue, ts int64) {
 	if !s.hasKey {
 		panic("timers: timer registered with no current key")
 	}
-	s.add(q, Timer{Timestamp: ts, KeyGroup: s.kg, Key: s.key, Namespace: s.ns})
+	s.add(q, s.kg, ts, s.key, s.ns, hashTimer(ts, s.kh, s.nsHash()))
 }
 
-func (s *Service) add(q *queue, t Timer) {
-	id := s.id(t.Timestamp, t.Key, t.Namespace)
-	g := &q.groups[t.KeyGroup-s.rng.Start]
-	if _, ok := g.m[string(id)]; ok {
+func (s *Service) add(q *queue, kg int, ts int64, key, ns []byte, h uint64) {
+	gi := kg - s.rng.Start
+	if q.groups[gi].find(h, ts, key, ns) >= 0 {
 		return
 	}
-	g = s.own(q, t.KeyGroup)
-	// One allocation for the id, the key and the namespace: the id holds
-	// both, and none of them is ever written.
-	b := bytes.Clone(id)
-	kn := b[len(id)-len(t.Key)-len(t.Namespace):]
-	it := &item{Timer: Timer{Timestamp: t.Timestamp, KeyGroup: t.KeyGroup,
-		Key: kn[:len(t.Key):len(t.Key)], Namespace: kn[len(t.Key):]}, id: unsafe.String(unsafe.SliceData(b), len(b))}
-	if t.Namespace == nil {
-		it.Namespace = nil // as bytes.Clone gave
-	}
-	g.m[it.id] = it
-	q.h.push(entryOf(it))
+	g := s.own(q, gi)
+	idx := g.insert(h, ts, key, ns)
+	q.push(entry{ts: ts, pre: prefix(key, ns), gi: int32(gi), idx: idx})
 }
 
 func (s *Service) delete(q *queue, ts int64) {
 	if !s.hasKey {
 		panic("timers: timer deleted with no current key")
 	}
-	id := s.id(ts, s.key, s.ns)
-	it, ok := q.groups[s.kg-s.rng.Start].m[string(id)]
-	if !ok {
+	gi := s.kg - s.rng.Start
+	pos := q.groups[gi].find(hashTimer(ts, s.kh, s.nsHash()), ts, s.key, s.ns)
+	if pos < 0 {
 		return
 	}
-	delete(s.own(q, s.kg).m, it.id)
-	it.dead = true
+	g := s.own(q, gi)
+	idx := uint32(g.slots[pos]) - 1
+	g.removeSlot(pos)
+	g.items[idx].klen |= deadBit
 	q.dead++
 }
 
-// own returns key group kg's map, cloning it if a snapshot shares it.
-func (s *Service) own(q *queue, kg int) *group {
-	g := &q.groups[kg-s.rng.Start]
+// own returns the group at index gi of q, cloning its table and pool if a
+// snapshot shares them.
+func (s *Service) own(q *queue, gi int) *group {
+	g := &q.groups[gi]
 	if g.ver != s.snapVer {
-		g.m = maps.Clone(g.m)
+		g.slots = slices.Clone(g.slots)
+		g.items = slices.Clone(g.items)
 		g.ver = s.snapVer
-	}
-	if g.m == nil {
-		g.m = map[string]*item{}
 	}
 	return g
 }
 
+// find returns the slot of the timer (ts, key, ns) of hash h, or -1.
+func (g *group) find(h uint64, ts int64, key, ns []byte) int {
+	if g.live == 0 {
+		return -1
+	}
+	mask := len(g.slots) - 1
+	tag := uint64(uint32(h))
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		v := g.slots[i]
+		if v == 0 {
+			return -1
+		}
+		if v>>32 == tag {
+			it := &g.items[uint32(v)-1]
+			if it.ts == ts && g.idEqual(it, key, ns) {
+				return i
+			}
+		}
+	}
+}
+
+// idEqual reports whether the id of it is uvarint(len(key)) key ns.
+func (g *group) idEqual(it *item, key, ns []byte) bool {
+	if int(it.klen&^deadBit) != len(key) {
+		return false
+	}
+	hdr := int(it.n) - len(key) - len(ns)
+	if hdr != uvarintLen(len(key)) {
+		return false
+	}
+	id := g.arena[int(it.off)+hdr : it.off+it.n]
+	return bytes.Equal(id[:len(key)], key) && bytes.Equal(id[len(key):], ns)
+}
+
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
+
+// insert adds the timer (ts, key, ns) of hash h, which is not there, and
+// returns its item's index.
+func (g *group) insert(h uint64, ts int64, key, ns []byte) uint32 {
+	if (g.live+1)*4 > len(g.slots)*3 {
+		g.grow()
+	}
+	n := uvarintLen(len(key)) + len(key) + len(ns)
+	if len(g.arena)+n > cap(g.arena) {
+		g.compact(n)
+	}
+	off := len(g.arena)
+	if off+n > 1<<32-1 || len(key) >= deadBit {
+		panic(fmt.Sprintf("timers: %d bytes of timer keys in one key group", off+n))
+	}
+	g.arena = binary.AppendUvarint(g.arena, uint64(len(key)))
+	g.arena = append(g.arena, key...)
+	g.arena = append(g.arena, ns...)
+	it := item{ts: ts, off: uint32(off), n: uint32(n), klen: uint32(len(key)), tag: uint32(h)}
+	var idx uint32
+	if k := len(g.free); k > 0 {
+		idx = g.free[k-1]
+		g.free = g.free[:k-1]
+		g.items[idx] = it
+	} else {
+		idx = uint32(len(g.items))
+		g.items = append(g.items, it)
+	}
+	mask := len(g.slots) - 1
+	i := int(h) & mask
+	for g.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	g.slots[i] = uint64(uint32(h))<<32 | uint64(idx+1)
+	g.live++
+	return idx
+}
+
+// grow doubles the table (16 slots at first).
+func (g *group) grow() {
+	old := g.slots
+	g.slots = make([]uint64, max(16, 2*len(old)))
+	mask := len(g.slots) - 1
+	for _, v := range old {
+		if v == 0 {
+			continue
+		}
+		i := int(v>>32) & mask
+		for g.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		g.slots[i] = v
+	}
+}
+
+// compact replaces the full arena by one with room for need more bytes,
+// holding the ids of the items in use only (live or dead in the heap). The
+// old arena is left as it is, for snapshots and fired timers.
+func (g *group) compact(need int) {
+	used := len(g.arena) - g.garbage
+	c := max(256, 2*(used+need), len(g.arena)/2)
+	a := make([]byte, 0, c)
+	if g.garbage == 0 {
+		a = append(a, g.arena...)
+	} else {
+		for i := range g.items {
+			it := &g.items[i]
+			if it.n == 0 {
+				continue
+			}
+			off := len(a)
+			a = append(a, g.arena[it.off:it.off+it.n]...)
+			it.off = uint32(off)
+		}
+	}
+	g.arena, g.garbage = a, 0
+}
+
+// removeSlot empties slot i, moving later slots of its run back (backward
+// shift deletion: no tombstones).
+func (g *group) removeSlot(i int) {
+	mask := len(g.slots) - 1
+	g.live--
+	for {
+		g.slots[i] = 0
+		j := i
+		for {
+			j = (j + 1) & mask
+			v := g.slots[j]
+			if v == 0 {
+				return
+			}
+			// v stays unless its home slot k is cyclically outside (i, j].
+			k := int(v>>32) & mask
+			if i <= j {
+				if i < k && k <= j {
+					continue
+				}
+			} else if i < k || k <= j {
+				continue
+			}
+			g.slots[i] = v
+			i = j
+			break
+		}
+	}
+}
+
+// slotOf returns the slot of item idx, which is in the table.
+func (g *group) slotOf(idx uint32) int {
+	it := &g.items[idx]
+	mask := len(g.slots) - 1
+	want := uint64(it.tag)<<32 | uint64(idx+1)
+	i := int(it.tag) & mask
+	for g.slots[i] != want {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+// release returns item idx to the pool.
+func (g *group) release(idx uint32) {
+	g.garbage += int(g.items[idx].n)
+	g.items[idx] = item{}
+	g.free = append(g.free, idx)
+}
+
+// timer returns item idx of key group kg as a Timer.
+func (g *group) timer(idx uint32, kg int) Timer {
+	it := &g.items[idx]
+	klen := int(it.klen &^ deadBit)
+	id := g.arena[it.off : it.off+it.n : it.off+it.n]
+	kn := id[uvarintLen(klen):]
+	t := Timer{Timestamp: it.ts, KeyGroup: kg, Key: kn[:klen:klen]}
+	if len(kn) > klen {
+		t.Namespace = kn[klen:]
+	}
+	return t
+}
+
 // pop removes and returns the earliest timer if it is due at t.
 func (s *Service) pop(q *queue, t int64) (Timer, bool) {
-	q.dropDead()
+	s.dropDead(q)
 	if len(q.h) == 0 || q.h[0].ts > t {
 		return Timer{}, false
 	}
-	it := q.h.pop().it
-	delete(s.own(q, it.KeyGroup).m, it.id)
-	return it.Timer, true
+	e := q.pop()
+	g := s.own(q, int(e.gi))
+	g.removeSlot(g.slotOf(e.idx))
+	tm := g.timer(e.idx, int(e.gi)+s.rng.Start)
+	g.release(e.idx)
+	return tm, true
 }
 
 // dropDead removes deleted timers from the top of the heap.
-func (q *queue) dropDead() {
-	for q.dead > 0 && len(q.h) > 0 && q.h[0].it.dead {
-		q.h.pop()
+func (s *Service) dropDead(q *queue) {
+	for q.dead > 0 && len(q.h) > 0 && q.groups[q.h[0].gi].items[q.h[0].idx].klen&deadBit != 0 {
+		e := q.pop()
+		s.own(q, int(e.gi)).release(e.idx)
 		q.dead--
 	}
 }
@@ -188,7 +418,7 @@ func (s *Service) AdvanceWatermark(wm int64, fire func(Timer)) {
 
 // NextProcessingTime returns the earliest processing-time timer.
 func (s *Service) NextProcessingTime() (int64, bool) {
-	s.proc.dropDead()
+	s.dropDead(&s.proc)
 	if len(s.proc.h) == 0 {
 		return 0, false
 	}
@@ -222,30 +452,31 @@ func (s *Service) Snapshot() []snapshot.Source {
 }
 
 type source struct {
-	meta  snapshot.StateMeta
-	start int
-	maps  []map[string]*item
+	meta   snapshot.StateMeta
+	start  int
+	groups []group // the table, pool and arena of each group (free is not read)
 }
 
 func frozen(meta snapshot.StateMeta, rng keygroup.Range, q *queue) snapshot.Source {
-	ms := make([]map[string]*item, len(q.groups))
-	for i, g := range q.groups {
-		ms[i] = g.m
-	}
-	return &source{meta: meta, start: rng.Start, maps: ms}
+	return &source{meta: meta, start: rng.Start, groups: slices.Clone(q.groups)}
 }
 
 func (src *source) Meta() snapshot.StateMeta { return src.meta }
 
 func (src *source) KeyGroup(kg int, add func(snapshot.Entry) error) error {
 	i := kg - src.start
-	if i < 0 || i >= len(src.maps) {
+	if i < 0 || i >= len(src.groups) {
 		return nil
 	}
+	g := &src.groups[i]
 	var v [8]byte
-	for _, it := range src.maps[i] {
-		binary.BigEndian.PutUint64(v[:], uint64(it.Timestamp))
-		if err := add(snapshot.Entry{Key: it.Key, Namespace: it.Namespace, Value: v[:]}); err != nil {
+	for _, sl := range g.slots {
+		if sl == 0 {
+			continue
+		}
+		t := g.timer(uint32(sl)-1, kg)
+		binary.BigEndian.PutUint64(v[:], uint64(t.Timestamp))
+		if err := add(snapshot.Entry{Key: t.Key, Namespace: t.Namespace, Value: v[:]}); err != nil {
 			return err
 		}
 	}
@@ -294,7 +525,9 @@ func (s *Service) RestoreEntry(kg int, kind snapshot.Kind, e snapshot.Entry) err
 	if len(e.Value) != 8 {
 		return fmt.Errorf("timers: key group %d: timer value of %d bytes, want 8", kg, len(e.Value))
 	}
-	s.add(q, Timer{Timestamp: int64(binary.BigEndian.Uint64(e.Value)), KeyGroup: kg, Key: e.Key, Namespace: e.Namespace})
+	ts := int64(binary.BigEndian.Uint64(e.Value))
+	h := hashTimer(ts, hashBytes(e.Key, seedKey), hashBytes(e.Namespace, seedNS))
+	s.add(q, kg, ts, e.Key, e.Namespace, h)
 	return nil
 }
 
@@ -304,63 +537,63 @@ func (s *Service) RestoreEntry(kg int, kind snapshot.Kind, e snapshot.Entry) err
 // mostly cache misses on items in the heap's comparisons and swaps).
 type entry struct {
 	ts int64
-	kg int
-	// pre is the first 8 bytes of the item's id after the timestamp
-	// (uvarint(len(key)) and the key's first bytes), big-endian and
-	// zero-padded: its order is the ids' order unless equal, and then
-	// the ids decide.
+	// pre is the first 8 bytes of the item's id (uvarint(len(key)) and
+	// the key's first bytes), big-endian and zero-padded: its order is the
+	// ids' order unless equal, and then the ids decide.
 	pre uint64
-	it  *item
+	gi  int32  // the key group's index in the service's range
+	idx uint32 // the item's in the group's pool
 }
 
-func entryOf(it *item) entry {
+func prefix(key, ns []byte) uint64 {
 	var b [8]byte
-	copy(b[:], it.id[8:])
-	return entry{ts: it.Timestamp, kg: it.KeyGroup, pre: binary.BigEndian.Uint64(b[:]), it: it}
+	n := binary.PutUvarint(b[:], uint64(len(key)))
+	n += copy(b[n:], key)
+	copy(b[n:], ns)
+	return binary.BigEndian.Uint64(b[:])
 }
 
-// itemHeap orders timers by timestamp, then key group, key and namespace, so
-// firing order is deterministic.
-type itemHeap []entry
-
-func (h itemHeap) less(i, j int) bool {
-	a, b := &h[i], &h[j]
+// less orders timers by timestamp, then key group, key and namespace (the
+// id), so firing order is deterministic.
+func (q *queue) less(i, j int) bool {
+	a, b := &q.h[i], &q.h[j]
 	if a.ts != b.ts {
 		return a.ts < b.ts
 	}
-	if a.kg != b.kg {
-		return a.kg < b.kg
+	if a.gi != b.gi {
+		return a.gi < b.gi
 	}
 	if a.pre != b.pre {
 		return a.pre < b.pre
 	}
-	return a.it.id < b.it.id
+	g := &q.groups[a.gi]
+	x, y := &g.items[a.idx], &g.items[b.idx]
+	return bytes.Compare(g.arena[x.off:x.off+x.n], g.arena[y.off:y.off+y.n]) < 0
 }
 
 // push and pop are container/heap's, on entries: through its interface
 // every entry pushed or popped was boxed, an allocation each.
-func (h *itemHeap) push(e entry) {
-	*h = append(*h, e)
-	q := *h
-	for j := len(q) - 1; j > 0; {
+func (q *queue) push(e entry) {
+	q.h = append(q.h, e)
+	h := q.h
+	for j := len(h) - 1; j > 0; {
 		i := (j - 1) / 2
 		if !q.less(j, i) {
 			break
 		}
-		q[i], q[j] = q[j], q[i]
+		h[i], h[j] = h[j], h[i]
 		j = i
 	}
 }
 
 // pop removes and returns the least entry; the heap must not be empty.
-func (h *itemHeap) pop() entry {
-	q := *h
-	n := len(q) - 1
-	top := q[0]
-	q[0] = q[n]
-	q[n] = entry{}
-	q = q[:n]
-	*h = q
+func (q *queue) pop() entry {
+	h := q.h
+	n := len(h) - 1
+	top := h[0]
+	h[0] = h[n]
+	h = h[:n]
+	q.h = h
 	for i := 0; ; {
 		j := 2*i + 1
 		if j >= n {
@@ -372,7 +605,7 @@ func (h *itemHeap) pop() entry {
 		if !q.less(j, i) {
 			break
 		}
-		q[i], q[j] = q[j], q[i]
+		h[i], h[j] = h[j], h[i]
 		i = j
 	}
 	return top

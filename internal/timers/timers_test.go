@@ -256,3 +256,144 @@ func TestRescale(t *testing.T) {
 		}
 	}
 }
+
+// A timer registered before any namespace was set is the one registered
+// with an empty namespace and the one restored without a namespace.
+func TestNoNamespaceIsEmptyNamespace(t *testing.T) {
+	rng := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(rng)
+	s.SetCurrentKey([]byte("a"), kgOf("a"))
+	s.RegisterEventTime(10)
+	s.SetCurrentNamespace(nil)
+	s.RegisterEventTime(10)
+	s.SetCurrentNamespace([]byte{})
+	s.RegisterEventTime(10)
+	if ev, _ := s.Len(); ev != 1 {
+		t.Fatalf("%d timers, want 1", ev)
+	}
+	var buf bytes.Buffer
+	n, err := snapshot.Write(&buf, snapshot.Header{MaxParallelism: maxPar, Range: rng}, s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := snapshot.Open(bytes.NewReader(buf.Bytes()), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := New(rng)
+	if err := s2.Restore(r); err != nil {
+		t.Fatal(err)
+	}
+	s2.SetCurrentKey([]byte("a"), kgOf("a"))
+	s2.RegisterEventTime(10)
+	s2.DeleteEventTime(10)
+	if ev, _ := s2.Len(); ev != 0 {
+		t.Fatalf("restored: %d timers after a delete, want 0", ev)
+	}
+}
+
+// TestRestoresEarlierSnapshot restores timers snapshotted by the service
+// of 4aad367 (a map of items by string id; testdata/timers-4aad367.txt
+// lists them), at parallelism 1 and 3, and writes them again: checkpoints
+// and savepoints written before the tables still restore.
+func TestRestoresEarlierSnapshot(t *testing.T) {
+	data, err := os.ReadFile("testdata/timers-4aad367.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := os.ReadFile("testdata/timers-4aad367.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ref{}
+	for _, l := range bytes.Split(bytes.TrimSpace(list), []byte("\n")) {
+		want[string(l)] = true
+	}
+	open := func() *snapshot.Reader {
+		r, err := snapshot.Open(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for p := 1; p <= 3; p += 2 {
+		got := ref{}
+		for i := range p {
+			for k := range fireAll(t, []*snapshot.Reader{open()}, keygroup.RangeFor(i, p, maxPar)) {
+				got[k] = true
+			}
+		}
+		if !equalSets(got, want) {
+			t.Fatalf("parallelism %d: %d timers restored, want %d", p, len(got), len(want))
+		}
+	}
+	all := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(all)
+	if err := s.Restore(open()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTimers(t, s.Snapshot(), all); !equalSets(got, want) {
+		t.Fatalf("written again: %d timers, want %d", len(got), len(want))
+	}
+}
+
+// TestSnapshotWhileWriting writes a snapshot on another goroutine while the
+// service goes on registering (appending to the arenas it shares, and
+// compacting them), firing and deleting: the snapshot holds the timers of
+// its moment (run with -race).
+func TestSnapshotWhileWriting(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(seed(t), 3))
+	rng := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(rng)
+	model := ref{}
+	reg := func(ts int64) {
+		key := fmt.Sprint("key", rnd.IntN(200))
+		ns := []string{"", "window"}[rnd.IntN(2)]
+		s.SetCurrentKey([]byte(key), kgOf(key))
+		s.SetCurrentNamespace([]byte(ns))
+		s.RegisterEventTime(ts)
+		model[fmt.Sprintf("e|%d|%s|%s", ts, key, ns)] = true
+	}
+	for range 3000 {
+		reg(rnd.Int64N(1000))
+	}
+	var kept []Timer
+	var keptAs []string
+	for round := range 5 {
+		want := cloneRef(model)
+		srcs := s.Snapshot()
+		done := make(chan ref)
+		go func() { done <- readTimers(t, srcs, rng) }()
+		wm := int64(round+1) * 1000
+		for range 3000 {
+			reg(wm + rnd.Int64N(1000))
+			if rnd.IntN(10) == 0 {
+				key := fmt.Sprint("key", rnd.IntN(200))
+				ts := wm + rnd.Int64N(1000)
+				s.SetCurrentKey([]byte(key), kgOf(key))
+				s.SetCurrentNamespace(nil)
+				s.DeleteEventTime(ts)
+				delete(model, fmt.Sprintf("e|%d|%s|", ts, key))
+			}
+		}
+		s.AdvanceWatermark(wm+500, func(tm Timer) {
+			k := fmt.Sprintf("e|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace)
+			delete(model, k)
+			kept = append(kept, tm)
+			keptAs = append(keptAs, k)
+		})
+		if got := <-done; !equalSets(got, want) {
+			t.Fatalf("round %d: snapshot holds %d timers, want %d", round, len(got), len(want))
+		}
+	}
+	// Fired timers' keys and namespaces may be kept: later registrations
+	// (and arena compactions) leave them as they were.
+	for i, tm := range kept {
+		if k := fmt.Sprintf("e|%d|%s|%s", tm.Timestamp, tm.Key, tm.Namespace); k != keptAs[i] {
+			t.Fatalf("kept timer %s is now %s", keptAs[i], k)
+		}
+	}
+	if ev, _ := s.Len(); ev != len(model) {
+		t.Fatalf("service has %d timers, model %d", ev, len(model))
+	}
+}
