@@ -12,10 +12,10 @@ import (
 // It replaces pebble.DefaultMerger, whose AppendValueMerger.MergeOlder copies
 // the whole accumulated value for every older operand: reading (or
 // compacting) a list built from n appends cost O(n^2) time and garbage.
-// Pebble reads forward, newest operand first (Merge, then MergeOlder for
-// each older one), which is the quadratic case. This merger copies each
-// operand once into an arena and concatenates the arena's pieces once, in
-// Finish: O(total bytes).
+// Pebble reads and compacts forward, newest operand first (Merge, then
+// MergeOlder for each older one), which is the quadratic case. This merger
+// copies each operand once and concatenates the copies once, in Finish:
+// O(total bytes).
 //
 // The result is byte-identical to pebble.DefaultMerger's (concatenation in
 // the same order), so it keeps its name, "pebble.concatenate": Pebble
@@ -34,15 +34,22 @@ var listMerger = &pebble.Merger{
 }
 
 // concatMerger is the ValueMerger of listMerger. Pebble keeps ownership of
-// the operands it passes (they may alias reused buffers), so each is copied,
-// once, to the end of arena; ends[i] is the end of piece i in arena. Piece 0
-// is the first operand (from Merge); the pieces after it are all newer
-// (MergeNewer) or all older (MergeOlder, newest of them first): Pebble
-// never mixes the two in one merge (base.ValueMerger's contract).
+// the operands it passes (they may alias reused buffers), so each is copied
+// once, to the end of arena (ends[i] is the end of piece i), and Finish
+// concatenates the pieces once, in order. The pieces are in arrival order:
+// all newer than the first (MergeNewer: arena is in order already) or all
+// older (MergeOlder: newest first); Pebble never mixes the two in one merge
+// (base.ValueMerger's contract), and the merger stays correct if it did.
+//
+// An older operand at least as large as everything so far (the list's base
+// value, which a compaction or a read reaches last) is joined with the
+// pieces at once, into one piece that Finish returns without another copy:
+// the base is copied once, as by pebble.DefaultMerger. Each such join at
+// least doubles the total, so joins cost O(total) altogether.
 type concatMerger struct {
 	arena []byte
-	ends  []int
-	older bool // the pieces after the first came through MergeOlder
+	ends  []int // no pointers: nothing for the GC to scan per operand
+	older bool  // pieces are newest first
 }
 
 func (m *concatMerger) add(v []byte) {
@@ -53,7 +60,6 @@ func (m *concatMerger) add(v []byte) {
 // MergeNewer implements pebble.ValueMerger.
 func (m *concatMerger) MergeNewer(value []byte) error {
 	if m.older {
-		// Not done by Pebble; kept correct rather than assumed away.
 		m.collapse()
 	}
 	m.add(value)
@@ -62,45 +68,55 @@ func (m *concatMerger) MergeNewer(value []byte) error {
 
 // MergeOlder implements pebble.ValueMerger.
 func (m *concatMerger) MergeOlder(value []byte) error {
-	if !m.older && len(m.ends) > 1 {
-		// Newer pieces already arrived (not done by Pebble): make them
-		// one piece, in order, before switching direction.
-		m.collapse()
+	if !m.older {
+		m.collapse() // one piece (or none): either order
+		m.older = true
 	}
-	m.older = true
+	if len(value) >= len(m.arena) {
+		out := make([]byte, len(value), len(value)+len(m.arena))
+		copy(out, value)
+		m.arena = m.appendConcat(out)
+		m.ends = append(m.ends[:0], len(m.arena))
+		return nil
+	}
 	m.add(value)
 	return nil
 }
 
-// collapse makes the pieces one piece holding their concatenation in order.
+// collapse makes the pieces one piece holding their concatenation in
+// order, and the order "newer".
 func (m *concatMerger) collapse() {
-	m.arena = m.concat()
-	m.ends = append(m.ends[:0], len(m.arena))
+	if m.older && len(m.ends) > 1 {
+		m.arena = m.appendConcat(make([]byte, 0, len(m.arena)))
+	}
+	if len(m.ends) > 1 {
+		m.ends = append(m.ends[:0], len(m.arena))
+	}
 	m.older = false
 }
 
-// concat returns the pieces' concatenation, oldest first.
-func (m *concatMerger) concat() []byte {
-	if !m.older || len(m.ends) == 1 {
-		return m.arena // already in order
+// appendConcat appends the pieces to dst, oldest first.
+func (m *concatMerger) appendConcat(dst []byte) []byte {
+	if !m.older {
+		return append(dst, m.arena...)
 	}
-	out := make([]byte, len(m.arena))
-	// Pieces are newest first in arena: piece len-1 is the oldest.
-	n := 0
 	for i := len(m.ends) - 1; i >= 0; i-- {
 		start := 0
 		if i > 0 {
 			start = m.ends[i-1]
 		}
-		n += copy(out[n:], m.arena[start:m.ends[i]])
+		dst = append(dst, m.arena[start:m.ends[i]]...)
 	}
-	return out
+	return dst
 }
 
-// Finish implements pebble.ValueMerger. The result is not retained or
-// mutated by the merger.
+// Finish implements pebble.ValueMerger. The merger neither keeps nor
+// mutates the result.
 func (m *concatMerger) Finish(bool) ([]byte, io.Closer, error) {
-	out := m.concat()
-	m.arena, m.ends = nil, nil
+	out := m.arena
+	if m.older && len(m.ends) > 1 {
+		out = m.appendConcat(make([]byte, 0, len(m.arena)))
+	}
+	*m = concatMerger{}
 	return out, nil, nil
 }
