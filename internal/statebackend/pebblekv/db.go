@@ -85,7 +85,7 @@ func pebbleOptions(o Options) (*pebble.Options, func()) {
 		// included) out of the checkpoints.
 		DisableWAL: true,
 		Logger:     quietLogger{},
-		Merger:     pebble.DefaultMerger, // concatenation: list appends
+		Merger:     listMerger, // concatenation: list appends, linear (merge.go)
 	}
 	// Bloom filters let a point read skip the levels that do not hold the
 	// key: without them every Get seeks in every level (measured: most of

@@ -14,8 +14,9 @@
 //
 // Value layout: [TTL timestamp i64 BE, if the state has TTL] codec bytes.
 // Lists: a concatenation of elements [ts i64 BE, if TTL] uvarint(len) bytes;
-// an Add is a Pebble merge (the default concatenating merger), so appending
-// never reads the list. Maps: one Pebble key per user key.
+// an Add is a Pebble merge operand, concatenated on read and compaction by
+// listMerger (merge.go: linear, unlike pebble.DefaultMerger, under the same
+// persisted name), so appending never reads the list. Maps: one Pebble key per user key.
 //
 // Value, reducing and aggregating states go through a bounded write-back
 // cache (cache.go), written back before every snapshot. The DB runs without
