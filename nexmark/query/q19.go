@@ -40,8 +40,8 @@ import (
 // busy auctions (the hot auction gets half of all bids) then skip the
 // exchange and the state read. The filter keeps a price and dateTime per rank per auction
 // in memory, not checkpointed (after a restore it starts empty and lets
-// everything through until it has learned again) and bounded (it starts
-// over when it holds too many auctions).
+// everything through until it has learned again) and bounded (a table of
+// 1024 auctions by id: an auction that takes another's place starts over).
 //
 // Ties on price: by dateTime, earlier first, then by arrival (a later
 // arrival below an earlier one of the same price and dateTime). On an
@@ -181,34 +181,40 @@ func (q19TopCodec) Decode(src []byte) (q19Top, int, error) {
 }
 
 // q19Prefilter passes on the bids that may enter their auction's top ten:
-// those not ranked after ten earlier bids of the same subtask.
+// those not ranked after ten earlier bids of the same subtask. It
+// remembers auctions in a direct-mapped table (an auction's place is its
+// id modulo the table's size): an auction that takes the place of another
+// makes the filter start over for that one, which only lets more bids
+// through. Nexmark's bids go to the last 100 or so auctions, ids in a
+// window that slides slowly, so the live auctions rarely collide, and the
+// table (176 KiB) stays in cache where a map of every auction did not.
 type q19Prefilter struct {
-	tops map[int64]*q19Local
+	tops *[q19PrefilterAuctions]q19Local
 }
 
 // q19Local is an auction's best (price, dateTime) pairs seen by one
-// subtask, best first.
+// subtask, best first (n of them: 0 for a free place).
 type q19Local struct {
-	n     int
-	price [q19N]int64
-	time  [q19N]int64
+	auction int64
+	n       int
+	price   [q19N]int64
+	time    [q19N]int64
 }
 
-// q19PrefilterAuctions bounds the auctions a prefilter remembers.
-const q19PrefilterAuctions = 1 << 16
+// q19PrefilterAuctions is the size of a prefilter's table (a power of 2).
+const q19PrefilterAuctions = 1 << 10
 
 func (f *q19Prefilter) ProcessElement(_ weir.Context, e nexmark.Event, out weir.Collector[qdEncBid]) error {
 	if e.Type != nexmark.BidEvent {
 		return nil
 	}
 	b := &e.Bid
-	t := f.tops[b.Auction]
-	if t == nil {
-		if f.tops == nil || len(f.tops) >= q19PrefilterAuctions {
-			f.tops = make(map[int64]*q19Local)
-		}
-		t = &q19Local{}
-		f.tops[b.Auction] = t
+	if f.tops == nil {
+		f.tops = new([q19PrefilterAuctions]q19Local)
+	}
+	t := &f.tops[uint64(b.Auction)%q19PrefilterAuctions]
+	if t.auction != b.Auction {
+		t.auction, t.n = b.Auction, 0
 	}
 	pos := t.n
 	for i := t.n - 1; i >= 0; i-- {
