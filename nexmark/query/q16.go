@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/nexmark"
 	"github.com/weirhq/weir/state"
 )
@@ -46,7 +47,7 @@ func init() {
 		Build: func(in *Input) error {
 			bids := weir.Map(Bids(in.Events), func(b nexmark.Bid) q16Bid {
 				return q16Bid{Key: p1Q16Key(b.Channel, qeDay(b.DateTime)), Bid: qeBid{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime}}
-			}).Name("bid fields")
+			}).WithCodec(p1Q16BidCodec{}).Name("bid fields")
 			keyed := weir.KeyBy(bids, func(b q16Bid) string { return b.Key })
 			changes := qeDailyAggregate(keyed, func(k string) int64 { day, _ := p1Q16SplitKey(k); return day },
 				func() qeAggregator[q16Bid, q16Acc] { return new(q16Agg) })
@@ -128,3 +129,43 @@ func (a *q16Agg) add(acc q16Acc, b q16Bid) q16Acc {
 }
 
 func (a *q16Agg) clear() { a.distinct.clear() }
+
+// p1Q16BidCodec is the codec of q16's bids across the shuffle: the four
+// numbers fixed-width, then the key's length (uvarint) and bytes. Written
+// out, where the derived codec goes through a compiled function per field.
+type p1Q16BidCodec struct{}
+
+func (p1Q16BidCodec) AppendEncode(dst []byte, v q16Bid) []byte {
+	b := &v.Bid
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Auction))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Bidder))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Price))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.DateTime))
+	dst = binary.AppendUvarint(dst, uint64(len(v.Key)))
+	return append(dst, v.Key...)
+}
+
+func (p1Q16BidCodec) Decode(src []byte) (q16Bid, int, error) {
+	var v q16Bid
+	if len(src) < 33 {
+		return v, 0, codec.ErrTruncated
+	}
+	b := &v.Bid
+	b.Auction = int64(binary.LittleEndian.Uint64(src))
+	b.Bidder = int64(binary.LittleEndian.Uint64(src[8:]))
+	b.Price = int64(binary.LittleEndian.Uint64(src[16:]))
+	b.DateTime = int64(binary.LittleEndian.Uint64(src[24:]))
+	l, w := binary.Uvarint(src[32:])
+	if w <= 0 {
+		if w == 0 {
+			return q16Bid{}, 0, codec.ErrTruncated
+		}
+		return q16Bid{}, 0, codec.ErrCorrupt
+	}
+	i := 32 + w
+	if l > uint64(len(src)-i) {
+		return q16Bid{}, 0, codec.ErrTruncated
+	}
+	v.Key = string(src[i : i+int(l)])
+	return v, i + int(l), nil
+}
