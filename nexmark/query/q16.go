@@ -1,7 +1,10 @@
 package query
 
 import (
+	"encoding/binary"
+
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/nexmark"
 	"github.com/weirhq/weir/state"
 )
@@ -43,13 +46,14 @@ func init() {
 			"total_auctions", "rank1_auctions", "rank2_auctions", "rank3_auctions"},
 		Build: func(in *Input) error {
 			bids := weir.Map(Bids(in.Events), func(b nexmark.Bid) q16Bid {
-				return q16Bid{Channel: b.Channel, Bid: qeBid{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime}}
-			}).Name("bid fields")
-			keyed := weir.KeyBy(bids, func(b q16Bid) q16Key { return q16Key{b.Channel, qeDay(b.Bid.DateTime)} })
-			changes := qeDailyAggregate(keyed, func(k q16Key) int64 { return k.Day },
+				return q16Bid{Key: p1Q16Key(b.Channel, qeDay(b.DateTime)), Bid: qeBid{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime}}
+			}).WithCodec(p1Q16BidCodec{}).Name("bid fields")
+			keyed := weir.KeyBy(bids, func(b q16Bid) string { return b.Key })
+			changes := qeDailyAggregate(keyed, func(k string) int64 { day, _ := p1Q16SplitKey(k); return day },
 				func() qeAggregator[q16Bid, q16Acc] { return new(q16Agg) })
-			EmitChanges(in, changes.Name("q16 channel counts"), func(r qeGroupRow[q16Key, q16Acc]) Row {
-				row := append(make(Row, 0, 15), r.Key.Channel, qeDayString(r.Key.Day), qeMinuteString(r.Acc.Latest))
+			EmitChanges(in, changes.Name("q16 channel counts"), func(r qeGroupRow[string, q16Acc]) Row {
+				day, channel := p1Q16SplitKey(r.Key)
+				row := append(make(Row, 0, 15), channel, qeDayString(day), qeMinuteString(r.Acc.Latest))
 				return r.Acc.Counts.values(row)
 			})
 			return nil
@@ -57,16 +61,52 @@ func init() {
 	})
 }
 
-// q16Bid is the part of a bid q16 reads.
+// q16Bid is the part of a bid q16 reads: its group's key (p1Q16Key) and
+// its numbers.
 type q16Bid struct {
-	Channel string
-	Bid     qeBid
+	Key string
+	Bid qeBid
 }
 
-// q16Key is q16's group: a channel and a day.
-type q16Key struct {
-	Channel string
-	Day     int64
+// p1Q16DayBase is a day near the generator's (2015 to 2035): the key
+// holds a group's day as its distance from it.
+const p1Q16DayBase = 20_000
+
+// p1Q16Key is q16's group, a channel and a day, as a string key: the
+// day's distance from p1Q16DayBase as a zigzag varint, then the channel's
+// bytes. A string, not a struct, because the engine hashes a string key
+// as it is, where a struct key is encoded (through the derived codec) to
+// be hashed, for every bid; and short, because the heap state backend
+// keeps keys of up to 15 bytes in its slots, and longer ones in a string
+// of their own, one more memory access per state lookup: the generator's
+// channels ("channel-9999", "Facebook") with a day of these years (2
+// bytes) fit.
+func p1Q16Key(channel string, day int64) string {
+	var buf [binary.MaxVarintLen64 + 16]byte
+	n := binary.PutVarint(buf[:], day-p1Q16DayBase)
+	if len(channel) <= len(buf)-n {
+		return string(append(buf[:n], channel...))
+	}
+	return string(buf[:n]) + channel
+}
+
+// p1Q16SplitKey returns the day and channel of a p1Q16Key.
+func p1Q16SplitKey(k string) (day int64, channel string) {
+	i := 0
+	var ux uint64
+	for shift := 0; ; shift += 7 {
+		c := k[i]
+		i++
+		ux |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
+	}
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x + p1Q16DayBase, k[i:]
 }
 
 // q16Acc is a group's counts and the time of its latest bid.
@@ -89,3 +129,43 @@ func (a *q16Agg) add(acc q16Acc, b q16Bid) q16Acc {
 }
 
 func (a *q16Agg) clear() { a.distinct.clear() }
+
+// p1Q16BidCodec is the codec of q16's bids across the shuffle: the four
+// numbers fixed-width, then the key's length (uvarint) and bytes. Written
+// out, where the derived codec goes through a compiled function per field.
+type p1Q16BidCodec struct{}
+
+func (p1Q16BidCodec) AppendEncode(dst []byte, v q16Bid) []byte {
+	b := &v.Bid
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Auction))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Bidder))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Price))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.DateTime))
+	dst = binary.AppendUvarint(dst, uint64(len(v.Key)))
+	return append(dst, v.Key...)
+}
+
+func (p1Q16BidCodec) Decode(src []byte) (q16Bid, int, error) {
+	var v q16Bid
+	if len(src) < 33 {
+		return v, 0, codec.ErrTruncated
+	}
+	b := &v.Bid
+	b.Auction = int64(binary.LittleEndian.Uint64(src))
+	b.Bidder = int64(binary.LittleEndian.Uint64(src[8:]))
+	b.Price = int64(binary.LittleEndian.Uint64(src[16:]))
+	b.DateTime = int64(binary.LittleEndian.Uint64(src[24:]))
+	l, w := binary.Uvarint(src[32:])
+	if w <= 0 {
+		if w == 0 {
+			return q16Bid{}, 0, codec.ErrTruncated
+		}
+		return q16Bid{}, 0, codec.ErrCorrupt
+	}
+	i := 32 + w
+	if l > uint64(len(src)-i) {
+		return q16Bid{}, 0, codec.ErrTruncated
+	}
+	v.Key = string(src[i : i+int(l)])
+	return v, i + int(l), nil
+}

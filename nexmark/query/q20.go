@@ -118,8 +118,10 @@ type q20Bid struct {
 
 // q20BidCodec encodes a q20Bid's bid as its four numbers (8 bytes each),
 // the lengths of its channel, URL and extra (uvarints), then their bytes;
-// it decodes them into one string, the q20Bid's Enc, and the bid's strings
-// as substrings of it.
+// it decodes them into one string, the q20Bid's Enc (carved from a
+// p1Arena block: the bids are kept for good, so an allocation per bid
+// only costs the allocator and the garbage collector more), and the bid's
+// strings as substrings of it.
 type q20BidCodec struct{}
 
 func (q20BidCodec) AppendEncode(dst []byte, v q20Bid) []byte {
@@ -141,7 +143,7 @@ func (q20BidCodec) Decode(src []byte) (q20Bid, int, error) {
 	if err != nil {
 		return q20Bid{}, 0, err
 	}
-	enc := string(src[:n])
+	enc := p1String(src[:n])
 	b, err := q20ParseBid(enc)
 	return q20Bid{Bid: b, Enc: enc}, n, err
 }
