@@ -61,18 +61,18 @@ func (o *windowOp[K, T, R, U]) storedSessions() []TimeWindow {
 	return l
 }
 
-// writableSessions is the current key's session list (namespace nil)
-// that storedSessions returned as cur, to be changed in place and passed
-// to saveSessions: on the heap backend the stored list (copied first if a
-// snapshot shares it); otherwise cur, a decoded copy.
+// writableSessions is a copy of the current key's session list cur (as
+// storedSessions returned it) to change and pass to saveSessions, with
+// room for one more entry: a new slice on the heap backend, whose stored
+// list a snapshot being written may still read (its ValueState does not
+// copy values for Writable); cur itself otherwise, a decoded copy.
 func (o *windowOp[K, T, R, U]) writableSessions(cur []TimeWindow) []TimeWindow {
-	if t := o.sessTab; t != nil {
-		if e := t.Lookup(); e != nil {
-			return t.Writable(e).Val
-		}
-		return nil
+	if o.sessTab == nil && cur != nil {
+		return cur
 	}
-	return cur
+	l := make([]TimeWindow, len(cur), max(len(cur)+1, 2))
+	copy(l, cur)
+	return l
 }
 
 func (o *windowOp[K, T, R, U]) saveSessions(l []TimeWindow) {
@@ -113,9 +113,6 @@ func (o *windowOp[K, T, R, U]) sessionElement(v T, w TimeWindow, wm, now int64) 
 			return false // a new, lone late window: never stored (Flink retires it)
 		}
 		l := o.writableSessions(cur)
-		if l == nil {
-			l = make([]TimeWindow, 0, 2) // room for a state marker
-		}
 		i := 0
 		for i < len(l) && (isStateMarker(l[i]) || l[i].Start < w.Start) {
 			i++
@@ -124,7 +121,7 @@ func (o *windowOp[K, T, R, U]) sessionElement(v T, w TimeWindow, wm, now int64) 
 		o.setWindow(w)
 		o.contents.add(v)
 		o.onElement(w, wm)
-		o.registerCleanup(w)
+		o.registerCleanupAfter(w, wm)
 		return true
 	case n == 1 && r == cur[first]:
 		// Inside a session: its timers are there already.
@@ -198,8 +195,19 @@ func (o *windowOp[K, T, R, U]) sessionElement(v T, w TimeWindow, wm, now int64) 
 	o.setWindow(r)
 	// The default trigger's onMerge and onElement for r, then its cleanup.
 	o.onMergedElement(r, sw, wm)
-	o.registerCleanup(r)
+	o.registerCleanupAfter(r, wm)
 	return true
+}
+
+// registerCleanupAfter registers w's cleanup timer after onElement or
+// onMergedElement registered its firing timer: nothing more when that is
+// the same timer (no allowed lateness; the timer service would only find
+// it there).
+func (o *windowOp[K, T, R, U]) registerCleanupAfter(w TimeWindow, wm int64) {
+	if o.cleanupTime(w) == w.MaxTimestamp() && (!o.eventTime || w.MaxTimestamp() > wm) {
+		return
+	}
+	o.registerCleanup(w)
 }
 
 // onMergedElement registers the timer that fires the merged session r, or
