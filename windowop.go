@@ -446,14 +446,20 @@ type windowOp[K comparable, T, R, U any] struct {
 	lateness  int64
 	contents  windowContents[T, R]
 	sessions  state.ValueState[[]TimeWindow] // merging: the key's live windows
-	emit      emitter[K, R, U]
-	late      operator.Input[T] // nil: late elements are dropped
-	dropped   *operator.Counter // numLateRecordsDropped: late elements without a late output
-	trigger   Trigger[T]        // nil: the default time trigger, inlined (the fast path)
-	evicting  evictingHooks     // non-nil: contents are evicting (every element with its timestamp)
-	tctx      triggerContext[K]
-	saved     watermarkState
-	size      int64 // > 0: windows have this size, namespaces hold only the start
+	// sessTab is sessions' heap table on the heap backend (the session
+	// fast path reads and updates it directly); merged and raws are its
+	// buffers for a merge of several sessions.
+	sessTab  *heap.Table[[]TimeWindow]
+	merged   []TimeWindow
+	raws     []any
+	emit     emitter[K, R, U]
+	late     operator.Input[T] // nil: late elements are dropped
+	dropped  *operator.Counter // numLateRecordsDropped: late elements without a late output
+	trigger  Trigger[T]        // nil: the default time trigger, inlined (the fast path)
+	evicting evictingHooks     // non-nil: contents are evicting (every element with its timestamp)
+	tctx     triggerContext[K]
+	saved    watermarkState
+	size     int64 // > 0: windows have this size, namespaces hold only the start
 
 	core *keyed.Core[K]
 	ctx  *operator.Context
@@ -496,6 +502,11 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 			return err
 		}
 		o.sessions = state.GetValueState(core.Store(), state.ValueDescriptor[[]TimeWindow]{Name: "window-sessions", Codec: c})
+		if h, ok := o.sessions.(interface {
+			HeapTable() *heap.Table[[]TimeWindow]
+		}); ok {
+			o.sessTab = h.HeapTable()
+		}
 	}
 	o.wctx = windowContext[K]{runtimeContext: runtimeContext{ctx}, core: core}
 	o.fire = o.onTimer
@@ -555,6 +566,13 @@ func (o *windowOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 	wm := o.core.CurrentWatermark()
 	skipped := true
 	for _, w := range o.wins {
+		if o.merging && o.trigger == nil {
+			// The session fast path (windowsession.go).
+			if o.sessionElement(v, w, wm, now) {
+				skipped = false
+			}
+			continue
+		}
 		if o.merging {
 			var ok bool
 			if w, ok = o.mergeSession(w, wm, now); !ok {
@@ -626,7 +644,9 @@ func (o *windowOp[K, T, R, U]) deleteTimers(w TimeWindow) {
 	t := window.CleanupTime(window.Window(w), o.lateness)
 	if o.eventTime {
 		o.core.DeleteEventTimeTimer(w.MaxTimestamp())
-		o.core.DeleteEventTimeTimer(t)
+		if t != w.MaxTimestamp() { // without lateness, the same timer
+			o.core.DeleteEventTimeTimer(t)
+		}
 	} else {
 		o.core.DeleteProcessingTimeTimer(w.MaxTimestamp())
 	}
@@ -721,7 +741,12 @@ func (o *windowOp[K, T, R, U]) onTimer(tm timers.Timer) {
 	if !ok {
 		return
 	}
-	o.setWindow(w)
+	if o.merging {
+		sw, _ := sessionState(sessions, w)
+		o.setWindow(sw) // the contents' namespace (timers are in w's)
+	} else {
+		o.setWindow(w)
+	}
 	if tm.Timestamp == w.MaxTimestamp() {
 		o.fireWindow(w)
 	}
@@ -739,9 +764,11 @@ func (o *windowOp[K, T, R, U]) retireSession(w TimeWindow, sessions []TimeWindow
 	// A new slice: the one Value returned may be the stored value,
 	// which a snapshot being written still reads.
 	rest := make([]TimeWindow, 0, len(sessions))
-	for _, s := range sessions {
-		if s != w {
+	for i := 0; i < len(sessions); i++ {
+		if s := sessions[i]; s != w {
 			rest = append(rest, s)
+		} else if i+1 < len(sessions) && isStateMarker(sessions[i+1]) {
+			i++ // w's state marker goes with it
 		}
 	}
 	if len(rest) == 0 {
