@@ -92,6 +92,30 @@ func (c *Client) Job(ctx context.Context, id string) (JobDetails, error) {
 	return d, err
 }
 
+// WaitAllRunning polls the job until every vertex of it runs (a savepoint
+// triggered before is declined, as Flink declines one while not all tasks
+// run), or ctx ends.
+func (c *Client) WaitAllRunning(ctx context.Context, id string) error {
+	for {
+		d, err := c.Job(ctx, id)
+		if err != nil {
+			return err
+		}
+		running := d.State == JobRunning && len(d.Vertices) > 0
+		for _, v := range d.Vertices {
+			running = running && v.Status == TaskRunning
+		}
+		if running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("job %s: not all its tasks run (job %s): %w", id, d.State, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // Watermarks fetches GET /jobs/:jobid/vertices/:vertexid/watermarks.
 func (c *Client) Watermarks(ctx context.Context, id, vertexID string) ([]Metric, error) {
 	var ms []Metric

@@ -72,6 +72,7 @@ func TestSavepointRequestErrors(t *testing.T) {
 	wantAPIError(t, "unknown request", err, http.StatusNotFound, "no savepoint request")
 
 	target := filepath.Join(dir, "sps")
+	waitAllRunning(t, c, job.ID())
 	rid, err := v1.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target})
 	if err != nil {
 		t.Fatalf("trigger under /v1: %v", err)
@@ -151,6 +152,7 @@ func TestSavepointWriteFailure(t *testing.T) {
 	}()
 	ctx := context.Background()
 	c := rest.NewClient(job.RESTAddr(), nil)
+	waitAllRunning(t, c, job.ID())
 	rid, err := c.TriggerSavepoint(ctx, job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target})
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +191,7 @@ func TestSavepointThenCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := rest.NewClient(job.RESTAddr(), nil)
+	waitAllRunning(t, c, job.ID())
 	rid, err := c.TriggerSavepoint(context.Background(), job.ID(), rest.SavepointTriggerRequest{TargetDirectory: filepath.Join(dir, "sps"), CancelJob: true})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,16 @@ import (
 	"github.com/weirhq/weir/jobs/keyedcount"
 )
 
+// waitAllRunning waits until every task of the job runs.
+func waitAllRunning(t *testing.T, c *rest.Client, jobID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitAllRunning(ctx, jobID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitSavepoint polls a savepoint request until it completes and returns
 // the savepoint's location.
 func waitSavepoint(t *testing.T, c *rest.Client, jobID, rid string) (string, error) {
@@ -69,6 +79,7 @@ func runUntilSavepoint(t *testing.T, r *rand.Rand, in, out, target string, cfg w
 		job.Wait(context.Background())
 	}()
 	c := rest.NewClient(job.RESTAddr(), nil)
+	waitAllRunning(t, c, job.ID())
 	delay := time.Duration(50+r.IntN(600)) * time.Millisecond
 	time.Sleep(delay)
 	rid, err := c.TriggerSavepoint(context.Background(), job.ID(), rest.SavepointTriggerRequest{TargetDirectory: target, FormatType: format})

@@ -89,6 +89,11 @@ func TestStopWithDrainFiresEverythingOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := rest.NewClient(job.RESTAddr(), nil)
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelWait()
+	if err := c.WaitAllRunning(waitCtx, job.ID()); err != nil {
+		t.Fatal(err)
+	}
 	delay := time.Duration(150+r.IntN(500)) * time.Millisecond
 	time.Sleep(delay)
 	rid, err := c.StopWithSavepoint(context.Background(), job.ID(), rest.StopRequest{TargetDirectory: filepath.Join(dir, "savepoints"), Drain: true})
