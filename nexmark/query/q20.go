@@ -1,7 +1,6 @@
 package query
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -96,7 +95,7 @@ func (j *q20Join) ProcessElement1(_ weir.KeyedContext[int64], b q20Bid, out weir
 // ProcessElement2 joins an auction with the bids so far and keeps it.
 func (j *q20Join) ProcessElement2(_ weir.KeyedContext[int64], a nexmark.Auction, out weir.Collector[q20Row]) error {
 	for _, enc := range j.bids.Get() {
-		b, err := q20ParseBid(enc)
+		b, err := qdParseBid(enc)
 		if err != nil {
 			return fmt.Errorf("q20: a bid in state: %w", err)
 		}
@@ -116,82 +115,23 @@ type q20Bid struct {
 	Enc string
 }
 
-// q20BidCodec encodes a q20Bid's bid as its four numbers (8 bytes each),
-// the lengths of its channel, URL and extra (uvarints), then their bytes;
-// it decodes them into one string, the q20Bid's Enc (carved from a
+// q20BidCodec encodes a q20Bid's bid as qdBidCodec does; it decodes it
+// into one string, the q20Bid's Enc (carved from a
 // p1Arena block: the bids are kept for good, so an allocation per bid
 // only costs the allocator and the garbage collector more), and the bid's
 // strings as substrings of it.
 type q20BidCodec struct{}
 
 func (q20BidCodec) AppendEncode(dst []byte, v q20Bid) []byte {
-	b := &v.Bid
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Auction))
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Bidder))
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.Price))
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(b.DateTime))
-	dst = binary.AppendUvarint(dst, uint64(len(b.Channel)))
-	dst = binary.AppendUvarint(dst, uint64(len(b.URL)))
-	dst = binary.AppendUvarint(dst, uint64(len(b.Extra)))
-	dst = append(dst, b.Channel...)
-	dst = append(dst, b.URL...)
-	return append(dst, b.Extra...)
+	return qdBidCodec{}.AppendEncode(dst, v.Bid)
 }
 
 func (q20BidCodec) Decode(src []byte) (q20Bid, int, error) {
-	n, err := q20BidLen(src)
+	_, n, err := qdBidCodec{}.decode(src, false)
 	if err != nil {
 		return q20Bid{}, 0, err
 	}
 	enc := p1String(src[:n])
-	b, err := q20ParseBid(enc)
+	b, err := qdParseBid(enc)
 	return q20Bid{Bid: b, Enc: enc}, n, err
-}
-
-// q20BidLen is the length of the encoded bid src starts with.
-func q20BidLen(src []byte) (int, error) {
-	n := 32
-	if len(src) < n {
-		return 0, codec.ErrTruncated
-	}
-	total := 0
-	for range 3 {
-		l, m := binary.Uvarint(src[n:])
-		if m <= 0 || l > uint64(len(src)) {
-			return 0, codec.ErrTruncated
-		}
-		n += m
-		total += int(l)
-	}
-	if total > len(src)-n {
-		return 0, codec.ErrTruncated
-	}
-	return n + total, nil
-}
-
-// q20ParseBid reads a bid from its encoding, with its strings as
-// substrings of enc.
-func q20ParseBid(enc string) (b nexmark.Bid, err error) {
-	if len(enc) < 32 {
-		return b, codec.ErrTruncated
-	}
-	num := func(i int) int64 { return int64(binary.LittleEndian.Uint64([]byte(enc[i : i+8]))) }
-	b.Auction, b.Bidder, b.Price, b.DateTime = num(0), num(8), num(16), num(24)
-	n := 32
-	var lens [3]int
-	for i := range lens {
-		l, m := binary.Uvarint([]byte(enc[n:min(n+binary.MaxVarintLen64, len(enc))]))
-		if m <= 0 || l > uint64(len(enc)) {
-			return b, codec.ErrTruncated
-		}
-		lens[i], n = int(l), n+m
-	}
-	if lens[0]+lens[1]+lens[2] != len(enc)-n {
-		return b, fmt.Errorf("q20: a bid's encoding of %d bytes holds strings of %d", len(enc)-n, lens[0]+lens[1]+lens[2])
-	}
-	b.Channel = enc[n : n+lens[0]]
-	n += lens[0]
-	b.URL = enc[n : n+lens[1]]
-	b.Extra = enc[n+lens[1]:]
-	return b, nil
 }
