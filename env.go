@@ -201,6 +201,10 @@ type JobResult struct {
 	ID       string
 	Status   string
 	Duration time.Duration
+	// Checkpoints is how many checkpoints completed (savepoints and the
+	// final checkpoint at the end of bounded input included); 0 without
+	// checkpointing.
+	Checkpoints int64
 }
 
 // Job is a job running on the local cluster.
@@ -212,6 +216,7 @@ type Job struct {
 	status       rest.JobState
 	err          error
 	restoredFrom *storage.Metadata
+	checkpoints  int64 // completed, read as the job ended
 }
 
 // RestoredFrom describes the checkpoint the job started from ("" for a fresh
@@ -244,7 +249,7 @@ func (j *Job) Wait(ctx context.Context) (*JobResult, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	res := &JobResult{ID: j.id, Status: string(j.status), Duration: time.Since(j.started)}
+	res := &JobResult{ID: j.id, Status: string(j.status), Duration: time.Since(j.started), Checkpoints: j.checkpoints}
 	return res, j.err
 }
 
@@ -390,6 +395,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		// REST API: let whoever stopped it read the savepoint's location
 		// first (bounded, so nobody polling cannot hold the process).
 		c.JM.AwaitSavepointPolls(spec.ID, savepointPollGrace)
+		if st, ok := c.JM.Checkpoints(spec.ID); ok {
+			j.checkpoints = st.Counts.Completed
+		}
 		c.Close(context.Background())
 		c.JM.Drain(spec.ID)
 		closeStores()

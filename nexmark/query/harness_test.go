@@ -65,6 +65,10 @@ func runQueryWith(t *testing.T, name string, o query.Options) []string {
 	if o.Config.Events > 0 && s.Events != o.Config.Events { // 0 with an input: the whole file
 		t.Fatalf("%s with %+v: %d events counted, want %d", name, o, s.Events, o.Config.Events)
 	}
+	// A bounded job with checkpointing takes at least its final checkpoint.
+	if (o.CheckpointInterval > 0) != (s.Checkpoints > 0) {
+		t.Fatalf("%s with %+v: %d checkpoints completed", name, o, s.Checkpoints)
+	}
 	f, err := os.Open(o.Output)
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,9 @@ func TestQ3Pebble(t *testing.T) {
 	if s.Rows != int64(len(want)) {
 		t.Fatalf("%d rows on Pebble, want %d", s.Rows, len(want))
 	}
+	if s.Checkpoints < 1 {
+		t.Fatalf("%d checkpoints completed, want the final one at least", s.Checkpoints)
+	}
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

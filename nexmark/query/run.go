@@ -48,6 +48,9 @@ type Summary struct {
 	PeakMemoryBytes        int64   `json:"peak_rss_bytes"` // the process's, so far
 	// Rows is how many result rows went to Output (with an output).
 	Rows int64 `json:"result_rows,omitempty"`
+	// Checkpoints is how many checkpoints completed (the final one at the
+	// end of the input included); 0 without checkpointing.
+	Checkpoints int64 `json:"checkpoints"`
 }
 
 // Run runs q over o's events on the embedded cluster and reports what it
@@ -87,7 +90,8 @@ func Run(ctx context.Context, q Query, o Options) (Summary, error) {
 		return Summary{}, fmt.Errorf("nexmark %s: the query emitted no results (Build must call Emit or EmitChanges)", q.Name)
 	}
 	start := cpumeter.Now()
-	if _, err := env.Execute(ctx, "nexmark-"+q.Name); err != nil {
+	res, err := env.Execute(ctx, "nexmark-"+q.Name)
+	if err != nil {
 		return Summary{}, fmt.Errorf("nexmark %s: %w", q.Name, err)
 	}
 	cpu, wall := cpumeter.Now().Since(start)
@@ -100,7 +104,8 @@ func Run(ctx context.Context, q Query, o Options) (Summary, error) {
 		}
 	}
 	n := counted.Load()
-	s := Summary{Engine: "weir", Query: q.Name, Events: n, WallSeconds: wall.Seconds(), CPUSeconds: cpu.Seconds(), PeakMemoryBytes: peakRSS(), Rows: rows.Load()}
+	s := Summary{Engine: "weir", Query: q.Name, Events: n, WallSeconds: wall.Seconds(), CPUSeconds: cpu.Seconds(), PeakMemoryBytes: peakRSS(), Rows: rows.Load(),
+		Checkpoints: res.Checkpoints}
 	if wall > 0 {
 		s.EventsPerSecond = float64(n) / wall.Seconds()
 	}

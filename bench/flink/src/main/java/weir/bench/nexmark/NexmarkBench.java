@@ -316,6 +316,15 @@ public final class NexmarkBench {
             long cpu = processCpuNanos() - cpu0;
             long wall = System.nanoTime() - wall0;
             long n = NexmarkSource.EMITTED.sum();
+            // Completed checkpoints (the final one included), so a report can say whether a
+            // run with checkpointing lasted long enough to take any.
+            long completed = 0;
+            if (checkpointMs > 0) {
+                var stats = cluster.getArchivedExecutionGraph(graph.getJobID()).get().getCheckpointStatsSnapshot();
+                if (stats != null) {
+                    completed = stats.getCounts().getNumberOfCompletedCheckpoints();
+                }
+            }
             if (input == null && n != events) {
                 throw new IllegalStateException(query + ": the source emitted " + n + " events, not " + events);
             }
@@ -324,9 +333,9 @@ public final class NexmarkBench {
             System.out.println(String.format(Locale.ROOT,
                     "{\"engine\":\"flink\",\"flink\":\"%s\",\"query\":\"%s\",\"parallelism\":%d,\"backend\":\"%s\","
                             + "\"checkpoint_ms\":%d,\"tps\":%d,\"events\":%d,\"cpu_s\":%.4f,\"wall_s\":%.4f,"
-                            + "\"events_per_cpu_s\":%.1f%s}",
+                            + "\"events_per_cpu_s\":%.1f,\"checkpoints\":%d%s}",
                     org.apache.flink.runtime.util.EnvironmentInformation.getVersion(), query, parallelism, backend,
-                    checkpointMs, tps, n, cpu / 1e9, wall / 1e9, n / (cpu / 1e9), rows));
+                    checkpointMs, tps, n, cpu / 1e9, wall / 1e9, n / (cpu / 1e9), completed, rows));
         } finally {
             cluster.close();
             if (checkpoints != null) {
