@@ -80,7 +80,8 @@ Usage:
   weir nexmark run --query qN|all --events N [--tps R] [--seed S]
                                [--parallelism P] [--state-backend hashmap|pebble]
                                [--checkpoint-interval D] [--input FILE]
-                               [--output FILE]: run Nexmark queries on the
+                               [--output FILE] [--network-memory S]
+                               [--buffer-size S]: run Nexmark queries on the
                                embedded cluster over generated events (or a
                                file from generate); results are discarded, or
                                written as JSON lines (the final table for

@@ -131,13 +131,25 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 	stateDir := fs.String("state-dir", "", "")
 	input := fs.String("input", "", "")
 	output := fs.String("output", "", "")
+	// As weir run's: the job's network memory error names them.
+	var networkMemory, bufferSize sizeFlag
+	fs.Var(&networkMemory, "network-memory", "")
+	fs.Var(&bufferSize, "buffer-size", "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	for _, n := range setFlags(fs) {
+		given[n] = true
+	}
 	switch {
 	case len(pos) != 0:
 		return usagef("nexmark run takes no arguments, got %q", pos)
+	case given["network-memory"] && networkMemory.bytes < 1<<20:
+		return usagef("--network-memory must be at least 1mb, got %d bytes", networkMemory.bytes)
+	case given["buffer-size"] && (bufferSize.bytes < 1<<10 || bufferSize.bytes > 64<<20):
+		return usagef("--buffer-size must be between 1kb and 64mb, got %d bytes", bufferSize.bytes)
 	case *name == "":
 		return usagef("nexmark run needs --query qN or --query all (there are: %s)", strings.Join(query.Names(), ", "))
 	case *events < 0 || (*events == 0 && *input == ""):
@@ -184,7 +196,8 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 	var all []query.Summary
 	for _, q := range queries {
 		o := query.Options{Config: cfg, Input: *input, Parallelism: *parallelism, StateBackend: *backend,
-			StateDir: *stateDir, CheckpointInterval: *interval, CheckpointDir: *checkpointDir}
+			StateDir: *stateDir, CheckpointInterval: *interval, CheckpointDir: *checkpointDir,
+			NetworkMemory: networkMemory.bytes, BufferSize: int(bufferSize.bytes)}
 		if *output != "" {
 			o.Output = *output
 			if *name == "all" {

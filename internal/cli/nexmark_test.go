@@ -100,7 +100,7 @@ func TestNexmarkRun(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--events", "5000", "--tps", "1000", "--parallelism", "2"},
-		{"--input", events, "--state-backend", "pebble", "--state-dir", filepath.Join(dir, "state")},
+		{"--input", events, "--state-backend", "pebble", "--state-dir", filepath.Join(dir, "state"), "--network-memory", "64mb", "--buffer-size", "16kb"},
 	} {
 		out := filepath.Join(dir, "q0.jsonl")
 		code, stdout, errOut := runCLI(append([]string{"nexmark", "run", "--query", "q0", "--output", out}, args...)...)
@@ -156,6 +156,11 @@ func TestNexmarkRunErrors(t *testing.T) {
 		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--checkpoint-interval", "1ms"}, 2, "below 10ms"},
 		{[]string{"nexmark", "run", "--query", "q0", "--input", filepath.Join(dir, "none")}, 2, "no such file"},
 		{[]string{"nexmark", "run", "--query", "q0", "--input", bad}, 1, "bad.jsonl, line 1:"},
+		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--network-memory", "1000"}, 2, "--network-memory must be at least 1mb, got 1000 bytes"},
+		// The hint of a parallelism too large for the network memory names the flag nexmark run has.
+		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--buffer-size", "100"}, 2, "--buffer-size must be between 1kb and 64mb, got 100 bytes"},
+		{[]string{"nexmark", "run", "--query", "q3", "--events", "10", "--parallelism", "64", "--network-memory", "1mb"}, 1, "not enough network memory: the job needs 256 MiB"},
+		{[]string{"nexmark", "run", "--query", "q3", "--events", "10", "--parallelism", "64", "--network-memory", "1mb", "--buffer-size", "1kb"}, 1, "the job needs 8 MiB"},
 	} {
 		code, _, errOut := runCLI(c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

@@ -34,6 +34,10 @@ type Options struct {
 	// CheckpointInterval > 0 takes checkpoints that often into CheckpointDir.
 	CheckpointInterval time.Duration
 	CheckpointDir      string
+	// NetworkMemory bounds the network buffers of the embedded cluster's
+	// TaskManager, of BufferSize bytes each (weir.Config's; 0: defaults).
+	NetworkMemory int64
+	BufferSize    int
 }
 
 // Summary is what Run measured.
@@ -59,7 +63,8 @@ func Run(ctx context.Context, q Query, o Options) (Summary, error) {
 	if o.Parallelism <= 0 {
 		o.Parallelism = 1
 	}
-	cfg := weir.Config{Parallelism: o.Parallelism, StateBackend: o.StateBackend, StateDir: o.StateDir, Mode: weir.Streaming}
+	cfg := weir.Config{Parallelism: o.Parallelism, StateBackend: o.StateBackend, StateDir: o.StateDir, Mode: weir.Streaming,
+		NetworkMemory: o.NetworkMemory, BufferSize: o.BufferSize}
 	if o.CheckpointInterval > 0 {
 		cfg.Checkpointing = &weir.CheckpointConfig{Interval: o.CheckpointInterval, Dir: o.CheckpointDir}
 	}
