@@ -366,3 +366,55 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("a long key got a probe")
 	}
 }
+
+// TestProbeFull: at the most a table holds before it grows (7/8 of its
+// slots), where many keys are past their home group, Probed finds most
+// keys, and never an absent key.
+func TestProbeFull(t *testing.T) {
+	s := NewStore(keygroup.Range{Start: 0, End: 0}, 128, clock.NewManual(0))
+	tbl, err := NewTable(s, snapshot.StateMeta{Name: "p", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1024 * 7 / 8
+	ns := []byte{1, 2, 3, 4, 5, 6, 7}
+	set := func(k uint64) {
+		s.SetCurrentKeyWord(k, 0)
+		s.SetCurrentNamespace(ns)
+	}
+	for k := range uint64(n) {
+		set(k)
+		tbl.Insert().Val = int64(k)
+	}
+	if size := tbl.groups[0].t.size(); size != 1024 {
+		t.Fatalf("the table has %d slots, want 1024", size)
+	}
+	found := 0
+	for k := range uint64(n) {
+		set(k)
+		var p Probe
+		if !tbl.Probe(&p) {
+			t.Fatalf("key %d: no probe", k)
+		}
+		tbl.Touch(&p)
+		set(n + k) // another key is current
+		if e := tbl.Probed(&p); e != nil {
+			if e.Val != int64(k) {
+				t.Fatalf("key %d: Probed found the entry of %d", k, e.Val)
+			}
+			found++
+		}
+	}
+	t.Logf("Probed found %d of %d keys", found, n)
+	if found < n*7/10 {
+		t.Fatalf("Probed found %d of %d keys", found, n)
+	}
+	for k := uint64(n); k < 2*n; k++ {
+		set(k)
+		var p Probe
+		tbl.Probe(&p)
+		if tbl.Touch(&p); tbl.Probed(&p) != nil {
+			t.Fatalf("absent key %d: Probed found an entry", k)
+		}
+	}
+}
