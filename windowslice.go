@@ -11,6 +11,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/internal/window"
 )
@@ -127,11 +128,19 @@ type sliceContents[T, R any] interface {
 	// sliceState names the state for slices shorter than the windows;
 	// before open.
 	sliceState()
-	// appendProbable appends where a lookup of the current namespace's
-	// accumulator probably reads, as heap.Table.AppendProbable; false when
-	// the backend keeps no such thing, so that holding elements back to
-	// touch their state first cannot pay.
-	appendProbable(dst []*uint64) ([]*uint64, bool)
+	// probes says whether probe can work: false when the backend keeps no
+	// heap table, so that holding elements back to touch their state
+	// first cannot pay.
+	probes() bool
+	// probe takes the first half of a lookup of the current key's and
+	// namespace's accumulator (heap.Table.Probe); false: it could not.
+	probe(p *heap.Probe) bool
+	// touch loads what a probe names (heap.Table.Touch).
+	touch(p *heap.Probe) uint64
+	// addProbed is add for the key and namespace p was taken for, when
+	// their accumulator exists and is where p says: false (and nothing
+	// done) otherwise.
+	addProbed(p *heap.Probe, v T) bool
 	// entries is the number of accumulators of all keys and namespaces in
 	// the state, where that is cheap to know (the heap backend); else 0.
 	entries() int
@@ -147,6 +156,8 @@ type sliceCombiner[R any] interface {
 	changed(key []byte, start int64)
 	// cleaned says that the key's slices before start were cleared.
 	cleaned(key []byte, start int64)
+	// quiet says that changed(key, start) does nothing, whatever the key.
+	quiet(start int64) bool
 }
 
 func (c *valueContents[T, ACC, R]) has() bool {
@@ -161,11 +172,21 @@ func (c *valueContents[T, ACC, R]) entries() int {
 	return c.tab.Len()
 }
 
-func (c *valueContents[T, ACC, R]) appendProbable(dst []*uint64) ([]*uint64, bool) {
-	if c.tab == nil {
-		return dst, false
+func (c *valueContents[T, ACC, R]) probes() bool { return c.tab != nil }
+
+func (c *valueContents[T, ACC, R]) probe(p *heap.Probe) bool {
+	return c.tab != nil && c.tab.Probe(p)
+}
+
+func (c *valueContents[T, ACC, R]) touch(p *heap.Probe) uint64 { return c.tab.Touch(p) }
+
+func (c *valueContents[T, ACC, R]) addProbed(p *heap.Probe, v T) bool {
+	e := c.tab.Probed(p)
+	if e == nil {
+		return false
 	}
-	return c.tab.AppendProbable(dst), true
+	e.Val = c.addFn(e.Val, true, v)
+	return true
 }
 
 func (c *valueContents[T, ACC, R]) sliceState() {
@@ -204,8 +225,10 @@ type sliceCache[ACC any] struct {
 	from, pushed int64
 }
 
+func (s *sliceCombinerOf[T, ACC, R]) quiet(start int64) bool { return start >= s.pushedMax }
+
 func (s *sliceCombinerOf[T, ACC, R]) changed(key []byte, start int64) {
-	if start >= s.pushedMax {
+	if s.quiet(start) {
 		return
 	}
 	if e := s.cache[string(key)]; e != nil && start < e.pushed && start >= e.from {
@@ -366,8 +389,7 @@ type slicedOp[K comparable, T, R, U any] struct {
 	runs    bool
 	hold    bool
 	pend    []pending[K, T]
-	near    [4 * runLen]*uint64 // the words EndRun touches
-	touched uint64              // the sum of the touched words, so that the loads stay
+	touched uint64 // the sum of the touched words, so that the loads stay
 }
 
 // runLen is how many elements slicedOp holds back: enough cache misses in
@@ -381,11 +403,15 @@ const runLen = 16
 // hold elements back on small states; see export_test.go.)
 var holdMinEntries = 1 << 14
 
-// pending is an element held back, with its key.
+// pending is an element held back, with its key and, once EndRun took
+// it (probed), the first half of the lookup of its slice's accumulator.
 type pending[K comparable, T any] struct {
-	v   T
-	ts  int64
-	key K
+	v      T
+	ts     int64
+	key    K
+	slice  int64 // the slice pr is for
+	probed bool
+	pr     heap.Probe
 }
 
 // setHold decides, from the size of the state, whether elements are held
@@ -405,32 +431,67 @@ func (o *slicedOp[K, T, R, U]) EndRun() {
 		return
 	}
 	o.ctx.Enter()
-	// First where the accumulators are, then the loads, in a loop of a
-	// few instructions per element, so that many misses fit in the core's
-	// reorder window at once (a first version that loaded each place in
-	// the loop that computes them gained nothing measurable).
-	near := o.near[:0]
+	// First where the accumulators are (which sets each key once: the
+	// key's hash and image are kept in its probe), then the loads, in a
+	// loop of a few instructions per element, so that many misses fit in
+	// the core's reorder window at once (a first version that loaded each
+	// place in the loop that computes them gained nothing measurable).
+	// [lo, hi) is the last slice computed: most elements of a run are of
+	// one slice, and a slice's start is a division.
+	lo, hi := int64(0), int64(0)
 	for i := range o.pend {
 		p := &o.pend[i]
+		p.probed = false
 		if p.ts == NoTimestamp {
 			continue // processElement reports it
 		}
 		o.core.SetKey(p.key)
-		o.setSlice(o.sp.start(p.ts, o.sp.g, o.sp.gOff))
-		near, _ = o.contents.appendProbable(near)
+		if p.ts >= lo && p.ts < hi {
+			p.slice = lo
+		} else {
+			p.slice = o.sp.start(p.ts, o.sp.g, o.sp.gOff)
+			if p.slice > math.MinInt64/2 && p.slice < math.MaxInt64/2 {
+				lo, hi = p.slice, p.slice+o.sp.g
+			}
+		}
+		o.setSlice(p.slice)
+		p.probed = o.contents.probe(&p.pr)
 	}
 	var sum uint64
-	for _, w := range near {
-		sum += *w
+	for i := range o.pend {
+		if p := &o.pend[i]; p.probed {
+			sum += o.contents.touch(&p.pr)
+		}
 	}
 	o.touched += sum
-	clear(near) // no pointers into pages a later growth may drop
+	wm := o.core.CurrentWatermark()
 	for i := range o.pend {
 		p := &o.pend[i]
-		o.processElement(p.v, p.ts, p.key)
+		if !p.probed || !o.addProbed(p, wm) {
+			o.processElement(p.v, p.ts, p.key)
+		}
 	}
 	clear(o.pend) // let go of what the elements reference
 	o.pend = o.pend[:0]
+}
+
+// addProbed is processElement for an element whose slice's accumulator
+// its probe found, in the common case: on time, in a slice the watermark
+// has not passed, not the slice's first element, and nothing for the
+// combiner to drop. It does nothing and returns false in every other
+// case, for processElement to take. The key and namespace of state are
+// not set (the probe holds their image), and no other state is read.
+func (o *slicedOp[K, T, R, U]) addProbed(p *pending[K, T], wm int64) bool {
+	t, s := p.ts, p.slice
+	lastStart := s // the slice starts with the window when slide is a whole slice
+	if o.sp.g != o.sp.slide {
+		lastStart = o.sp.start(t, o.sp.slide, o.sp.slideOff)
+	}
+	last := window.Window{Start: lastStart, End: sliceEnd(lastStart, o.sp.size)}
+	if last.End <= t || o.isLate(last, wm) || sliceEnd(s, o.sp.g)-1 <= wm || !o.comb.quiet(s) {
+		return false
+	}
+	return o.contents.addProbed(&p.pr, p.v)
 }
 
 func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
@@ -449,7 +510,7 @@ func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	o.comb = o.contents.newCombiner(o.sp, o.setSlice)
 	o.wctx = windowContext[K]{runtimeContext: runtimeContext{ctx}, core: core}
 	o.fire = o.onTimer
-	if _, ok := o.contents.appendProbable(nil); !ok || !o.eventTime {
+	if !o.contents.probes() || !o.eventTime {
 		// Nothing to touch; or processing time, where an element reads the
 		// clock when it is processed, which holding it back would move.
 		o.runs = false

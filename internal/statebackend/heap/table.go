@@ -123,35 +123,87 @@ found:
 	return e
 }
 
-// AppendProbable appends to dst the words that a lookup of the current
-// key is likely to read: the first word of its preferred place, which
-// lookup reads first, and, when the first slot of its home group whose
-// control byte matches is another, that slot's first and last words (a
-// 40-byte slot may span two cache lines). It reads the key's control word,
-// not the slots. Nothing is appended when the key's image is not ready (a
-// long key) or the table is empty. An operator that loads these words for
-// a run of elements before it looks any of them up lets their cache misses
-// overlap instead of paying each in turn (the table of 100,000 keys is
-// larger than the L2 cache); what the words hold means nothing to it.
-func (t *Table[E]) AppendProbable(dst []*uint64) []*uint64 {
+// Probe is a lookup of one key and namespace taken in two halves, so that
+// an operator can start the cache misses of a run of elements together
+// and then finish each lookup without setting the key again: Table.Probe
+// computes, for the current key, where the entry probably is (the key's
+// preferred place, which lookup reads first, and the first slot of its
+// home group whose control byte matches, if another) from the key's
+// control word, not the slots; Table.Touch loads those slots; Table.Probed
+// returns the entry if it is in one of them. (The table of 100,000 keys
+// is larger than the L2 cache: a lookup is a miss, and misses of a run
+// overlap only if their loads come before the lookups.)
+//
+// A Probe names slots by key group and index, not by address (it holds no
+// pointer, so writing one costs no write barrier), and it needs no
+// invalidation: if the table grew or a snapshot made it copy a page since,
+// Probed reads the slot of the table as it is now, and an image that
+// matches there is the key's entry.
+type Probe struct {
+	im   keyImage
+	kg   int32 // key group index in the store's range
+	a, b int32 // slot indexes; b is a when there is no second slot
+}
+
+// Probe fills p for the current key and namespace and says whether it
+// could: not for a long key or an empty key group.
+func (t *Table[E]) Probe(p *Probe) bool {
 	s := t.s
 	if s.imEpoch != s.epoch || s.kgIdx < 0 {
-		return dst
+		return false
 	}
-	g := &t.groups[s.kgIdx]
-	ctrl := g.t.ctrl
+	ctrl := t.groups[s.kgIdx].t.ctrl
 	if len(ctrl) == 0 || s.im.hn&0xff == longKey {
-		return dst
+		return false
 	}
 	home := homeGroup(s.im.hn, uint64(len(ctrl)-1))
 	pref := prefAt(s.im.hn)
-	sl := g.t.at(int(home*8 + pref))
-	dst = append(dst, &sl.hn, &sl.e.ver)
-	if m := matchByte(ctrl[home], h2(s.im.hn)); m != 0 && byteAt(m) != pref {
-		sl = g.t.at(int(home*8 + byteAt(m)))
-		dst = append(dst, &sl.hn, &sl.e.ver)
+	a := int32(home*8 + pref)
+	p.im, p.kg, p.a, p.b = s.im, int32(s.kgIdx), a, a
+	if m := matchByte(ctrl[home], h2(s.im.hn)); m != 0 {
+		p.b = int32(home*8 + byteAt(m))
 	}
-	return dst
+	return true
+}
+
+// Touch loads the first and last words of the slots p names (a 40-byte
+// slot may span two cache lines) and returns their sum (keep it
+// somewhere, so that the loads are not dropped); what they hold means
+// nothing. p must be of this table, probed since it last changed.
+func (t *Table[E]) Touch(p *Probe) uint64 {
+	g := &t.groups[p.kg]
+	a, b := g.t.at(int(p.a)), g.t.at(int(p.b))
+	return a.hn + a.e.ver + b.hn + b.e.ver
+}
+
+// Probed returns the entry of the key p was taken for, ready to be
+// modified in place (as Writable's), if it is in a slot p names and no
+// snapshot shares it; else nil, and the caller sets the key and looks it
+// up. It neither reads nor changes the current key, nor what Lookup
+// caches.
+func (t *Table[E]) Probed(p *Probe) *Entry[E] {
+	g := &t.groups[p.kg]
+	n := int32(g.t.size())
+	if p.a < n {
+		if sl := g.t.at(int(p.a)); sl.hn == p.im.hn && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
+			return t.owned(&sl.e)
+		}
+	}
+	if p.b != p.a && p.b < n {
+		if sl := g.t.at(int(p.b)); sl.hn == p.im.hn && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
+			return t.owned(&sl.e)
+		}
+	}
+	return nil
+}
+
+// owned returns e if it was created or copied since the last snapshot
+// (so that its page is owned too), else nil.
+func (t *Table[E]) owned(e *Entry[E]) *Entry[E] {
+	if e.ver == t.s.snapVer {
+		return e
+	}
+	return nil
 }
 
 // Writable returns e, the current key's entry from Lookup, ready to be

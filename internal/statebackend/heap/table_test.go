@@ -288,12 +288,13 @@ func TestImageMatchesMapKey(t *testing.T) {
 	}
 }
 
-// TestAppendProbable: the words AppendProbable names are those of the
-// slot where lookup finds the key, for most keys (a key whose group has
-// an earlier slot with the same control byte, or that lies beyond its
-// home group, is not covered; at these loads that is a few percent), and
-// of nothing for a long key.
-func TestAppendProbable(t *testing.T) {
+// TestProbe: Probed finds the entry Lookup finds, for most keys (a key
+// whose group has an earlier slot with the same control byte, or that lies
+// beyond its home group, is not covered; at these loads that is a few
+// percent), after the current key has moved on, and after the table grew
+// or a snapshot made its page shared (then only once the entry is owned
+// again); never another key's entry; and nothing for a long key.
+func TestProbe(t *testing.T) {
 	rng := keygroup.Range{Start: 0, End: 3}
 	s := NewStore(rng, 128, clock.NewManual(0))
 	tbl, err := NewTable(s, snapshot.StateMeta{Name: "p", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
@@ -302,38 +303,118 @@ func TestAppendProbable(t *testing.T) {
 	}
 	const n = 4000
 	ns := []byte{1, 2, 3, 4, 5, 6, 7}
-	for pass := range 2 {
+	set := func(k uint64) {
+		s.SetCurrentKeyWord(k, int(k%4))
+		s.SetCurrentNamespace(ns)
+	}
+	for k := range uint64(n) {
+		set(k)
+		tbl.Insert().Val = int64(k)
+	}
+	probes := make([]Probe, n)
+	for k := range uint64(n) {
+		set(k)
+		if !tbl.Probe(&probes[k]) {
+			t.Fatalf("key %d: no probe", k)
+		}
+		tbl.Touch(&probes[k])
+	}
+	check := func(what string, snapshotted, stale bool) {
+		t.Helper()
+		set(n + 1) // another key is current
 		covered := 0
 		for k := range uint64(n) {
-			s.SetCurrentKeyWord(k, int(k%4))
-			s.SetCurrentNamespace(ns)
-			if pass == 0 {
-				tbl.Insert().Val = int64(k)
+			e := tbl.Probed(&probes[k])
+			if e == nil {
 				continue
 			}
-			words := tbl.AppendProbable(nil)
-			e := tbl.Lookup()
-			if e == nil || e.Val != int64(k) {
-				t.Fatalf("key %d: lookup found %v", k, e)
+			if e.Val != int64(k) {
+				t.Fatalf("%s: key %d: Probed found the entry of %d", what, k, e.Val)
 			}
-			if len(words) != 2 && len(words) != 4 {
-				t.Fatalf("key %d: %d words", k, len(words))
+			if snapshotted {
+				t.Fatalf("%s: key %d: Probed returned an entry a snapshot shares", what, k)
 			}
-			for i := 0; i < len(words); i += 2 {
-				if words[i+1] == &e.ver {
-					covered++
-				}
-			}
+			covered++
 		}
-		if pass == 1 {
-			t.Logf("AppendProbable named the slot of %d of %d keys", covered, n)
-		}
-		if pass == 1 && covered < n*8/10 {
-			t.Fatalf("AppendProbable named the slot of %d of %d keys", covered, n)
+		t.Logf("%s: Probed found %d of %d keys", what, covered, n)
+		if !snapshotted && !stale && covered < n*8/10 {
+			t.Fatalf("%s: Probed found %d of %d keys", what, covered, n)
 		}
 	}
+	check("as probed", false, false)
+	for k := uint64(n); k < 4*n; k++ { // the tables grow: the probes' slots move
+		set(k)
+		tbl.Insert().Val = int64(k)
+	}
+	check("probes of the smaller tables", false, true)
+	for k := range uint64(n) { // probes of the grown tables
+		set(k)
+		tbl.Probe(&probes[k])
+	}
+	check("after growing", false, false)
+	s.Snapshot()
+	check("after a snapshot", true, false)
+	for k := range uint64(n) {
+		set(k)
+		e := tbl.Writable(tbl.Lookup())
+		e.Val = int64(k)
+	}
+	check("owned again", false, false)
 	s.SetCurrentKey(bytes.Repeat([]byte{'x'}, 40), 0)
-	if w := tbl.AppendProbable(nil); len(w) != 0 {
-		t.Fatalf("a long key got %d words", len(w))
+	var p Probe
+	if tbl.Probe(&p) {
+		t.Fatalf("a long key got a probe")
+	}
+}
+
+// TestProbeFull: at the most a table holds before it grows (7/8 of its
+// slots), where many keys are past their home group, Probed finds most
+// keys, and never an absent key.
+func TestProbeFull(t *testing.T) {
+	s := NewStore(keygroup.Range{Start: 0, End: 0}, 128, clock.NewManual(0))
+	tbl, err := NewTable(s, snapshot.StateMeta{Name: "p", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1024 * 7 / 8
+	ns := []byte{1, 2, 3, 4, 5, 6, 7}
+	set := func(k uint64) {
+		s.SetCurrentKeyWord(k, 0)
+		s.SetCurrentNamespace(ns)
+	}
+	for k := range uint64(n) {
+		set(k)
+		tbl.Insert().Val = int64(k)
+	}
+	if size := tbl.groups[0].t.size(); size != 1024 {
+		t.Fatalf("the table has %d slots, want 1024", size)
+	}
+	found := 0
+	for k := range uint64(n) {
+		set(k)
+		var p Probe
+		if !tbl.Probe(&p) {
+			t.Fatalf("key %d: no probe", k)
+		}
+		tbl.Touch(&p)
+		set(n + k) // another key is current
+		if e := tbl.Probed(&p); e != nil {
+			if e.Val != int64(k) {
+				t.Fatalf("key %d: Probed found the entry of %d", k, e.Val)
+			}
+			found++
+		}
+	}
+	t.Logf("Probed found %d of %d keys", found, n)
+	if found < n*7/10 {
+		t.Fatalf("Probed found %d of %d keys", found, n)
+	}
+	for k := uint64(n); k < 2*n; k++ {
+		set(k)
+		var p Probe
+		tbl.Probe(&p)
+		if tbl.Touch(&p); tbl.Probed(&p) != nil {
+			t.Fatalf("absent key %d: Probed found an entry", k)
+		}
 	}
 }
