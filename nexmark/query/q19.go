@@ -57,7 +57,7 @@ func init() {
 		Columns: append(append([]string(nil), qdBidColumns...), "rank_number"),
 		Build: func(in *Input) error {
 			bids := weir.Process(in.Events, weir.ProcessFunction[nexmark.Event, qdEncBid](&q19Prefilter{})).
-				Name("q19 bids that may enter the top 10").WithCodec(qdEncBidCodec{})
+				Name("q19 bids that may enter the top 10").WithCodec(q19BidCodec{})
 			keyed := weir.KeyBy(bids, func(b qdEncBid) int64 { return b.Bid.Auction })
 			changes := weir.ProcessKeyed(keyed, weir.KeyedProcessFunction[int64, qdEncBid, Change[q19Ranked]](&q19TopN{})).
 				Name("q19 top 10 bids per auction")
@@ -179,6 +179,26 @@ func (f *q19TopN) ProcessElement(_ weir.KeyedContext[int64], b qdEncBid, out wei
 	}
 	f.top.Add(q19Insert{Pos: pos, Entry: q19Entry{Price: b.Bid.Price, DateTime: b.Bid.DateTime, Enc: b.Enc}})
 	return nil
+}
+
+// q19BidCodec writes a qdEncBid's bid as qdBidCodec does. It reads only
+// what the top-N needs: the bid's numbers, and its whole encoding as the
+// Enc, carved from a p1Arena block (the bids that enter a top are most of
+// those that cross, and most stay in it for good, as Flink keeps them);
+// the Bid's strings stay empty (they are in the Enc, parsed when a row is
+// asked for).
+type q19BidCodec struct{}
+
+func (q19BidCodec) AppendEncode(dst []byte, b qdEncBid) []byte {
+	return qdBidCodec{}.AppendEncode(dst, b.Bid)
+}
+
+func (q19BidCodec) Decode(src []byte) (qdEncBid, int, error) {
+	b, n, err := qdBidCodec{}.decode(src, false)
+	if err != nil {
+		return qdEncBid{}, 0, err
+	}
+	return qdEncBid{Bid: b, Enc: p1String(src[:n])}, n, nil
 }
 
 // q19TopPtrCodec writes a *q19Top as q19TopCodec does.
