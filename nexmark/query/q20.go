@@ -77,18 +77,7 @@ type q20Row struct {
 type q20Join struct {
 	bids     state.ListState[string] // q20Bid.Enc
 	auctions state.ValueState[[]nexmark.Auction]
-	// none is a cache of auction ids that this instance found to have no
-	// auction in state (id+1 at id's place, 0 for none): the bids of an
-	// auction that is not of category 10 (four in five) then skip the read
-	// of the auctions' state after the first. An auction arriving clears
-	// its id; the cache starts empty when the function opens (a restore
-	// too), so it holds only what this instance read and wrote itself.
-	// Direct-mapped by id: bids go to the latest auctions.
-	none *[q20NoneSize]int64
 }
-
-// q20NoneSize is the size of q20Join's cache (a power of 2).
-const q20NoneSize = 1 << 12
 
 func (j *q20Join) Open(ctx weir.KeyedRuntimeContext) error {
 	auctionsCodec, err := codec.For[[]nexmark.Auction]()
@@ -97,7 +86,6 @@ func (j *q20Join) Open(ctx weir.KeyedRuntimeContext) error {
 	}
 	j.bids = state.GetListState(ctx.State(), state.ListDescriptor[string]{Name: "bids", Codec: codec.String()})
 	j.auctions = state.GetValueState(ctx.State(), state.ValueDescriptor[[]nexmark.Auction]{Name: "auctions", Codec: auctionsCodec})
-	j.none = new([q20NoneSize]int64)
 	return nil
 }
 
@@ -106,15 +94,9 @@ func (j *q20Join) ProcessElement1(_ weir.KeyedContext[int64], b q20Bid, out weir
 	if b.Enc == "" { // not through the codec (a chained edge)
 		b.Enc = string(q20BidCodec{}.AppendEncode(nil, b))
 	}
-	id := b.Bid.Auction
-	if slot := &j.none[uint64(id)%q20NoneSize]; *slot != id+1 || id == -1 { // -1: 0, an empty place
-		auctions, _ := j.auctions.Value()
-		if len(auctions) == 0 {
-			*slot = id + 1
-		}
-		for i := range auctions {
-			out.Collect(q20Row{Bid: b.Enc, Auction: &auctions[i]})
-		}
+	auctions, _ := j.auctions.Value()
+	for i := range auctions {
+		out.Collect(q20Row{Bid: b.Enc, Auction: &auctions[i]})
 	}
 	j.bids.Add(b.Enc)
 	return nil
@@ -122,9 +104,6 @@ func (j *q20Join) ProcessElement1(_ weir.KeyedContext[int64], b q20Bid, out weir
 
 // ProcessElement2 joins an auction with the bids so far and keeps it.
 func (j *q20Join) ProcessElement2(_ weir.KeyedContext[int64], a nexmark.Auction, out weir.Collector[q20Row]) error {
-	if slot := &j.none[uint64(a.ID)%q20NoneSize]; *slot == a.ID+1 {
-		*slot = 0
-	}
 	auctions, _ := j.auctions.Value()
 	// A new slice: the old one may be shared with a snapshot, and the
 	// rows emitted point into it.
