@@ -24,12 +24,13 @@ import (
 // (UPDATE_BEFORE) and the one now at rank i inserted (UPDATE_AFTER), and
 // the row pushed out of rank 10 is retracted and dropped for good.
 //
-// Here: the bids keyed by auction, a keyed process function with one
-// ValueState holding the auction's top ten bids in rank order (a fixed
-// array, copied out of state and back: no allocation per change), and the
-// same changes into EmitChanges: for each rank from the new bid's down,
-// Retract(old row, rank) then Insert(new row, rank). A bid that does not
-// enter touches nothing but the read. The state lives as long as the
+// Here: the bids keyed by auction, a keyed process function with the
+// auction's top ten bids in rank order (q19Top, a fixed array behind a
+// pointer in an aggregating state, changed in place), and the same
+// changes into EmitChanges: for each rank from the new bid's down,
+// Retract(old row, rank) then Insert(new row, rank), the rows carried as
+// the bids' encodings (parsed only if a row is asked for). A bid that does
+// not enter touches nothing but the read. The state lives as long as the
 // auction may get bids, forever, as Flink keeps it (no TTL).
 //
 // Before the exchange, each source subtask drops the bids that cannot
@@ -56,11 +57,11 @@ func init() {
 		Columns: append(append([]string(nil), qdBidColumns...), "rank_number"),
 		Build: func(in *Input) error {
 			bids := weir.Process(in.Events, weir.ProcessFunction[nexmark.Event, qdEncBid](&q19Prefilter{})).
-				Name("q19 bids that may enter the top 10").WithCodec(qdEncBidCodec{})
+				Name("q19 bids that may enter the top 10").WithCodec(q19BidCodec{})
 			keyed := weir.KeyBy(bids, func(b qdEncBid) int64 { return b.Bid.Auction })
 			changes := weir.ProcessKeyed(keyed, weir.KeyedProcessFunction[int64, qdEncBid, Change[q19Ranked]](&q19TopN{})).
 				Name("q19 top 10 bids per auction")
-			EmitChanges(in, changes, func(r q19Ranked) Row { return append(qdBidRow(&r.Bid, 1), r.Rank) })
+			EmitChanges(in, changes, q19Row)
 			return nil
 		},
 	})
@@ -69,24 +70,37 @@ func init() {
 // q19N is the N of the Top-N.
 const q19N = 10
 
-// q19Ranked is a row of q19's result: a bid and its rank (1 to 10).
+// q19Ranked is a row of q19's result: a bid, in its qdBidCodec encoding,
+// and its rank (1 to 10). The changes carry the encoding the bid is kept
+// in, and the bid is parsed only when a row is asked for (q19Row): most
+// of the changes a run makes are discarded or only counted.
 type q19Ranked struct {
-	Bid  nexmark.Bid
+	Enc  string
 	Rank int64
+}
+
+// q19Row is r as a row of q19's result table.
+func q19Row(r q19Ranked) Row {
+	b, err := qdParseBid(r.Enc)
+	if err != nil {
+		panic(fmt.Sprintf("q19: a ranked bid: %v", err))
+	}
+	return append(qdBidRow(&b, 1), r.Rank)
 }
 
 // q19TopN keeps an auction's best bids, best first.
 type q19TopN struct {
-	top state.ValueState[q19Top]
+	top state.AggregatingState[q19Insert, *q19Top]
 }
 
-// q19Top is an auction's top bids, best first: a value (no slice), so that
-// reading it from state gives a copy to change, and storing it back copies
-// it into the state's entry, with no allocation per change. Each bid is
-// its price and dateTime (what ranks it) and its encoding (qdEncBid.Enc,
-// what it is emitted from): 32 bytes and one pointer a bid instead of a
-// nexmark.Bid's 80 bytes and three, so an entry of 328 bytes instead of
-// 808 to copy out of state and back, and to move as the table grows.
+// q19Top is an auction's top bids, best first. The state holds a pointer
+// to it, so that a change is made in place (no copy of the ten bids out
+// of state and back) and the state table's slots stay small as it grows
+// to every auction seen. It is an aggregating state's accumulator, which
+// the state lets q19Add change in place: after a checkpoint the state
+// first gives q19Add a copy (through q19TopCodec), and the snapshot keeps
+// the original. Each bid is its price and dateTime (what ranks it) and its
+// encoding (qdEncBid.Enc, what it is emitted from).
 type q19Top struct {
 	N    int
 	Bids [q19N]q19Entry
@@ -98,9 +112,31 @@ type q19Entry struct {
 	Enc             string
 }
 
+// q19Insert is a bid entering a top at rank Pos+1 (Pos < q19N).
+type q19Insert struct {
+	Pos   int
+	Entry q19Entry
+}
+
 func (f *q19TopN) Open(ctx weir.KeyedRuntimeContext) error {
-	f.top = state.GetValueState(ctx.State(), state.ValueDescriptor[q19Top]{Name: "q19-top-bids", Codec: q19TopCodec{}})
+	f.top = state.GetAggregatingState(ctx.State(), state.AggregatingDescriptor[q19Insert, *q19Top, *q19Top]{
+		Name:     "q19-top-bids",
+		AccCodec: q19TopPtrCodec{},
+		Create:   func() *q19Top { return new(q19Top) },
+		Add:      q19Add,
+		Result:   func(t *q19Top) *q19Top { return t },
+	})
 	return nil
+}
+
+// q19Add inserts a bid into t at its rank, the bids from there moving
+// down one rank and the one at rank 10 leaving.
+func q19Add(t *q19Top, in q19Insert) *q19Top {
+	n := min(t.N+1, q19N)
+	copy(t.Bids[in.Pos+1:n], t.Bids[in.Pos:n-1])
+	t.Bids[in.Pos] = in.Entry
+	t.N = n
+	return t
 }
 
 // q19Before says whether a bid of price p and dateTime t ranks before e.
@@ -108,8 +144,13 @@ func q19Before(p, t int64, e *q19Entry) bool {
 	return p > e.Price || p == e.Price && t < e.DateTime
 }
 
+var q19Empty q19Top
+
 func (f *q19TopN) ProcessElement(_ weir.KeyedContext[int64], b qdEncBid, out weir.Collector[Change[q19Ranked]]) error {
-	top, _ := f.top.Value()
+	top, ok := f.top.Get()
+	if !ok {
+		top = &q19Empty
+	}
 	pos := top.N
 	for i := range top.N {
 		if q19Before(b.Bid.Price, b.Bid.DateTime, &top.Bids[i]) {
@@ -125,26 +166,54 @@ func (f *q19TopN) ProcessElement(_ weir.KeyedContext[int64], b qdEncBid, out wei
 	// The row now at pos is b; each row below is the one retracted just
 	// above it.
 	n := min(top.N+1, q19N)
-	carry := q19Entry{Price: b.Bid.Price, DateTime: b.Bid.DateTime, Enc: b.enc()}
-	now := b.Bid
+	now := b.enc()
 	for i := pos; i < n; i++ {
 		if i < top.N {
-			old, err := qdParseBid(top.Bids[i].Enc)
-			if err != nil {
-				return fmt.Errorf("q19: a top bid in state: %w", err)
-			}
-			out.Collect(Change[q19Ranked]{Retract: true, Value: q19Ranked{Bid: old, Rank: int64(i + 1)}})
-			out.Collect(Change[q19Ranked]{Value: q19Ranked{Bid: now, Rank: int64(i + 1)}})
-			carry, top.Bids[i] = top.Bids[i], carry
+			old := top.Bids[i].Enc
+			out.Collect(Change[q19Ranked]{Retract: true, Value: q19Ranked{Enc: old, Rank: int64(i + 1)}})
+			out.Collect(Change[q19Ranked]{Value: q19Ranked{Enc: now, Rank: int64(i + 1)}})
 			now = old
 		} else {
-			top.Bids[i] = carry
-			out.Collect(Change[q19Ranked]{Value: q19Ranked{Bid: now, Rank: int64(i + 1)}})
+			out.Collect(Change[q19Ranked]{Value: q19Ranked{Enc: now, Rank: int64(i + 1)}})
 		}
 	}
-	top.N = n
-	f.top.Update(top)
+	f.top.Add(q19Insert{Pos: pos, Entry: q19Entry{Price: b.Bid.Price, DateTime: b.Bid.DateTime, Enc: b.Enc}})
 	return nil
+}
+
+// q19BidCodec writes a qdEncBid's bid as qdBidCodec does. It reads only
+// what the top-N needs: the bid's numbers, and its whole encoding as the
+// Enc, carved from a p1Arena block (the bids that enter a top are most of
+// those that cross, and most stay in it for good, as Flink keeps them);
+// the Bid's strings stay empty (they are in the Enc, parsed when a row is
+// asked for).
+type q19BidCodec struct{}
+
+func (q19BidCodec) AppendEncode(dst []byte, b qdEncBid) []byte {
+	return qdBidCodec{}.AppendEncode(dst, b.Bid)
+}
+
+func (q19BidCodec) Decode(src []byte) (qdEncBid, int, error) {
+	b, n, err := qdBidCodec{}.decode(src, false)
+	if err != nil {
+		return qdEncBid{}, 0, err
+	}
+	return qdEncBid{Bid: b, Enc: p1String(src[:n])}, n, nil
+}
+
+// q19TopPtrCodec writes a *q19Top as q19TopCodec does.
+type q19TopPtrCodec struct{}
+
+func (q19TopPtrCodec) AppendEncode(dst []byte, t *q19Top) []byte {
+	return q19TopCodec{}.AppendEncode(dst, *t)
+}
+
+func (q19TopPtrCodec) Decode(src []byte) (*q19Top, int, error) {
+	t, n, err := q19TopCodec{}.Decode(src)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &t, n, nil
 }
 
 // q19TopCodec writes a q19Top as its count and its bids.

@@ -42,13 +42,21 @@ func init() {
 		Columns: []string{"auction", "bidder", "price", "channel", "url", "bid_dateTime", "bid_extra",
 			"itemName", "description", "initialBid", "reserve", "auction_dateTime", "expires", "seller", "category", "auction_extra"},
 		Build: func(in *Input) error {
-			encoded := weir.Map(Bids(in.Events), func(b nexmark.Bid) q20Bid { return q20Bid{Bid: b} }).WithCodec(q20BidCodec{})
+			encoded := weir.FlatMap(in.Events, func(e nexmark.Event, out weir.Collector[q20Bid]) {
+				if e.Type == nexmark.BidEvent {
+					out.Collect(q20Bid{Bid: e.Bid})
+				}
+			}).WithCodec(q20BidCodec{})
 			bids := weir.KeyBy(encoded.Name("bids to join"), func(b q20Bid) int64 { return b.Bid.Auction })
 			cat10 := weir.Filter(Auctions(in.Events), func(a nexmark.Auction) bool { return a.Category == 10 }).Name("category 10")
 			auctions := weir.KeyBy(cat10, func(a nexmark.Auction) int64 { return a.ID })
 			joined := weir.KeyedCoProcess(weir.ConnectKeyed(bids, auctions), weir.KeyedCoProcessFunction[int64, q20Bid, nexmark.Auction, q20Row](&q20Join{}))
 			Emit(in, joined.Name("q20 join"), func(r q20Row) Row {
-				b, a := &r.Bid, &r.Auction
+				b, err := qdParseBid(r.Bid)
+				if err != nil {
+					panic(fmt.Sprintf("q20: a joined bid: %v", err))
+				}
+				a := r.Auction
 				return Row{b.Auction, b.Bidder, b.Price, b.Channel, b.URL, b.DateTime, b.Extra,
 					a.ItemName, a.Description, a.InitialBid, a.Reserve, a.DateTime, a.Expires, a.Seller, a.Category, a.Extra}
 			})
@@ -57,10 +65,12 @@ func init() {
 	})
 }
 
-// q20Row is a bid with its auction.
+// q20Row is a bid, in its qdBidCodec encoding (parsed only when a row is
+// asked for: most runs discard the rows), with its auction (kept in state:
+// not to be changed).
 type q20Row struct {
-	Bid     nexmark.Bid
-	Auction nexmark.Auction
+	Bid     string
+	Auction *nexmark.Auction
 }
 
 // q20Join is the join's keyed state and its two sides.
@@ -86,7 +96,7 @@ func (j *q20Join) ProcessElement1(_ weir.KeyedContext[int64], b q20Bid, out weir
 	}
 	auctions, _ := j.auctions.Value()
 	for i := range auctions {
-		out.Collect(q20Row{Bid: b.Bid, Auction: auctions[i]})
+		out.Collect(q20Row{Bid: b.Enc, Auction: &auctions[i]})
 	}
 	j.bids.Add(b.Enc)
 	return nil
@@ -94,24 +104,23 @@ func (j *q20Join) ProcessElement1(_ weir.KeyedContext[int64], b q20Bid, out weir
 
 // ProcessElement2 joins an auction with the bids so far and keeps it.
 func (j *q20Join) ProcessElement2(_ weir.KeyedContext[int64], a nexmark.Auction, out weir.Collector[q20Row]) error {
-	for _, enc := range j.bids.Get() {
-		b, err := qdParseBid(enc)
-		if err != nil {
-			return fmt.Errorf("q20: a bid in state: %w", err)
-		}
-		out.Collect(q20Row{Bid: b, Auction: a})
-	}
 	auctions, _ := j.auctions.Value()
-	// A new slice: the old one may be shared with a snapshot.
-	j.auctions.Update(append(slices.Clip(auctions), a))
+	// A new slice: the old one may be shared with a snapshot, and the
+	// rows emitted point into it.
+	auctions = append(slices.Clip(auctions), a)
+	j.auctions.Update(auctions)
+	for _, enc := range j.bids.Get() {
+		out.Collect(q20Row{Bid: enc, Auction: &auctions[len(auctions)-1]})
+	}
 	return nil
 }
 
 // q20Bid is a bid, and on the receiving side of the shuffle its encoding.
 type q20Bid struct {
 	Bid nexmark.Bid
-	// Enc is the bid's q20BidCodec encoding, set by Decode; the strings of
-	// Bid are substrings of it.
+	// Enc is the bid's q20BidCodec encoding, set by Decode, which sets
+	// only the numbers of Bid: its strings are in Enc, parsed when a row is
+	// asked for.
 	Enc string
 }
 
@@ -119,7 +128,7 @@ type q20Bid struct {
 // into one string, the q20Bid's Enc (carved from a
 // p1Arena block: the bids are kept for good, so an allocation per bid
 // only costs the allocator and the garbage collector more), and the bid's
-// strings as substrings of it.
+// numbers.
 type q20BidCodec struct{}
 
 func (q20BidCodec) AppendEncode(dst []byte, v q20Bid) []byte {
@@ -127,11 +136,9 @@ func (q20BidCodec) AppendEncode(dst []byte, v q20Bid) []byte {
 }
 
 func (q20BidCodec) Decode(src []byte) (q20Bid, int, error) {
-	_, n, err := qdBidCodec{}.decode(src, false)
+	b, n, err := qdBidCodec{}.decode(src, false)
 	if err != nil {
 		return q20Bid{}, 0, err
 	}
-	enc := p1String(src[:n])
-	b, err := qdParseBid(enc)
-	return q20Bid{Bid: b, Enc: enc}, n, err
+	return q20Bid{Bid: b, Enc: p1String(src[:n])}, n, nil
 }
