@@ -114,3 +114,28 @@ func TestSetKeyRepeated(t *testing.T) {
 		t.Fatal("strings, integer arrays and booleans are equal by identity")
 	}
 }
+
+// TestHashRaw checks that a key whose memory is its encoding hashes in
+// place to the hash of its encoding, the key group partitioners and state
+// agree on (and that savepoints hold).
+func TestHashRaw(t *testing.T) {
+	if !RawKey[pairKey]() || RawKey[struct{ S string }]() {
+		t.Fatal("RawKey: pairKey is raw, a string struct is not")
+	}
+	c := codec.MustFor[pairKey]()
+	hash := Hasher[pairKey]()
+	for _, k := range []pairKey{{}, {1, 2}, {-1, 1 << 62}, {42, -7}} {
+		want := keygroup.HashBytes(c.AppendEncode(nil, k))
+		if got := HashRaw(&k); got != want {
+			t.Fatalf("%v: HashRaw %#x, want %#x", k, got, want)
+		}
+		if got := hash(k); got != want {
+			t.Fatalf("%v: Hasher %#x, want %#x", k, got, want)
+		}
+	}
+	type arr [3]int32
+	a := arr{1, -2, 3}
+	if got, want := HashRaw(&a), keygroup.HashBytes(codec.MustFor[arr]().AppendEncode(nil, a)); got != want {
+		t.Fatalf("array: HashRaw %#x, want %#x", got, want)
+	}
+}
