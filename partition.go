@@ -72,6 +72,24 @@ func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, max
 				},
 			}
 		}
+		if keyed.RawKey[K]() {
+			// A key whose memory is its encoding (a struct of integers):
+			// its bytes are hashed where they are, with no call to the
+			// codec, and a batch is routed in one loop.
+			return operator.Selector[T]{
+				One: func(v T) int {
+					k := key(v)
+					return int(owner[kgs.KeyGroup(keyed.HashRaw(&k))])
+				},
+				Batch: func(vs []T, chs []int32) {
+					chs = chs[:len(vs)]
+					for i := range vs {
+						k := key(vs[i])
+						chs[i] = owner[kgs.KeyGroup(keyed.HashRaw(&k))]
+					}
+				},
+			}
+		}
 		return func(v T) int { return int(owner[kgs.KeyGroup(hash(key(v)))]) }
 	}
 }

@@ -36,6 +36,9 @@ type Core[K comparable] struct {
 	// little-endian memory (codec.MemorySize), so SetKey encodes and
 	// hashes it inline instead of through the codec and the hasher.
 	word bool
+	// sameKey: == on K implies equal encodings (see eqIsIdentity), so
+	// SetKey of the current key again (hasKey) has nothing to do.
+	sameKey, hasKey bool
 	// heap is the heap backend's store when the backend is the heap one:
 	// SetKey calls it directly instead of through statebackend.Keyed.
 	heap    *heap.Store
@@ -68,6 +71,7 @@ func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Cor
 	if c.word {
 		c.keyBuf = make([]byte, 8) // SetKey writes the bytes in place
 	}
+	c.sameKey = eqIsIdentity(reflect.TypeFor[K]())
 	if h, ok := st.Backend.(interface{ HeapStore() *heap.Store }); ok {
 		c.heap = h.HeapStore()
 	}
@@ -81,8 +85,18 @@ func (c *Core[K]) Store() state.KeyedStore { return c.st.Backend }
 func (c *Core[K]) Current() K { return c.current }
 
 // SetKey makes k the current key of state and timers.
+//
+// Setting the current key again does nothing: records of one key often
+// come in runs (a hot auction, a busy channel), and then the key is not
+// encoded and hashed again, and the state tables' cached entry of the
+// current key stays valid, so the next access does not search the table.
+// Nothing but SetKey changes the backend's or the timer service's current
+// key (SetNamespace changes the namespace, which SetKey keeps).
 func (c *Core[K]) SetKey(k K) {
-	c.current = k
+	if c.hasKey && c.sameKey && k == c.current {
+		return
+	}
+	c.current, c.hasKey = k, true
 	if c.word {
 		// The same bytes and hash as the codec and Hasher give.
 		x := *(*uint64)(unsafe.Pointer(&k))
@@ -104,6 +118,30 @@ func (c *Core[K]) SetKey(k K) {
 		c.st.Backend.SetCurrentKey(c.keyBuf, c.kg)
 	}
 	c.timerKey = false
+}
+
+// eqIsIdentity reports whether equal values of t (==) always have equal
+// encodings in every deterministic codec: booleans, integers and strings,
+// and arrays and structs of them. Not floats (-0 == +0, with different
+// bits), interfaces (which may hold floats) or pointers (equal pointers
+// to a value that changed).
+func eqIsIdentity(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.String,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	case reflect.Array:
+		return eqIsIdentity(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !eqIsIdentity(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // SetKeyBytes makes the key whose encoding is b current (for timers).

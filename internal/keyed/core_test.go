@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"reflect"
 	"testing"
 
 	"github.com/weirhq/weir/codec"
@@ -86,4 +88,54 @@ func TestSetKeyPaths(t *testing.T) {
 	t.Run("string", func(t *testing.T) {
 		checkSetKey(t, codec.String(), []string{"", "a", "a longer key of more than sixteen bytes"}, false)
 	})
+}
+
+type pairKey struct{ A, B int64 }
+
+// TestSetKeyRepeated checks that setting the current key again, which
+// SetKey skips for keys whose equality is identity, leaves the key's bytes
+// and group as they were, and that keys equal by == but not by encoding
+// (-0 and +0) are set.
+func TestSetKeyRepeated(t *testing.T) {
+	pairs := []pairKey{{1, 2}, {1, 2}, {1, 3}, {1, 3}, {1, 2}, {0, 0}, {0, 0}}
+	t.Run("struct", func(t *testing.T) { checkSetKey(t, codec.MustFor[pairKey](), pairs, false) })
+	t.Run("string", func(t *testing.T) { checkSetKey(t, codec.String(), []string{"a", "a", "b", "b", "a"}, false) })
+	t.Run("int64", func(t *testing.T) { checkSetKey(t, codec.Int64(), []int64{7, 7, 8, 7, 7}, true) })
+	negZero := math.Copysign(0, -1)
+	t.Run("float64", func(t *testing.T) { checkSetKey(t, codec.Float64(), []float64{0, negZero, negZero, 0, 1, 1}, false) })
+	if eqIsIdentity(reflect.TypeFor[struct{ A, B float64 }]()) || eqIsIdentity(reflect.TypeFor[any]()) || eqIsIdentity(reflect.TypeFor[*int]()) {
+		t.Fatal("floats, interfaces and pointers are not equal by identity")
+	}
+	if !eqIsIdentity(reflect.TypeFor[struct {
+		S string
+		N [2]uint8
+		B bool
+	}]()) {
+		t.Fatal("strings, integer arrays and booleans are equal by identity")
+	}
+}
+
+// TestHashRaw checks that a key whose memory is its encoding hashes in
+// place to the hash of its encoding, the key group partitioners and state
+// agree on (and that savepoints hold).
+func TestHashRaw(t *testing.T) {
+	if !RawKey[pairKey]() || RawKey[struct{ S string }]() {
+		t.Fatal("RawKey: pairKey is raw, a string struct is not")
+	}
+	c := codec.MustFor[pairKey]()
+	hash := Hasher[pairKey]()
+	for _, k := range []pairKey{{}, {1, 2}, {-1, 1 << 62}, {42, -7}} {
+		want := keygroup.HashBytes(c.AppendEncode(nil, k))
+		if got := HashRaw(&k); got != want {
+			t.Fatalf("%v: HashRaw %#x, want %#x", k, got, want)
+		}
+		if got := hash(k); got != want {
+			t.Fatalf("%v: Hasher %#x, want %#x", k, got, want)
+		}
+	}
+	type arr [3]int32
+	a := arr{1, -2, 3}
+	if got, want := HashRaw(&a), keygroup.HashBytes(codec.MustFor[arr]().AppendEncode(nil, a)); got != want {
+		t.Fatalf("array: HashRaw %#x, want %#x", got, want)
+	}
 }

@@ -41,9 +41,30 @@ func Hasher[K comparable]() func(K) uint32 {
 	if err != nil {
 		panic(fmt.Sprintf("keyed: key type %s cannot be hashed: %v", t, err))
 	}
+	if _, raw := codec.MemorySize(c); raw {
+		return func(k K) uint32 { return HashRaw(&k) }
+	}
 	var buf []byte
 	return func(k K) uint32 {
 		buf = c.AppendEncode(buf[:0], k)
 		return keygroup.HashBytes(buf)
 	}
+}
+
+// RawKey reports whether K's derived encoding is its memory (a struct or
+// array of integers with no padding, on a little-endian machine): then
+// HashRaw hashes it as Hasher does.
+func RawKey[K comparable]() bool {
+	c, err := codec.For[K]()
+	if err != nil {
+		return false
+	}
+	_, raw := codec.MemorySize(c)
+	return raw
+}
+
+// HashRaw is Hasher's hash of a key for which RawKey holds: the hash of
+// its encoding, which is its memory, read in place.
+func HashRaw[K comparable](k *K) uint32 {
+	return keygroup.HashBytes(unsafe.Slice((*byte)(unsafe.Pointer(k)), unsafe.Sizeof(*k)))
 }
