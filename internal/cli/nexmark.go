@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -131,6 +132,7 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 	stateDir := fs.String("state-dir", "", "")
 	input := fs.String("input", "", "")
 	output := fs.String("output", "", "")
+	cpuprofile := fs.String("cpuprofile", "", "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -180,6 +182,19 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := cfg.Validate(); err != nil {
 			return usagef("%v", err)
 		}
+	}
+	if *cpuprofile != "" {
+		// The whole command's CPU, job building included (small next to a
+		// run of any length worth profiling).
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("nexmark run: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("nexmark run: --cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var all []query.Summary
 	for _, q := range queries {
