@@ -87,3 +87,31 @@ func TestSetKeyPaths(t *testing.T) {
 		checkSetKey(t, codec.String(), []string{"", "a", "a longer key of more than sixteen bytes"}, false)
 	})
 }
+
+// TestHasherMemoryKeys: a key whose derived encoding is its memory (a
+// struct of numbers) hashes its memory directly, to the hash of its
+// encoding, as keys of other structs do: the key groups of saved state
+// stay where they were.
+func TestHasherMemoryKeys(t *testing.T) {
+	type pair struct{ A, B int64 }
+	type mixed struct {
+		A int64
+		S string
+	}
+	c := codec.MustFor[pair]()
+	if _, mem := codec.MemorySize(c); !mem {
+		t.Fatal("a pair of int64 does not encode as its memory")
+	}
+	h := Hasher[pair]()
+	for _, k := range []pair{{}, {1, 2}, {-1, 1 << 62}, {2001, 1000}} {
+		if got, want := h(k), keygroup.HashBytes(c.AppendEncode(nil, k)); got != want {
+			t.Errorf("Hasher(%v) = %d, want HashBytes of the encoding %d", k, got, want)
+		}
+	}
+	hm, cm := Hasher[mixed](), codec.MustFor[mixed]()
+	for _, k := range []mixed{{}, {7, "seven"}} {
+		if got, want := hm(k), keygroup.HashBytes(cm.AppendEncode(nil, k)); got != want {
+			t.Errorf("Hasher(%v) = %d, want %d", k, got, want)
+		}
+	}
+}

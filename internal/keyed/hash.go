@@ -41,6 +41,13 @@ func Hasher[K comparable]() func(K) uint32 {
 	if err != nil {
 		panic(fmt.Sprintf("keyed: key type %s cannot be hashed: %v", t, err))
 	}
+	if n, mem := codec.MemorySize(c); mem {
+		// The encoding is the key's memory (a struct of numbers, as a
+		// pair of ids): the same bytes and hash, without the codec's call
+		// and the write of the buffer back (a write barrier while the
+		// collector runs).
+		return func(k K) uint32 { return keygroup.HashBytes(unsafe.Slice((*byte)(unsafe.Pointer(&k)), n)) }
+	}
 	var buf []byte
 	return func(k K) uint32 {
 		buf = c.AppendEncode(buf[:0], k)
