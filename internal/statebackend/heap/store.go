@@ -51,6 +51,7 @@ type Store struct {
 	nw0, nw1 uint64
 
 	tables  map[string]erased
+	list    []erased        // the tables in order of registration
 	pending map[string]*raw // restored states not registered yet
 	_       [64]byte
 }
@@ -61,6 +62,8 @@ type erased interface {
 	source(now int64) snapshot.Source
 	restore(kg int, mapKey []byte, e snapshot.Entry, restoredTS bool) error
 	reserve(kg, n int)
+	AppendProbable(dst []*uint64) []*uint64
+	Len() int
 }
 
 // NewStore returns an empty store for the key groups in rng.
@@ -190,6 +193,7 @@ func (s *Store) attach(name string, t erased) error {
 		return fmt.Errorf("state %q: heap table registered twice", name)
 	}
 	s.tables[name] = t
+	s.list = append(s.list, t)
 	r := s.pending[name]
 	if r == nil {
 		return nil
@@ -242,6 +246,27 @@ func (s *Store) image() *keyImage {
 		s.im, s.imEpoch = imageOf(s.cur), s.epoch
 	}
 	return &s.im
+}
+
+// AppendProbable appends the words that a lookup of the current key and
+// namespace probably reads in each of the store's tables
+// (Table.AppendProbable), for an operator that does not know which of its
+// function's states an element will read.
+func (s *Store) AppendProbable(dst []*uint64) []*uint64 {
+	for _, t := range s.list {
+		dst = t.AppendProbable(dst)
+	}
+	return dst
+}
+
+// Entries is the number of entries of all keys and namespaces in all the
+// store's tables.
+func (s *Store) Entries() int {
+	n := 0
+	for _, t := range s.list {
+		n += t.Len()
+	}
+	return n
 }
 
 // Snapshot freezes every table (see the package doc) and returns sources
