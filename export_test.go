@@ -12,9 +12,10 @@ func ForceGeneralWindowOp(force bool) (restore func()) {
 // SlicedOpsOpened is how many sliced window operators have opened.
 func SlicedOpsOpened() int64 { return slicedOpsOpened.Load() }
 
-// HoldWindowElements makes sliced window operators opened after it hold
-// elements back (operator.RunEnder) whatever the size of their state, so
-// that tests with a few keys run that path, until restore is called.
+// HoldWindowElements makes sliced window operators and keyed process
+// operators opened after it hold elements back (operator.RunEnder)
+// whatever the size of their state, so that tests with a few keys run that
+// path, until restore is called.
 func HoldWindowElements() (restore func()) {
 	old := holdMinEntries
 	holdMinEntries = 0

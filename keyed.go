@@ -6,6 +6,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
 )
@@ -188,30 +189,94 @@ type keyedProcessOp[K comparable, T, U any] struct {
 	keyCodec codec.Codec[K]
 	col      collector[U]
 	pctx     keyedProcessContext[K]
+
+	// As slicedOp's (see there): with a Reader feeding the operator
+	// (runs), the heap backend (heap) and, at the last watermark, at
+	// least holdMinEntries entries in its tables (hold), elements are held
+	// back in runs of up to runLen, and the places in every table where
+	// their keys' entries probably are are touched before the first is
+	// processed, so that the cache misses of a run overlap.
+	runs    bool
+	hold    bool
+	heap    *heap.Store
+	pend    []pending[K, T]
+	touched uint64
 }
 
 func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
-	return openKeyedProcess(ctx, o.keyCodec, o.fn, &o.keyedTimers, &o.col, &o.pctx)
+	if err := openKeyedProcess(ctx, o.keyCodec, o.fn, &o.keyedTimers, &o.col, &o.pctx); err != nil {
+		return err
+	}
+	if o.heap = o.core.HeapStore(); o.heap == nil {
+		o.runs = false
+	}
+	if o.runs {
+		o.pend = make([]pending[K, T], 0, runLen)
+	}
+	o.setHold() // a restored state may be large
+	return nil
 }
+
+// UseRuns implements operator.RunEnder.
+func (o *keyedProcessOp[K, T, U]) UseRuns() { o.runs = true }
+
+func (o *keyedProcessOp[K, T, U]) setHold() { o.hold = o.runs && o.heap.Entries() >= holdMinEntries }
 
 func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
 	o.col.ctx.Enter()
-	o.core.SetKey(o.key(v))
+	if o.hold {
+		o.pend = append(o.pend, pending[K, T]{v: v, ts: ts, key: o.key(v)})
+		if len(o.pend) == runLen {
+			o.EndRun()
+		}
+		return
+	}
+	o.processElement(v, ts, o.key(v))
+}
+
+func (o *keyedProcessOp[K, T, U]) processElement(v T, ts int64, k K) {
+	o.core.SetKey(k)
 	o.col.ts, o.pctx.ts = ts, ts
 	if err := o.fn.ProcessElement(&o.pctx, v, &o.col); err != nil {
 		operator.Fail(err)
 	}
 }
 
+// EndRun implements operator.RunEnder: it processes the elements held
+// back, touching the places of their keys' entries first.
+func (o *keyedProcessOp[K, T, U]) EndRun() {
+	if len(o.pend) == 0 {
+		return
+	}
+	o.col.ctx.Enter()
+	var sum uint64
+	for i := range o.pend {
+		o.core.SetKey(o.pend[i].key)
+		sum += o.heap.TouchCurrent()
+	}
+	o.touched += sum
+	for i := range o.pend {
+		p := &o.pend[i]
+		o.processElement(p.v, p.ts, p.key)
+	}
+	clear(o.pend) // let go of what the elements reference
+	o.pend = o.pend[:0]
+}
+
 // ProcessWatermark fires the event-time timers the watermark passed, then
 // forwards the watermark: output caused by a watermark goes first.
 func (o *keyedProcessOp[K, T, U]) ProcessWatermark(wm int64) {
 	o.col.ctx.Enter()
+	o.EndRun() // none are held: the reader ended the run before it
 	o.advance(wm)
 	o.col.out.ProcessWatermark(wm)
+	if o.runs {
+		o.setHold()
+	}
 }
 
 func (o *keyedProcessOp[K, T, U]) Finish() error {
+	o.EndRun()
 	if f, ok := o.fn.(Finisher[U]); ok {
 		o.col.ts = NoTimestamp
 		return f.Finish(&o.col)

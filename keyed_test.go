@@ -194,3 +194,59 @@ func TestOperatorStateInProcessFunction(t *testing.T) {
 		t.Fatalf("got %v", out)
 	}
 }
+
+// runningCount emits, per element, its key, the key's count so far and
+// the element.
+type runningCount struct{ count state.ValueState[int64] }
+
+func (c *runningCount) Open(ctx weir.KeyedRuntimeContext) error {
+	c.count = state.GetValueState(ctx.State(), state.ValueDescriptor[int64]{Name: "count", Codec: codec.Int64()})
+	return nil
+}
+
+func (c *runningCount) ProcessElement(ctx weir.KeyedContext[int64], v int64, out weir.Collector[tuple.T3[int64, int64, int64]]) error {
+	n, _ := c.count.Value()
+	c.count.Update(n + 1)
+	out.Collect(tuple.Of3(ctx.CurrentKey(), n+1, v))
+	return nil
+}
+
+// TestKeyedProcessHeldRuns: a keyed process operator that holds elements
+// back in runs (as it does on a large heap state) processes each key's
+// elements in order, with its state, as one that does not.
+func TestKeyedProcessHeldRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 23))
+	n := 20000 + rng.Int64N(20000)
+	keys := 1 + rng.Int64N(3000)
+	want := map[int64][]int64{}
+	counts := map[int64]int64{}
+	for i := range n {
+		k := i * 7919 % keys
+		counts[k]++
+		want[k] = append(want[k], counts[k], i)
+	}
+	for _, hold := range []bool{false, true} {
+		restore := func() {}
+		if hold {
+			restore = weir.HoldWindowElements()
+		}
+		env := weir.NewEnvironment(weir.Config{Parallelism: 3})
+		// One source subtask: each key's elements reach their subtask in order.
+		src := weir.Generate(env, n, 0, func(i int64) int64 { return i }).SetParallelism(1)
+		keyed := weir.KeyBy(src, func(v int64) int64 { return v * 7919 % keys })
+		out := run(t, env, weir.ProcessKeyed[int64, int64, tuple.T3[int64, int64, int64]](keyed, &runningCount{}))
+		restore()
+		got := map[int64][]int64{}
+		for _, r := range out {
+			got[r.F0] = append(got[r.F0], r.F1, r.F2)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("hold %v: %d keys, want %d", hold, len(got), len(want))
+		}
+		for k, w := range want {
+			if !slices.Equal(got[k], w) {
+				t.Fatalf("hold %v: key %d: (count, element) %v, want %v", hold, k, got[k], w)
+			}
+		}
+	}
+}

@@ -81,9 +81,10 @@ Usage:
                                [--parallelism P] [--state-backend hashmap|pebble]
                                [--checkpoint-interval D] [--input FILE]
                                [--output FILE] [--network-memory S]
-                               [--buffer-size S]: run Nexmark queries on the
-                               embedded cluster over generated events (or a
-                               file from generate); results are discarded, or
+                               [--buffer-size S] [--cpuprofile F]: run
+                               Nexmark queries on the embedded cluster over
+                               generated events (or a file from generate);
+                               results are discarded, or
                                written as JSON lines (the final table for
                                updating queries; a folder for all); prints a
                                JSON summary per query (events/s per core of

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -135,6 +136,7 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 	var networkMemory, bufferSize sizeFlag
 	fs.Var(&networkMemory, "network-memory", "")
 	fs.Var(&bufferSize, "buffer-size", "")
+	cpuprofile := fs.String("cpuprofile", "", "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -192,6 +194,19 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := cfg.Validate(); err != nil {
 			return usagef("%v", err)
 		}
+	}
+	if *cpuprofile != "" {
+		// The whole command's CPU, job building included (small next to a
+		// run of any length worth profiling).
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("nexmark run: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("nexmark run: --cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var all []query.Summary
 	for _, q := range queries {

@@ -137,6 +137,25 @@ func TestNexmarkRun(t *testing.T) {
 	}
 }
 
+// TestNexmarkRunCPUProfile: --cpuprofile writes a CPU profile (a
+// gzipped protocol buffer, as runtime/pprof writes it).
+func TestNexmarkRunCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	if code, _, errOut := runCLI("nexmark", "run", "--query", "q18", "--events", "20000", "--parallelism", "2", "--cpuprofile", prof); code != 0 {
+		t.Fatalf("code %d, %s", code, errOut)
+	}
+	data, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 100 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Fatalf("the profile: %d bytes, not gzip", len(data))
+	}
+	if code, _, errOut := runCLI("nexmark", "run", "--query", "q0", "--events", "10", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir")); code != 1 || !strings.Contains(errOut, "--cpuprofile") {
+		t.Fatalf("an unwritable profile: code %d, %q", code, errOut)
+	}
+}
+
 func TestNexmarkRunErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.jsonl")

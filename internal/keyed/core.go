@@ -78,6 +78,10 @@ func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Cor
 	return c, nil
 }
 
+// HeapStore is the heap backend's store of the keyed state, or nil with
+// another backend.
+func (c *Core[K]) HeapStore() *heap.Store { return c.heap }
+
 // Store is the keyed state store user functions declare state in.
 func (c *Core[K]) Store() state.KeyedStore { return c.st.Backend }
 

@@ -24,12 +24,15 @@ import (
 // wins; an older row arriving late is ignored), retracting the old row and
 // inserting the new one. No watermark or late-data check is involved.
 //
-// Here: the bids keyed by (bidder, auction), a keyed process function with
-// one ValueState holding the last bid (as the string it crossed the
-// exchange as, qdEncBid), the same replacement rule, and
-// Retract(old) + Insert(new) into EmitChanges. The state is never cleaned
-// up, as in Flink (which keeps it without a TTL): any later bid of the pair
-// can still replace it.
+// Here: the bids keyed by (bidder, auction), a keyed process function
+// with the last bid in a ValueState of its encoding in place (qdRec: a
+// table without pointers, so no allocation per update and nothing for the
+// garbage collector to mark per key; a bid too long for the record keeps
+// its encoding in a second ValueState of string), the same replacement
+// rule, and Retract(old) + Insert(new) into EmitChanges. The changes carry
+// the bids encoded (qdRecBid); they are decoded only into result rows. The
+// state is never cleaned up, as in Flink (which keeps it without a TTL):
+// any later bid of the pair can still replace it.
 //
 // Deviation: none in the final table. At parallelism > 1 bids of one pair
 // from different source splits may arrive out of dateTime order; as in
@@ -41,10 +44,17 @@ func init() {
 		Name:    "q18",
 		Columns: qdBidColumns,
 		Build: func(in *Input) error {
-			keyed := weir.KeyByWithCodec(qdEncBids(in.Events), func(b qdEncBid) q18Key { return q18Key{Bidder: b.Bid.Bidder, Auction: b.Bid.Auction} }, q18KeyCodec{})
-			changes := weir.ProcessKeyed(keyed, weir.KeyedProcessFunction[q18Key, qdEncBid, Change[nexmark.Bid]](&q18LastBid{})).
+			bids := weir.FlatMap(in.Events, func(e nexmark.Event, out weir.Collector[qdRecBid]) {
+				if e.Type == nexmark.BidEvent {
+					var r qdRecBid
+					r.set(&e.Bid)
+					out.Collect(r)
+				}
+			}).Name("bids").WithCodec(qdRecBidCodec{})
+			keyed := weir.KeyByWithCodec(bids, func(b qdRecBid) q18Key { return q18Key{Bidder: b.Rec.num(8), Auction: b.Rec.num(0)} }, q18KeyCodec{})
+			changes := weir.ProcessKeyed(keyed, weir.KeyedProcessFunction[q18Key, qdRecBid, Change[qdRecBid]](&q18LastBid{})).
 				Name("q18 last bid per bidder and auction")
-			EmitChanges(in, changes, func(b nexmark.Bid) Row { return qdBidRow(&b, 0) })
+			EmitChanges(in, changes, func(r qdRecBid) Row { b := r.bid(); return qdBidRow(&b, 0) })
 			return nil
 		},
 	})
@@ -85,34 +95,40 @@ func q18VarintErr(n int) error {
 	return codec.ErrCorrupt
 }
 
-// q18LastBid keeps the last bid of its key, as its qdBidCodec encoding
-// (the string the bid crossed the exchange as, qdEncBid.Enc): a state
-// entry of 16 bytes rather than a bid of 80, which the heap table moves
-// as it grows and the garbage collector traces.
+// q18LastBid keeps the last bid of its key as a qdRec, and the encoding
+// of a bid too long for one in long.
 type q18LastBid struct {
-	last state.ValueState[string]
+	last state.ValueState[qdRec]
+	long state.ValueState[string]
 }
 
 func (d *q18LastBid) Open(ctx weir.KeyedRuntimeContext) error {
-	d.last = state.GetValueState(ctx.State(), state.ValueDescriptor[string]{Name: "q18-last-bid", Codec: codec.String()})
+	d.last = state.GetValueState(ctx.State(), state.ValueDescriptor[qdRec]{Name: "q18-last-bid-record", Codec: qdRecCodec{}})
+	d.long = state.GetValueState(ctx.State(), state.ValueDescriptor[string]{Name: "q18-last-bid-long", Codec: codec.String()})
 	return nil
 }
 
-func (d *q18LastBid) ProcessElement(_ weir.KeyedContext[q18Key], b qdEncBid, out weir.Collector[Change[nexmark.Bid]]) error {
-	if prev, ok := d.last.Value(); ok {
-		if len(prev) < 32 {
-			return fmt.Errorf("q18: a last bid in state of %d bytes", len(prev))
-		}
-		if b.Bid.DateTime < qdNum(prev, 24) {
+func (d *q18LastBid) ProcessElement(_ weir.KeyedContext[q18Key], b qdRecBid, out weir.Collector[Change[qdRecBid]]) error {
+	prev, ok := d.last.Value()
+	if ok {
+		if b.Rec.num(24) < prev.num(24) {
 			return nil // an older bid arriving late: the kept one stays last
 		}
-		p, err := qdParseBid(prev)
-		if err != nil {
-			return fmt.Errorf("q18: a last bid in state: %w", err)
+		old := Change[qdRecBid]{Retract: true, Value: qdRecBid{Rec: prev}}
+		if prev.long() {
+			if old.Value.Long, _ = d.long.Value(); len(old.Value.Long) < 32 {
+				return fmt.Errorf("q18: a long last bid in state of %d bytes", len(old.Value.Long))
+			}
+			if !b.Rec.long() {
+				d.long.Clear()
+			}
 		}
-		out.Collect(Change[nexmark.Bid]{Retract: true, Value: p})
+		out.Collect(old)
 	}
-	d.last.Update(b.enc())
-	out.Collect(Change[nexmark.Bid]{Value: b.Bid})
+	d.last.Update(b.Rec)
+	if b.Rec.long() {
+		d.long.Update(b.Long)
+	}
+	out.Collect(Change[qdRecBid]{Value: b})
 	return nil
 }

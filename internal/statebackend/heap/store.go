@@ -51,6 +51,7 @@ type Store struct {
 	nw0, nw1 uint64
 
 	tables  map[string]erased
+	list    []erased        // the tables in order of registration
 	pending map[string]*raw // restored states not registered yet
 	_       [64]byte
 }
@@ -61,6 +62,9 @@ type erased interface {
 	source(now int64) snapshot.Source
 	restore(kg int, mapKey []byte, e snapshot.Entry, restoredTS bool) error
 	reserve(kg, n int)
+	Probe(p *Probe) bool
+	Touch(p *Probe) uint64
+	Len() int
 }
 
 // NewStore returns an empty store for the key groups in rng.
@@ -190,6 +194,7 @@ func (s *Store) attach(name string, t erased) error {
 		return fmt.Errorf("state %q: heap table registered twice", name)
 	}
 	s.tables[name] = t
+	s.list = append(s.list, t)
 	r := s.pending[name]
 	if r == nil {
 		return nil
@@ -242,6 +247,33 @@ func (s *Store) image() *keyImage {
 		s.im, s.imEpoch = imageOf(s.cur), s.epoch
 	}
 	return &s.im
+}
+
+// TouchCurrent loads, in each of the store's tables, the slots where a
+// lookup of the current key and namespace probably finds its entry
+// (Table.Probe, Table.Touch), and returns the sum of what it read (keep
+// it, so that the loads are not dropped): for an operator that does not
+// know which of its function's states an element will read, touching the
+// keys of a run of elements first makes their cache misses overlap.
+func (s *Store) TouchCurrent() uint64 {
+	var p Probe
+	var sum uint64
+	for _, t := range s.list {
+		if t.Probe(&p) {
+			sum += t.Touch(&p)
+		}
+	}
+	return sum
+}
+
+// Entries is the number of entries of all keys and namespaces in all the
+// store's tables.
+func (s *Store) Entries() int {
+	n := 0
+	for _, t := range s.list {
+		n += t.Len()
+	}
+	return n
 }
 
 // Snapshot freezes every table (see the package doc) and returns sources
