@@ -49,7 +49,9 @@ func startWeir(t *testing.T, stdin string, args ...string) *proc {
 func startProgram(t *testing.T, program, stdin string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(program, args...)}
-	p.cmd.Env = append(os.Environ(), "WEIR_CLI_PROCESS=1")
+	// Its own TMPDIR: a process a test kills hard cannot remove its
+	// temporary state directory, and the test's cleanup then does.
+	p.cmd.Env = append(os.Environ(), "WEIR_CLI_PROCESS=1", "TMPDIR="+t.TempDir())
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if stdin != "" {
 		p.cmd.Stdin = strings.NewReader(stdin)
