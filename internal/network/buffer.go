@@ -71,7 +71,8 @@ type Buffer struct {
 	// priority events overtake queued data (unaligned barriers).
 	priority bool
 	// Overtaken is set on a priority event by the receiving channel: the
-	// number of data buffers queued there that it overtook.
+	// number of buffers queued there that it overtook and that are channel
+	// state (IsChannelState: data, watermarks and statuses).
 	Overtaken int
 	// onSent, if set, is called once the event has been handed to the
 	// receiver (see SetOnSent).
@@ -119,6 +120,23 @@ func NewWatermarkStatus(idle bool) *Buffer {
 
 // Idle decodes a KindWatermarkStatus event.
 func (b *Buffer) Idle() bool { return b.Data[0] == 1 }
+
+// InFlight is a copy of a buffer that an unaligned barrier overtook: the
+// channel state of its checkpoint. Kind is KindData, KindWatermark or
+// KindWatermarkStatus: the watermarks and statuses among the data are
+// channel state too, in their places, since a restored consumer must take
+// each record at the watermark it had in the run that took the checkpoint
+// (the window operators keep their watermark in checkpoints, so without
+// the in-flight watermarks a replayed record would find the older one of
+// the snapshot and could be on time where it was late).
+type InFlight struct {
+	Kind Kind
+	Data []byte
+}
+
+// IsChannelState reports whether b is channel state when an unaligned
+// barrier overtakes it: data, a watermark or a watermark status.
+func (b *Buffer) IsChannelState() bool { return b.Kind == KindData || b.isProgress() }
 
 // isProgress reports whether b is a watermark or a watermark status: the
 // events that coalesce while they wait (see coalesceProgress).

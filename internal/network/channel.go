@@ -33,16 +33,17 @@ func (s *Subpartition) Add(b *Buffer) {
 
 // AddPriority hands the event b to the receiver ahead of everything not
 // yet consumed, credit or not (an unaligned checkpoint's barrier). It
-// returns copies of the data buffers it overtook in the backlog, in order:
+// returns copies of the data buffers it overtook in the backlog, with the
+// watermarks and statuses among them (InFlight), in order:
 // they are still delivered after it, and the caller stores the copies as
 // channel state. (The receiver counts the ones it overtook in its queue.)
-func (s *Subpartition) AddPriority(b *Buffer) (overtaken [][]byte) {
+func (s *Subpartition) AddPriority(b *Buffer) (overtaken []InFlight) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	over, now := s.ledger.addPriority(b)
 	for _, o := range over {
 		// Copied under the lock: once delivered, the consumer recycles them.
-		overtaken = append(overtaken, append([]byte(nil), o.Data...))
+		overtaken = append(overtaken, InFlight{Kind: o.Kind, Data: append([]byte(nil), o.Data...)})
 	}
 	if now {
 		s.send(b)
@@ -53,19 +54,20 @@ func (s *Subpartition) AddPriority(b *Buffer) (overtaken [][]byte) {
 // PromoteBarrier turns the aligned barrier of checkpoint id, if it still
 // waits for credit here, into an unaligned one that goes ahead of the data
 // (Flink's aligned-checkpoint timeout on the output side). It returns
-// copies of the data buffers it overtook, in order, which are still
+// copies of the data buffers (and watermarks, statuses) it overtook, in
+// order, which are still
 // delivered after it: keep gets them before the barrier goes (and runs
 // its onSent hook), to store them as channel state.
-func (s *Subpartition) PromoteBarrier(id int64, keep func(overtaken [][]byte)) bool {
+func (s *Subpartition) PromoteBarrier(id int64, keep func(overtaken []InFlight)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, over, now := s.ledger.promote(id)
 	if b == nil {
 		return false
 	}
-	var overtaken [][]byte
+	var overtaken []InFlight
 	for _, o := range over {
-		overtaken = append(overtaken, append([]byte(nil), o.Data...))
+		overtaken = append(overtaken, InFlight{Kind: o.Kind, Data: append([]byte(nil), o.Data...)})
 	}
 	keep(overtaken)
 	if now {
@@ -156,15 +158,16 @@ func (c *InputChannel) deliver(b *Buffer) {
 }
 
 // deliverPriority puts the event b ahead of every buffer queued in the
-// channel (behind earlier priority events), and records in it how many data
-// buffers it overtook: those came before it in the channel's order, so an
-// unaligned checkpoint stores them as channel state.
+// channel (behind earlier priority events), and records in it how many
+// data buffers, watermarks and statuses it overtook: those came before it
+// in the channel's order, so an unaligned checkpoint stores them as
+// channel state.
 func (c *InputChannel) deliverPriority(b *Buffer) {
 	g := c.gate
 	g.mu.Lock()
 	overtaken := 0
 	for _, q := range c.queue[c.prio:] {
-		if !q.IsEvent() {
+		if q.IsChannelState() {
 			overtaken++
 		}
 	}
@@ -252,7 +255,7 @@ func (c *InputChannel) promoteLocked(id int64) bool {
 	b.priority = true
 	b.Overtaken = 0
 	for _, q := range c.queue[c.prio:i] {
-		if !q.IsEvent() {
+		if q.IsChannelState() {
 			b.Overtaken++
 		}
 	}

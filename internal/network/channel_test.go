@@ -342,7 +342,7 @@ func TestGateBlockAndPriority(t *testing.T) {
 	over = rp.Subs[1].AddPriority(NewBarrier(Barrier{ID: 2, Unaligned: true}))
 	var names []string
 	for _, o := range over {
-		names = append(names, string(o))
+		names = append(names, string(o.Data))
 	}
 	if fmt.Sprint(names) != "[b4 b5]" {
 		t.Fatalf("sender overtook %v, want [b4 b5] (b3 had credit)", names)
@@ -398,13 +398,17 @@ func TestPromoteBarrier(t *testing.T) {
 	if n := g.PromoteBarrier(1); n != 1 {
 		t.Fatalf("promoted barrier 1 in %d channels, want 1", n)
 	}
-	if rp.Subs[0].PromoteBarrier(1, func([][]byte) { t.Error("barrier 1 was already sent") }) {
+	if rp.Subs[0].PromoteBarrier(1, func([]InFlight) { t.Error("barrier 1 was already sent") }) {
 		t.Fatal("promoted a barrier the sender no longer holds")
 	}
 	// Barrier 2 is still in the sender's backlog behind a3: promoted, it
 	// overtakes a3 there (kept before its hook runs) and a2 at the receiver.
-	if !rp.Subs[0].PromoteBarrier(2, func(over [][]byte) {
-		events = append(events, fmt.Sprintf("kept %q", over))
+	if !rp.Subs[0].PromoteBarrier(2, func(over []InFlight) {
+		var kept []string
+		for _, o := range over {
+			kept = append(kept, string(o.Data))
+		}
+		events = append(events, fmt.Sprintf("kept %q", kept))
 	}) {
 		t.Fatal("barrier 2 not promoted")
 	}

@@ -67,12 +67,12 @@ func (l *ledger) grant(n int, into []*Buffer) []*Buffer {
 
 // addPriority queues the priority event b ahead of the backlog's data (behind
 // earlier priority events) and reports whether it may go now (once the
-// receiver has connected, always). It returns the data buffers it
+// receiver has connected, always). It returns the buffers it
 // overtook, still to be delivered after it.
 func (l *ledger) addPriority(b *Buffer) (overtaken []*Buffer, deliverNow bool) {
 	b.priority = true
 	for _, q := range l.backlog {
-		if !q.IsEvent() {
+		if q.IsChannelState() {
 			overtaken = append(overtaken, q)
 		}
 	}
@@ -81,7 +81,7 @@ func (l *ledger) addPriority(b *Buffer) (overtaken []*Buffer, deliverNow bool) {
 
 // promote turns the aligned barrier of checkpoint id, if it still waits in
 // the backlog, into an unaligned priority event (an aligned checkpoint
-// timed out on this channel). It returns the barrier, the data buffers that
+// timed out on this channel). It returns the barrier, the buffers that
 // were ahead of it (they go on after it and are channel state), and
 // whether it may go now.
 func (l *ledger) promote(id int64) (b *Buffer, overtaken []*Buffer, deliverNow bool) {
@@ -91,7 +91,7 @@ func (l *ledger) promote(id int64) (b *Buffer, overtaken []*Buffer, deliverNow b
 	}
 	b = l.backlog[i]
 	for _, q := range l.backlog[:i] {
-		if !q.IsEvent() {
+		if q.IsChannelState() {
 			overtaken = append(overtaken, q)
 		}
 	}

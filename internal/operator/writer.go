@@ -21,10 +21,10 @@ type PartitionWriter interface {
 	// Barrier sends a checkpoint barrier on every channel. An aligned one
 	// goes after everything written so far. An unaligned one is a priority
 	// event that overtakes the data still waiting to be delivered; it
-	// returns, per channel, copies of the overtaken buffers' bytes (the
-	// sender's channel state). onSent, if not nil, is called for each
+	// returns, per channel, copies of the overtaken buffers, watermarks
+	// and statuses (the sender's channel state). onSent, if not nil, is called for each
 	// aligned barrier handed to its receiver (network.Buffer.SetOnSent).
-	Barrier(b network.Barrier, onSent func()) (overtaken [][][]byte)
+	Barrier(b network.Barrier, onSent func()) (overtaken [][]network.InFlight)
 	// CancelCheckpoint sends a cancel marker for checkpoint id on every channel.
 	CancelCheckpoint(id int64)
 	// WatermarkStatus flushes and announces idle or active on every channel.
@@ -306,7 +306,7 @@ func (w *Writer[T]) event(mk func() *network.Buffer) {
 }
 
 // Barrier implements PartitionWriter.
-func (w *Writer[T]) Barrier(br network.Barrier, onSent func()) (overtaken [][][]byte) {
+func (w *Writer[T]) Barrier(br network.Barrier, onSent func()) (overtaken [][]network.InFlight) {
 	if !br.Unaligned {
 		w.event(func() *network.Buffer {
 			b := network.NewBarrier(br)
@@ -320,7 +320,7 @@ func (w *Writer[T]) Barrier(br network.Barrier, onSent func()) (overtaken [][][]
 	// Data written before the barrier is part of what it overtakes: hand
 	// the partial buffers to their channels first.
 	w.Flush()
-	overtaken = make([][][]byte, len(w.cur))
+	overtaken = make([][]network.InFlight, len(w.cur))
 	for ch := range w.cur {
 		overtaken[ch] = w.rp.Subs[ch].AddPriority(network.NewBarrier(br))
 	}

@@ -63,8 +63,8 @@ func (t *Task) armAlignedTimeout(br network.Barrier) {
 // outputWait is an aligned snapshot's output channel state while its
 // barriers may still be promoted.
 type outputWait struct {
-	output [][][][]byte // per writer, per channel: overtaken buffers
-	left   atomic.Int64 // barriers not yet handed to their receiver
+	output [][][]network.InFlight // per writer, per channel: overtaken buffers
+	left   atomic.Int64           // barriers not yet handed to their receiver
 	done   chan struct{}
 }
 
@@ -85,10 +85,10 @@ func (t *Task) alignedBarrier(br network.Barrier, snap *pendingSnapshot) {
 	if n == 0 {
 		return
 	}
-	o := &outputWait{output: make([][][][]byte, len(t.writers)), done: make(chan struct{})}
+	o := &outputWait{output: make([][][]network.InFlight, len(t.writers)), done: make(chan struct{})}
 	o.left.Store(int64(n))
 	for i, w := range t.writers {
-		o.output[i] = make([][][]byte, len(w.Partition().Subs))
+		o.output[i] = make([][]network.InFlight, len(w.Partition().Subs))
 		w.Barrier(br, o.sent)
 	}
 	t.cp.outWaits[br.ID] = o
@@ -112,7 +112,7 @@ func (t *Task) alignedTimedOut(id int64) {
 			for ch, sub := range w.Partition().Subs {
 				// Kept before the barrier's hook runs, which is before
 				// the upload reads it.
-				if sub.PromoteBarrier(id, func(over [][]byte) { o.output[i][ch] = over }) {
+				if sub.PromoteBarrier(id, func(over []network.InFlight) { o.output[i][ch] = over }) {
 					promoted++
 				}
 			}

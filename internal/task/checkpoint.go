@@ -67,7 +67,7 @@ type recording struct {
 	// copied holds the queued buffers already copied, so that taking them
 	// later does not copy them again.
 	copied      map[*network.Buffer]bool
-	data        []byte // frames: channel index u32, length u32, bytes
+	data        []byte // frames: channel index u32 (kind in the high byte, see frameKind), length u32, bytes
 	handlerDone bool
 	done        chan struct{} // closed once complete or canceled
 	closed      bool
@@ -114,7 +114,7 @@ type pendingSnapshot struct {
 	ops       []opSnapshot
 	// output is the channel state of the outputs: per writer, per channel,
 	// the overtaken buffers (unaligned only).
-	output [][][][]byte
+	output [][][]network.InFlight
 	// input is closed when the input channel state is complete (at once
 	// without recording); outputDone (nil: at once) when output is, for an
 	// aligned snapshot whose barriers may still be promoted.
@@ -344,9 +344,9 @@ func (t *Task) applyBarrierActionsWith(a barrier.Actions, ov overtaken) {
 	t.in.barrierWake = a.WakeAt
 }
 
-// recordInput keeps a copy of a data buffer taken from channel ch if it is
-// channel state of an unaligned checkpoint being recorded and was not
-// copied while queued.
+// recordInput keeps a copy of a data buffer, watermark or status taken
+// from channel ch if it is channel state of an unaligned checkpoint being
+// recorded and was not copied while queued.
 func (t *Task) recordInput(ch int, b *network.Buffer) {
 	if t.cp == nil || len(t.cp.recs) == 0 {
 		return
@@ -355,16 +355,17 @@ func (t *Task) recordInput(ch int, b *network.Buffer) {
 		if r.copied[b] {
 			delete(r.copied, b)
 		} else if r.channels[ch] {
-			r.add(ch, b.Data)
+			r.add(ch, b.Kind, b.Data)
 		}
 	}
 }
 
-// copyQueued copies the data buffers queued in channel c that precede the
-// channel's barrier of r's checkpoint into r: the first n (a priority
-// barrier overtook n), or with n < 0 those before the first barrier (of
-// this or a later checkpoint), cancel marker or end of the channel, and no
-// more than a queued priority barrier overtook.
+// copyQueued copies the buffers queued in channel c that precede the
+// channel's barrier of r's checkpoint and are channel state (data,
+// watermarks and statuses, network.Buffer.IsChannelState) into r: the
+// first n (a priority barrier overtook n), or with n < 0 those before the
+// first barrier (of this or a later checkpoint), cancel marker or end of
+// the channel, and no more than a queued priority barrier overtook.
 func (r *recording) copyQueued(c *network.InputChannel, n int) {
 	queue, prio := c.QueuedBuffers()
 	for _, b := range queue[:prio] {
@@ -378,14 +379,12 @@ queue:
 			break
 		}
 		switch b.Kind {
-		case network.KindData:
+		case network.KindData, network.KindWatermark, network.KindWatermarkStatus:
 			if !r.copied[b] {
 				r.copied[b] = true
-				r.add(c.Index, b.Data)
+				r.add(c.Index, b.Kind, b.Data)
 			}
 			n--
-			continue
-		case network.KindWatermark, network.KindWatermarkStatus:
 			continue
 		case network.KindBarrier:
 			if b.Barrier().ID < r.id {
@@ -396,9 +395,10 @@ queue:
 	}
 }
 
-// add appends bytes of channel ch to the recording.
-func (r *recording) add(ch int, data []byte) {
-	r.data = binary.BigEndian.AppendUint32(r.data, uint32(ch))
+// add appends a buffer of channel ch to the recording: data, or a
+// watermark or status (kind).
+func (r *recording) add(ch int, kind network.Kind, data []byte) {
+	r.data = binary.BigEndian.AppendUint32(r.data, uint32(ch)|uint32(kind)<<frameKindShift)
 	r.data = binary.BigEndian.AppendUint32(r.data, uint32(len(data)))
 	r.data = append(r.data, data...)
 }
@@ -411,10 +411,10 @@ func (r *recording) add(ch int, data []byte) {
 func (t *Task) recordTakenIn(r *recording) {
 	for _, c := range t.gateChannels() {
 		if u := t.readers[c.Input].Unconsumed(c.Channel); u != nil {
-			r.add(c.Index, u)
+			r.add(c.Index, network.KindData, u)
 		}
 		if c == t.in.curCh {
-			r.add(c.Index, t.in.cur.Data[t.in.curPos:])
+			r.add(c.Index, network.KindData, t.in.cur.Data[t.in.curPos:])
 		}
 	}
 }
@@ -700,7 +700,10 @@ func uploadFile(t *Task, key, path string) (storage.ObjectHandle, error) {
 
 // Channel state objects are frames: index u32, channel u32, length u32,
 // bytes. For input state the index is the gate channel's Index (channel
-// 0); for output state the writer's index and the subpartition.
+// 0); for output state the writer's index and the subpartition. The
+// index's high byte is the frame's kind (frameKind): 0 for data (so
+// older checkpoints read alike), else a watermark or status that was in
+// flight among the data.
 func (t *Task) writeChannelState(snap *pendingSnapshot) (in, out []storage.ObjectHandle, n int64, err error) {
 	ctx, store := t.asyncCtx, t.cp.cfg.Store
 	opID := t.contexts[0].OperatorID
@@ -721,7 +724,7 @@ func (t *Task) writeChannelState(snap *pendingSnapshot) (in, out []storage.Objec
 	for wi, chans := range snap.output {
 		for ch, bufs := range chans {
 			for _, b := range bufs {
-				frames = appendFrame(frames, uint32(wi), uint32(ch), b)
+				frames = appendFrame(frames, uint32(wi)|uint32(b.Kind)<<frameKindShift, uint32(ch), b.Data)
 			}
 		}
 	}
@@ -733,6 +736,16 @@ func (t *Task) writeChannelState(snap *pendingSnapshot) (in, out []storage.Objec
 		out, n = append(out, h), n+h.Size
 	}
 	return in, out, n, nil
+}
+
+// frameKindShift places a frame's network.Kind in the high byte of its
+// index.
+const frameKindShift = 24
+
+// frameKind splits a frame's index into the index and the kind of buffer
+// the frame holds.
+func frameKind(index int) (int, network.Kind) {
+	return index & (1<<frameKindShift - 1), network.Kind(index >> frameKindShift)
 }
 
 func appendFrame(dst []byte, index, channel uint32, b []byte) []byte {

@@ -201,6 +201,9 @@ func (t *Task) readCurrent() error {
 // handleEvent handles an event from channel c.
 func (t *Task) handleEvent(c *network.InputChannel, b *network.Buffer) error {
 	in := c.Input
+	if b.Kind == network.KindWatermark || b.Kind == network.KindWatermarkStatus {
+		t.recordInput(c.Index, b) // channel state, in its place among the data
+	}
 	switch b.Kind {
 	case network.KindWatermark:
 		t.applyValve(in, t.valves[in].Watermark(c.Channel, b.Watermark()))

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -151,10 +152,19 @@ func (t *Task) replayChannelState() error {
 			return t.opError(0, fmt.Errorf("restoring output channel state: %w", err))
 		}
 		err = frames(data, func(wi, ch int, b []byte) error {
+			wi, kind := frameKind(wi)
 			if wi >= len(t.writers) || ch >= len(t.writers[wi].Partition().Subs) {
 				return fmt.Errorf("output channel state for output %d channel %d, which this task does not have (the parallelism changed?)", wi, ch)
 			}
 			rp := t.writers[wi].Partition()
+			if kind != network.KindData {
+				ev, err := inFlightEvent(kind, b)
+				if err != nil {
+					return err
+				}
+				rp.Subs[ch].Add(ev)
+				return nil
+			}
 			buf, err := rp.Pool.Request(t.cancel)
 			if err != nil {
 				return err
@@ -174,18 +184,39 @@ func (t *Task) replayChannelState() error {
 			return t.opError(0, fmt.Errorf("restoring input channel state: %w", err))
 		}
 		err = frames(data, func(idx, _ int, b []byte) error {
+			idx, kind := frameKind(idx)
 			if idx >= len(chans) {
 				return fmt.Errorf("input channel state for channel %d, which this task does not have (the parallelism changed?)", idx)
 			}
 			c := chans[idx]
 			t.current = 0
-			return t.readers[c.Input].ProcessBuffer(c.Channel, b)
+			if kind == network.KindData {
+				return t.readers[c.Input].ProcessBuffer(c.Channel, b)
+			}
+			// A watermark or status that was in flight among the data:
+			// the records after it are taken at it, as they were.
+			ev, err := inFlightEvent(kind, b)
+			if err != nil {
+				return err
+			}
+			return t.handleEvent(c, ev)
 		})
 		if err != nil {
 			return t.opError(0, err)
 		}
 	}
 	return nil
+}
+
+// inFlightEvent is the watermark or status event of a channel state frame.
+func inFlightEvent(kind network.Kind, b []byte) (*network.Buffer, error) {
+	switch {
+	case kind == network.KindWatermark && len(b) == 8:
+		return network.NewWatermark(int64(binary.LittleEndian.Uint64(b))), nil
+	case kind == network.KindWatermarkStatus && len(b) == 1:
+		return network.NewWatermarkStatus(b[0] == 1), nil
+	}
+	return nil, fmt.Errorf("channel state: a frame of kind %v with %d bytes", kind, len(b))
 }
 
 func (t *Task) gateChannels() []*network.InputChannel {
