@@ -42,11 +42,11 @@ import (
 //     slices every hop window is made of (a window [k*2 s, k*2 s + 10 s) is
 //     five slices). When a slice fires, its count goes to each of the five
 //     windows that hold the slice.
-//   - Keyed by window start, a keyed process function adds the slices'
-//     counts per auction (map state of the window: auction -> count), and
-//     an event-time timer at the window's last ms (all its slices fired
-//     before the watermark got there) finds the largest count, emits the
-//     auctions that have it and clears the window's state.
+//   - Keyed by window start, a keyed process function appends the slices'
+//     counts to the window's list state, and an event-time timer at the
+//     window's last ms (all its slices fired before the watermark got
+//     there) adds them up per auction, emits the auctions with the largest
+//     count and clears the window's state.
 //
 // So each auction costs one timer per 2 s slice, not one per (auction,
 // window) as Weir's sliding windows would (five times as many timers, half
