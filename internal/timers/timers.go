@@ -36,13 +36,15 @@ type item struct {
 	n   uint32 // the id's length; 0: a free item
 	// klen is the key's length (klenMask); deadBit marks a deleted timer,
 	// which its heap entry outlives until it reaches the top; unqBit a
-	// live timer with no heap entry yet (see forwarding).
+	// live timer with no heap entry yet (see forwarding). A deleted
+	// timer's key length is not read again (its id stays, for the heap's
+	// order, read by off and n): its klenMask bits are instead index+1 of
+	// the unqueued timer it forwards to, 0 for none.
 	klen uint32
-	tag  uint32 // the low 32 bits of the hash; its slot is tag<<32 | index+1
-	// link is an index+1 in the same pool, or 0: for a deleted timer in the
-	// heap, the unqueued timer it forwards to; for an unqueued timer, the
-	// deleted one that forwards to it.
-	link uint32
+	// tag is the low 32 bits of the hash; its slot is tag<<32 | index+1.
+	// An unqueued timer's is instead index+1 of the deleted timer that
+	// forwards to it (its tag is taken again when it is queued).
+	tag uint32
 }
 
 // Forwarding: a timer registered right after a deleted one with an earlier
@@ -205,11 +207,11 @@ func (s *Service) add(q *queue, kg int, ts int64, key, ns []byte, h uint64) {
 	if f := q.fwd; f != 0 && q.fwdGi == int32(gi) {
 		// A deleted timer still in the heap (dead and not freed: deleted
 		// unqueued timers are freed at once), forwarding to none, earlier.
-		if p := &g.items[f-1]; p.n != 0 && p.klen&deadBit != 0 && p.link == 0 && p.ts < ts {
-			p.link = idx + 1
+		if p := &g.items[f-1]; p.n != 0 && p.klen == deadBit && p.ts < ts && idx < klenMask {
+			p.klen = deadBit | (idx + 1)
 			it := &g.items[idx]
 			it.klen |= unqBit
-			it.link = f
+			it.tag = f
 			q.unq++
 			q.fwd = 0
 			return
@@ -233,14 +235,14 @@ func (s *Service) delete(q *queue, ts int64) {
 	q.fwdGi = int32(gi)
 	if it := &g.items[idx]; it.klen&unqBit != 0 {
 		// No heap entry: free it now; its forwarder forwards to none.
-		f := it.link
-		g.items[f-1].link = 0
+		f := it.tag
+		g.items[f-1].klen = deadBit
 		g.release(idx)
 		q.unq--
 		q.fwd = f
 		return
 	}
-	g.items[idx].klen |= deadBit
+	g.items[idx].klen = deadBit // forwarding to none
 	q.dead++
 	q.fwd = idx + 1
 }
@@ -452,13 +454,16 @@ func (s *Service) dropDead(q *queue) {
 	for q.dead > 0 && len(q.h) > 0 && q.groups[q.h[0].gi].items[q.h[0].idx].klen&deadBit != 0 {
 		e := q.pop()
 		g := s.own(q, int(e.gi))
-		if l := g.items[e.idx].link; l != 0 {
+		if l := g.items[e.idx].klen & klenMask; l != 0 {
 			it := &g.items[l-1]
 			it.klen &^= unqBit
-			it.link = 0
+			id := g.arena[it.off : it.off+it.n]
+			klen := int(it.klen)
+			kn := id[uvarintLen(klen):]
+			it.tag = uint32(hashTimer(it.ts, hashBytes(kn[:klen], seedKey), hashBytes(kn[klen:], seedNS)))
 			q.unq--
 			var pre [8]byte
-			copy(pre[:], g.arena[it.off:it.off+it.n])
+			copy(pre[:], id)
 			q.push(entry{ts: it.ts, pre: binary.BigEndian.Uint64(pre[:]), gi: e.gi, idx: l - 1})
 		}
 		g.release(e.idx)
