@@ -449,7 +449,10 @@ type windowOp[K comparable, T, R, U any] struct {
 	// sessTab is sessions' heap table on the heap backend (the session
 	// fast path reads and updates it directly); merged and raws are its
 	// buffers for a merge of several sessions.
-	sessTab  *heap.Table[[]TimeWindow]
+	sessTab *heap.Table[[]TimeWindow]
+	// hot is what the session fast path knows of the current key on the
+	// heap backend (windowsession.go).
+	hot      sessionHot
 	merged   []TimeWindow
 	raws     []any
 	emit     emitter[K, R, U]
@@ -506,6 +509,7 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 			HeapTable() *heap.Table[[]TimeWindow]
 		}); ok {
 			o.sessTab = h.HeapTable()
+			o.hot.store = o.sessTab.Store()
 		}
 	}
 	o.wctx = windowContext[K]{runtimeContext: runtimeContext{ctx}, core: core}
@@ -532,12 +536,27 @@ func (o *windowOp[K, T, R, U]) Close() error { return closeFn(o.fn) }
 
 // setWindow makes w the namespace of state and timers.
 func (o *windowOp[K, T, R, U]) setWindow(w TimeWindow) {
+	o.core.SetNamespace(o.appendNamespace(w))
+}
+
+// setStateWindow makes w the namespace of state only; setTimerWindow of
+// timers only.
+func (o *windowOp[K, T, R, U]) setStateWindow(w TimeWindow) {
+	o.core.SetStateNamespace(o.appendNamespace(w))
+}
+
+func (o *windowOp[K, T, R, U]) setTimerWindow(w TimeWindow) {
+	o.core.SetTimerNamespace(o.appendNamespace(w))
+}
+
+// appendNamespace is w's namespace, in o.ns.
+func (o *windowOp[K, T, R, U]) appendNamespace(w TimeWindow) []byte {
 	if o.size > 0 {
 		o.ns = window.AppendCompactNamespace(o.ns[:0], window.Window(w))
 	} else {
 		o.ns = window.AppendNamespace(o.ns[:0], window.Window(w))
 	}
-	o.core.SetNamespace(o.ns)
+	return o.ns
 }
 
 func (o *windowOp[K, T, R, U]) parseWindow(ns []byte) (window.Window, error) {

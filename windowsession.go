@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 )
 
 // The session fast path: event- or processing-time session windows (any
@@ -48,9 +49,36 @@ func sessionState(sessions []TimeWindow, w TimeWindow) (TimeWindow, bool) {
 	return w, false
 }
 
+// sessionHot is, on the heap backend, the current key's session list and
+// the state window that is the current state namespace, as of the heap
+// store's epoch: while the store's epoch is the same, so are the key and
+// the namespace (nothing set either since), and the contents' table still
+// caches the state window's entry. An element of the same key that falls
+// inside the same session (most of them when a key's elements come in runs)
+// then reads neither the session list nor the contents' entry again, and
+// sets no namespace. The list is the stored one, which the heap backend
+// never changes in place (writableSessions), so it is still the stored
+// list while the epoch is the same: every write of the list sets the
+// namespace first (nil), which changes the epoch.
+type sessionHot struct {
+	store    *heap.Store // nil: not the heap backend
+	epoch    uint64      // store's epoch when set; 0 (no store epoch is): none
+	sessions []TimeWindow
+	state    TimeWindow
+}
+
+// remember notes, right after the state namespace became sw, that the
+// current key's stored session list is l.
+func (o *windowOp[K, T, R, U]) remember(l []TimeWindow, sw TimeWindow) {
+	if h := &o.hot; h.store != nil {
+		h.epoch, h.sessions, h.state = h.store.Epoch(), l, sw
+	}
+}
+
 // storedSessions is the current key's session list as stored; read only.
+// It makes the state namespace none (the timers' stays).
 func (o *windowOp[K, T, R, U]) storedSessions() []TimeWindow {
-	o.core.SetNamespace(nil)
+	o.core.SetStateNamespace(nil)
 	if t := o.sessTab; t != nil {
 		if e := t.Lookup(); e != nil {
 			return e.Val
@@ -89,7 +117,13 @@ func (o *windowOp[K, T, R, U]) saveSessions(l []TimeWindow) {
 // one or merges several. False when w is a new, lone window that is
 // already late (the element is then skipped, as Flink's).
 func (o *windowOp[K, T, R, U]) sessionElement(v T, w TimeWindow, wm, now int64) bool {
-	cur := o.storedSessions()
+	var cur []TimeWindow
+	hot := o.hot.store != nil && o.hot.epoch == o.hot.store.Epoch()
+	if hot {
+		cur = o.hot.sessions
+	} else {
+		cur = o.storedSessions()
+	}
 	first, last, n := -1, -1, 0
 	r := w
 	for i, s := range cur {
@@ -117,15 +151,23 @@ func (o *windowOp[K, T, R, U]) sessionElement(v T, w TimeWindow, wm, now int64) 
 		for i < len(l) && (isStateMarker(l[i]) || l[i].Start < w.Start) {
 			i++
 		}
-		o.saveSessions(insertAt(l, i, w))
+		l = insertAt(l, i, w)
+		if hot {
+			o.core.SetStateNamespace(nil) // the list's
+		}
+		o.saveSessions(l)
 		o.setWindow(w)
+		o.remember(l, w)
 		o.contents.add(v)
 		o.onElement(w, wm)
 		o.registerCleanupAfter(w, wm)
 		return true
 	case n == 1 && r == cur[first]:
 		// Inside a session: its timers are there already.
-		o.setWindow(stateWindowAt(cur, first))
+		if sw := stateWindowAt(cur, first); !hot || sw != o.hot.state {
+			o.setStateWindow(sw)
+			o.remember(cur, sw)
+		}
 		o.contents.add(v)
 		if o.eventTime && r.MaxTimestamp() <= wm {
 			o.fireWindow(r) // a late firing
@@ -167,34 +209,40 @@ func (o *windowOp[K, T, R, U]) sessionElement(v T, w TimeWindow, wm, now int64) 
 	} else {
 		l = append(l[:first+1], l[end:]...)
 	}
+	if hot {
+		o.core.SetStateNamespace(nil) // the list's
+	}
 	o.saveSessions(l)
 	if n > 1 {
 		// Merge the others' contents into the first one's state window, in
 		// session order (the order of the moving path's merge).
 		o.raws = o.raws[:0]
 		for i := 1; i < len(o.merged); i += 2 {
-			o.setWindow(o.merged[i])
+			o.setStateWindow(o.merged[i])
 			if raw, ok := o.contents.take(); ok {
 				o.raws = append(o.raws, raw)
 			}
 		}
-		o.setWindow(sw)
+		o.setStateWindow(sw)
 		for _, raw := range o.raws {
 			o.contents.absorb(raw)
 		}
 		clear(o.raws)
 		for i := 0; i < len(o.merged); i += 2 {
-			o.setWindow(o.merged[i])
+			o.setTimerWindow(o.merged[i])
 			o.deleteTimers(o.merged[i])
 		}
+	} else {
+		o.setStateWindow(sw)
 	}
-	o.setWindow(old)
+	o.remember(l, sw)
+	o.setTimerWindow(old)
 	o.deleteTimers(old)
-	o.setWindow(sw)
 	o.contents.add(v)
-	o.setWindow(r)
-	// The default trigger's onMerge and onElement for r, then its cleanup.
-	o.onMergedElement(r, sw, wm)
+	// The default trigger's onMerge and onElement for r, then its cleanup:
+	// timers in r's namespace, contents in sw's.
+	o.setTimerWindow(r)
+	o.onMergedElement(r, wm)
 	o.registerCleanupAfter(r, wm)
 	return true
 }
@@ -211,16 +259,14 @@ func (o *windowOp[K, T, R, U]) registerCleanupAfter(w TimeWindow, wm int64) {
 }
 
 // onMergedElement registers the timer that fires the merged session r, or
-// fires it at once when the watermark passed its end (its contents are in
-// state window sw; r's namespace is current, and stays).
-func (o *windowOp[K, T, R, U]) onMergedElement(r, sw TimeWindow, wm int64) {
+// fires it at once when the watermark passed its end (r is the timers'
+// namespace, its state window the state's).
+func (o *windowOp[K, T, R, U]) onMergedElement(r TimeWindow, wm int64) {
 	switch {
 	case !o.eventTime:
 		o.core.RegisterProcessingTimeTimer(r.MaxTimestamp())
 	case r.MaxTimestamp() <= wm:
-		o.setWindow(sw)
 		o.fireWindow(r)
-		o.setWindow(r)
 	default:
 		o.core.RegisterEventTimeTimer(r.MaxTimestamp())
 	}

@@ -1,13 +1,16 @@
 package weir_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // Event-time sessions on the fast path (state windows kept as markers in
@@ -66,5 +69,56 @@ func TestSessionsFastPathSurvivesFailure(t *testing.T) {
 			t.Logf("restored from checkpoint %d", f.restoredFrom.Load())
 			sameLines(t, "sessions", readCommitted(t, dir), want)
 		})
+	}
+}
+
+// Sessions of keys whose elements come in runs (one hot key, as Nexmark's
+// hot bidder, between others), many at the same timestamp, out of order
+// with allowed lateness: on the heap backend the fast path then keeps a
+// run's key, session list and state namespace from element to element.
+// It gives what the trigger path gives, late firings, merges, cleanups
+// between two elements of a run and late data included.
+func TestSessionRunsMatchTriggerPath(t *testing.T) {
+	rng := testseed.Rand(t, 43)
+	n := 2000 + rng.IntN(2000)
+	in := make([]keyTs, n)
+	ts := int64(0)
+	for i := range in {
+		k := "hot"
+		if rng.IntN(4) == 0 {
+			k = fmt.Sprintf("k%d", rng.IntN(6))
+		}
+		if rng.IntN(3) == 0 {
+			ts += int64(rng.IntN(4))
+		}
+		in[i] = keyTs{F0: k, F1: ts + int64(rng.IntN(30)) - 15}
+		if rng.IntN(200) == 0 {
+			ts += 30 // a gap: sessions end
+		}
+	}
+	gap := time.Duration(1+rng.IntN(8)) * time.Millisecond
+	t.Logf("%d elements, gap %v", n, gap)
+	results := func(backend string, trigger bool) ([]string, []keyTs) {
+		env := weir.NewEnvironment(weir.Config{Parallelism: 2, StateBackend: backend, StateDir: t.TempDir()})
+		late := weir.NewOutputTag[keyTs]("late")
+		ws := weir.Window(weir.KeyBy(punctuatedSource(env, in, 5*time.Millisecond), keyOf), weir.EventTimeSessionWindows(gap)).
+			AllowedLateness(10 * time.Millisecond).SideOutputLateData(late)
+		if trigger {
+			ws = ws.Trigger(wrapped{weir.EventTimeTrigger[keyTs]()})
+		}
+		res := weir.WindowAggregateProcess(ws, sumCountAgg{}, emitSumCount)
+		got, lateGot := collectBoth(t, env, weir.Collect(res), weir.Collect(weir.SideOutput(res, late)))
+		slices.Sort(got)
+		slices.SortFunc(lateGot, func(x, y keyTs) int { return cmp.Or(cmp.Compare(x.F0, y.F0), cmp.Compare(x.F1, y.F1)) })
+		return got, lateGot
+	}
+	want, wantLate := results("hashmap", true)
+	t.Logf("%d firings, %d late elements", len(want), len(wantLate))
+	for _, backend := range []string{"hashmap", "pebble"} {
+		got, gotLate := results(backend, false)
+		sameLines(t, backend, got, want)
+		if !slices.Equal(gotLate, wantLate) {
+			t.Errorf("%s: late %v, want %v", backend, gotLate, wantLate)
+		}
 	}
 }

@@ -34,13 +34,36 @@ type item struct {
 	ts  int64
 	off uint32 // of the id in the arena
 	n   uint32 // the id's length; 0: a free item
-	// klen is the key's length; deadBit marks a deleted timer, which its
-	// heap entry outlives until it reaches the top.
+	// klen is the key's length (klenMask); deadBit marks a deleted timer,
+	// which its heap entry outlives until it reaches the top; unqBit a
+	// live timer with no heap entry yet (see forwarding). A deleted
+	// timer's key length is not read again (its id stays, for the heap's
+	// order, read by off and n): its klenMask bits are instead index+1 of
+	// the unqueued timer it forwards to, 0 for none.
 	klen uint32
-	tag  uint32 // the low 32 bits of the hash; its slot is tag<<32 | index+1
+	// tag is the low 32 bits of the hash; its slot is tag<<32 | index+1.
+	// An unqueued timer's is instead index+1 of the deleted timer that
+	// forwards to it (its tag is taken again when it is queued).
+	tag uint32
 }
 
-const deadBit = 1 << 31
+// Forwarding: a timer registered right after a deleted one with an earlier
+// timestamp (a window that moves its timer later, as a session that an
+// element extends: Flink deletes the old timer and registers the new one)
+// gets no heap entry of its own. The deleted timer's entry, which stays in
+// the heap until it reaches the top, forwards to it instead, and pushes its
+// entry when it gets there; until then nothing later than the deleted
+// timer can have fired, so the new one is pushed before anything it must
+// follow pops. A timer deleted while unqueued leaves its forwarder free to
+// forward to the next one. So a session extended by each of many elements
+// keeps one heap entry, not one per element (and no dead entries to drop
+// when it fires). The table, the snapshots and the order of firing are
+// those without forwarding.
+const (
+	deadBit  = 1 << 31
+	unqBit   = 1 << 30
+	klenMask = unqBit - 1
+)
 
 // group is one key group's timers of one time domain: an open-addressing
 // table (linear probing) of item indexes keyed by a 64-bit hash of (ts, key,
@@ -64,6 +87,12 @@ type queue struct {
 	h      []entry
 	dead   int
 	groups []group
+	// unq counts the unqueued timers; fwd is index+1 of the item, in
+	// group fwdGi, deleted last: the next timer registered in that group
+	// may be forwarded to from it (see forwarding).
+	unq   int
+	fwd   uint32
+	fwdGi int32
 }
 
 // Service is the timer service of one keyed operator subtask.
@@ -175,6 +204,19 @@ func (s *Service) add(q *queue, kg int, ts int64, key, ns []byte, h uint64) {
 	}
 	g := s.own(q, gi)
 	idx := g.insert(h, ts, key, ns)
+	if f := q.fwd; f != 0 && q.fwdGi == int32(gi) {
+		// A deleted timer still in the heap (dead and not freed: deleted
+		// unqueued timers are freed at once), forwarding to none, earlier.
+		if p := &g.items[f-1]; p.n != 0 && p.klen == deadBit && p.ts < ts && idx < klenMask {
+			p.klen = deadBit | (idx + 1)
+			it := &g.items[idx]
+			it.klen |= unqBit
+			it.tag = f
+			q.unq++
+			q.fwd = 0
+			return
+		}
+	}
 	q.push(entry{ts: ts, pre: prefix(key, ns), gi: int32(gi), idx: idx})
 }
 
@@ -190,8 +232,19 @@ func (s *Service) delete(q *queue, ts int64) {
 	g := s.own(q, gi)
 	idx := uint32(g.slots[pos]) - 1
 	g.removeSlot(pos)
-	g.items[idx].klen |= deadBit
+	q.fwdGi = int32(gi)
+	if it := &g.items[idx]; it.klen&unqBit != 0 {
+		// No heap entry: free it now; its forwarder forwards to none.
+		f := it.tag
+		g.items[f-1].klen = deadBit
+		g.release(idx)
+		q.unq--
+		q.fwd = f
+		return
+	}
+	g.items[idx].klen = deadBit // forwarding to none
 	q.dead++
+	q.fwd = idx + 1
 }
 
 // own returns the group at index gi of q, cloning its table and pool if a
@@ -229,7 +282,7 @@ func (g *group) find(h uint64, ts int64, key, ns []byte) int {
 
 // idEqual reports whether the id of it is uvarint(len(key)) key ns.
 func (g *group) idEqual(it *item, key, ns []byte) bool {
-	if int(it.klen&^deadBit) != len(key) {
+	if int(it.klen&klenMask) != len(key) {
 		return false
 	}
 	hdr := int(it.n) - len(key) - len(ns)
@@ -253,7 +306,7 @@ func (g *group) insert(h uint64, ts int64, key, ns []byte) uint32 {
 		g.compact(n)
 	}
 	off := len(g.arena)
-	if off+n > 1<<32-1 || len(key) >= deadBit {
+	if off+n > 1<<32-1 || len(key) > klenMask {
 		panic(fmt.Sprintf("timers: %d bytes of timer keys in one key group", off+n))
 	}
 	g.arena = binary.AppendUvarint(g.arena, uint64(len(key)))
@@ -371,7 +424,7 @@ func (g *group) release(idx uint32) {
 // timer returns item idx of key group kg as a Timer.
 func (g *group) timer(idx uint32, kg int) Timer {
 	it := &g.items[idx]
-	klen := int(it.klen &^ deadBit)
+	klen := int(it.klen & klenMask)
 	id := g.arena[it.off : it.off+it.n : it.off+it.n]
 	kn := id[uvarintLen(klen):]
 	t := Timer{Timestamp: it.ts, KeyGroup: kg, Key: kn[:klen:klen]}
@@ -395,11 +448,25 @@ func (s *Service) pop(q *queue, t int64) (Timer, bool) {
 	return tm, true
 }
 
-// dropDead removes deleted timers from the top of the heap.
+// dropDead removes deleted timers from the top of the heap, pushing the
+// entries of the timers they forward to.
 func (s *Service) dropDead(q *queue) {
 	for q.dead > 0 && len(q.h) > 0 && q.groups[q.h[0].gi].items[q.h[0].idx].klen&deadBit != 0 {
 		e := q.pop()
-		s.own(q, int(e.gi)).release(e.idx)
+		g := s.own(q, int(e.gi))
+		if l := g.items[e.idx].klen & klenMask; l != 0 {
+			it := &g.items[l-1]
+			it.klen &^= unqBit
+			id := g.arena[it.off : it.off+it.n]
+			klen := int(it.klen)
+			kn := id[uvarintLen(klen):]
+			it.tag = uint32(hashTimer(it.ts, hashBytes(kn[:klen], seedKey), hashBytes(kn[klen:], seedNS)))
+			q.unq--
+			var pre [8]byte
+			copy(pre[:], id)
+			q.push(entry{ts: it.ts, pre: binary.BigEndian.Uint64(pre[:]), gi: e.gi, idx: l - 1})
+		}
+		g.release(e.idx)
 		q.dead--
 	}
 }
@@ -438,7 +505,7 @@ func (s *Service) FireProcessingTime(now int64, fire func(Timer)) {
 
 // Len returns the number of event-time and processing-time timers.
 func (s *Service) Len() (event, processing int) {
-	return len(s.event.h) - s.event.dead, len(s.proc.h) - s.proc.dead
+	return len(s.event.h) - s.event.dead + s.event.unq, len(s.proc.h) - s.proc.dead + s.proc.unq
 }
 
 // Snapshot freezes the timers and returns the two snapshot sources (event

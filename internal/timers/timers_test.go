@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -395,5 +396,131 @@ func TestSnapshotWhileWriting(t *testing.T) {
 	}
 	if ev, _ := s.Len(); ev != len(model) {
 		t.Fatalf("service has %d timers, model %d", ev, len(model))
+	}
+}
+
+// TestMovedTimersAgainstReference moves timers later as a session window
+// does (delete one, register a later one of the same key in another
+// namespace: the service forwards from the deleted timer's heap entry),
+// among plain registers and deletes of event- and processing-time timers,
+// snapshots restored into a new service mid-way and watermarks: each
+// advance fires exactly the model's due timers in (timestamp, key group,
+// id) order, and Len and every snapshot agree with the model.
+func TestMovedTimersAgainstReference(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(seed(t), 7))
+	all := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(all)
+	type tmr struct {
+		ts      int64
+		kg      int
+		key, ns string
+	}
+	model := map[tmr]bool{}
+	id := func(x tmr) string {
+		return string(binary.AppendUvarint(nil, uint64(len(x.key)))) + x.key + x.ns
+	}
+	set := func(key, ns string) {
+		s.SetCurrentKey([]byte(key), kgOf(key))
+		s.SetCurrentNamespace([]byte(ns))
+	}
+	// cur is each key's moving timer (its namespace names its timestamp).
+	cur := map[string]int64{}
+	wm := int64(0)
+	for step := range 30000 {
+		key := fmt.Sprint([]string{"k", "kkkkkkkkkk"}[rnd.IntN(2)], rnd.IntN(20))
+		switch r := rnd.IntN(20); {
+		case r < 10: // move the key's timer later (or start one)
+			old, ok := cur[key]
+			next := max(old, wm) + rnd.Int64N(5)
+			if ok {
+				set(key, fmt.Sprint("s", old))
+				s.DeleteEventTime(old)
+				delete(model, tmr{old, kgOf(key), key, fmt.Sprint("s", old)})
+				if rnd.IntN(4) == 0 { // something else between
+					other := fmt.Sprint("k", rnd.IntN(20))
+					set(other, "x")
+					ts := wm + rnd.Int64N(30)
+					s.RegisterEventTime(ts)
+					model[tmr{ts, kgOf(other), other, "x"}] = true
+				}
+			}
+			set(key, fmt.Sprint("s", next))
+			s.RegisterEventTime(next)
+			model[tmr{next, kgOf(key), key, fmt.Sprint("s", next)}] = true
+			cur[key] = next
+		case r < 13:
+			ts := wm + rnd.Int64N(30)
+			set(key, "x")
+			s.RegisterEventTime(ts)
+			model[tmr{ts, kgOf(key), key, "x"}] = true
+		case r < 15:
+			ts := wm + rnd.Int64N(30)
+			set(key, "x")
+			s.DeleteEventTime(ts)
+			delete(model, tmr{ts, kgOf(key), key, "x"})
+		case r < 16:
+			// Processing-time timers move too (a separate queue).
+			set(key, "p")
+			s.DeleteProcessingTime(5)
+			s.RegisterProcessingTime(6 + rnd.Int64N(3))
+		case r < 19:
+			wm += rnd.Int64N(8)
+			var want []tmr
+			for x := range model {
+				if x.ts <= wm {
+					want = append(want, x)
+				}
+			}
+			slices.SortFunc(want, func(a, b tmr) int {
+				if a.ts != b.ts {
+					return int(a.ts - b.ts)
+				}
+				if a.kg != b.kg {
+					return a.kg - b.kg
+				}
+				return strings.Compare(id(a), id(b))
+			})
+			var got []tmr
+			s.AdvanceWatermark(wm, func(tm Timer) {
+				got = append(got, tmr{tm.Timestamp, tm.KeyGroup, string(tm.Key), string(tm.Namespace)})
+			})
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: watermark %d fired %v, want %v", step, wm, got, want)
+			}
+			for _, x := range got {
+				delete(model, x)
+				if x.ns != "x" && cur[x.key] == x.ts {
+					delete(cur, x.key)
+				}
+			}
+		default:
+			want := ref{}
+			for x := range model {
+				want[fmt.Sprintf("e|%d|%s|%s", x.ts, x.key, x.ns)] = true
+			}
+			got := readTimers(t, s.Snapshot()[:1], all)
+			if !equalSets(got, want) {
+				t.Fatalf("step %d: snapshot holds %d timers, model %d", step, len(got), len(want))
+			}
+			if rnd.IntN(3) == 0 {
+				// Go on from the snapshot, as a restored task.
+				var buf bytes.Buffer
+				n, err := snapshot.Write(&buf, snapshot.Header{MaxParallelism: maxPar, Range: all}, s.Snapshot())
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := snapshot.Open(bytes.NewReader(buf.Bytes()), n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s = New(all)
+				if err := s.Restore(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if ev, _ := s.Len(); ev != len(model) {
+			t.Fatalf("step %d: service has %d event-time timers, model %d", step, ev, len(model))
+		}
 	}
 }

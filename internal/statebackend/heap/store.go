@@ -73,6 +73,11 @@ func NewStore(rng keygroup.Range, maxParallelism int, c clock.Clock) *Store {
 		tables: map[string]erased{}, pending: map[string]*raw{}}
 }
 
+// Epoch changes whenever the current key or namespace does (and at a
+// Restore): a caller that saw the same epoch before knows that both are
+// still what they were then, and that each table's cached entry is.
+func (s *Store) Epoch() uint64 { return s.epoch }
+
 // Now is the processing time used for TTL.
 func (s *Store) Now() int64 { return s.clock.NowMillis() }
 
