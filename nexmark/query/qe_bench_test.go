@@ -53,6 +53,7 @@ func BenchmarkQ16State(b *testing.B) {
 		b.StartTimer()
 		for i := range bids {
 			k.SetCurrentKey(bids[i].key, bids[i].kg)
+			agg.read(bids[i].b) // as qeDailyAgg.ProcessElement
 			prev, _ := accs.Value()
 			if acc := agg.add(prev, bids[i].b); acc != prev {
 				accs.Update(acc)
