@@ -17,6 +17,9 @@ func GetMapState[UK comparable, UV any](s KeyedStore, d MapDescriptor[UK, UV]) M
 	need(d.ValueCodec != nil, d.Name, "ValueCodec")
 	return register(s, meta, func(b statespi.Backend) (MapState[UK, UV], error) {
 		if b.Heap != nil {
+			if intKeyed[UK]() {
+				return newHeapIntMap(b.Heap, meta, d)
+			}
 			return newHeapMap(b.Heap, meta, d)
 		}
 		return &kvMap[UK, UV]{t: b.KV, meta: meta, d: d, ttl: newTTL(meta, b.Now)}, nil

@@ -3,6 +3,7 @@ package statebackend
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -41,17 +42,19 @@ var (
 
 // handles are one subtask's states, the same set on every backend.
 type handles struct {
-	k  Keyed
-	v  state.ValueState[int64]
-	vt state.ValueState[string]
-	l  state.ListState[string]
-	lt state.ListState[string]
-	lr state.ListState[string]
-	m  state.MapState[string, int64]
-	mt state.MapState[string, int64]
-	r  state.ReducingState[int64]
-	a  state.AggregatingState[int64, int64]
-	at state.AggregatingState[int64, int64]
+	k   Keyed
+	v   state.ValueState[int64]
+	vt  state.ValueState[string]
+	l   state.ListState[string]
+	lt  state.ListState[string]
+	lr  state.ListState[string]
+	m   state.MapState[string, int64]
+	mt  state.MapState[string, int64]
+	mi  state.MapState[int64, int64] // integer user keys: a table of their own on the heap backend
+	mit state.MapState[int64, int64]
+	r   state.ReducingState[int64]
+	a   state.AggregatingState[int64, int64]
+	at  state.AggregatingState[int64, int64]
 }
 
 func avg(ttl *state.TTLConfig, name string) state.AggregatingDescriptor[int64, []int64, int64] {
@@ -66,14 +69,16 @@ func avg(ttl *state.TTLConfig, name string) state.AggregatingDescriptor[int64, [
 
 func openHandles(k Keyed) *handles {
 	return &handles{
-		k:  k,
-		v:  state.GetValueState(k, state.ValueDescriptor[int64]{Name: "v", Codec: codec.Int64()}),
-		vt: state.GetValueState(k, state.ValueDescriptor[string]{Name: "vt", Codec: codec.String(), TTL: ttlRead}),
-		l:  state.GetListState(k, state.ListDescriptor[string]{Name: "l", Codec: codec.String()}),
-		lt: state.GetListState(k, state.ListDescriptor[string]{Name: "lt", Codec: codec.String(), TTL: ttlWrite}),
-		lr: state.GetListState(k, state.ListDescriptor[string]{Name: "lr", Codec: codec.String(), TTL: ttlRead}),
-		m:  state.GetMapState(k, state.MapDescriptor[string, int64]{Name: "m", UserKeyCodec: codec.String(), ValueCodec: codec.Int64()}),
-		mt: state.GetMapState(k, state.MapDescriptor[string, int64]{Name: "mt", UserKeyCodec: codec.String(), ValueCodec: codec.Int64(), TTL: ttlRead}),
+		k:   k,
+		v:   state.GetValueState(k, state.ValueDescriptor[int64]{Name: "v", Codec: codec.Int64()}),
+		vt:  state.GetValueState(k, state.ValueDescriptor[string]{Name: "vt", Codec: codec.String(), TTL: ttlRead}),
+		l:   state.GetListState(k, state.ListDescriptor[string]{Name: "l", Codec: codec.String()}),
+		lt:  state.GetListState(k, state.ListDescriptor[string]{Name: "lt", Codec: codec.String(), TTL: ttlWrite}),
+		lr:  state.GetListState(k, state.ListDescriptor[string]{Name: "lr", Codec: codec.String(), TTL: ttlRead}),
+		m:   state.GetMapState(k, state.MapDescriptor[string, int64]{Name: "m", UserKeyCodec: codec.String(), ValueCodec: codec.Int64()}),
+		mt:  state.GetMapState(k, state.MapDescriptor[string, int64]{Name: "mt", UserKeyCodec: codec.String(), ValueCodec: codec.Int64(), TTL: ttlRead}),
+		mi:  state.GetMapState(k, state.MapDescriptor[int64, int64]{Name: "mi", UserKeyCodec: codec.Int64(), ValueCodec: codec.Int64()}),
+		mit: state.GetMapState(k, state.MapDescriptor[int64, int64]{Name: "mit", UserKeyCodec: codec.Int64(), ValueCodec: codec.Int64(), TTL: ttlWrite}),
 		r: state.GetReducingState(k, state.ReducingDescriptor[int64]{Name: "r", Codec: codec.Int64(),
 			Reduce: func(a, b int64) int64 { return a + b }}),
 		a:  state.GetAggregatingState(k, avg(nil, "a")),
@@ -139,6 +144,22 @@ func sortedMap(m state.MapState[string, int64]) string {
 	return strings.Join(parts, ",")
 }
 
+func sortedIntMap(m state.MapState[int64, int64]) string {
+	var parts []string
+	for k, v := range m.All() {
+		parts = append(parts, fmt.Sprintf("%d=%d", k, v))
+	}
+	slices.Sort(parts)
+	n := 0
+	for range m.Keys() {
+		n++
+	}
+	if n != len(parts) {
+		return fmt.Sprintf("Keys() has %d keys, All() %d entries", n, len(parts))
+	}
+	return strings.Join(parts, ",")
+}
+
 func opt[V any](v V, ok bool) string {
 	if !ok {
 		return "-"
@@ -147,8 +168,11 @@ func opt[V any](v V, ok bool) string {
 }
 
 var (
-	testKeys = []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	testNS   = []string{"", "w1", "w2"}
+	// testIntKeys are integer user keys the heap backend's table treats
+	// specially (0x5bd1e9955bd1e995 is kept beside it) or that collide.
+	testIntKeys = []int64{0x5bd1e9955bd1e995, 0, -1, math.MinInt64, 1 << 40, 2 << 40}
+	testKeys    = []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	testNS      = []string{"", "w1", "w2"}
 )
 
 // step applies one random operation and describes what it observed.
@@ -157,8 +181,12 @@ func (c *cluster) step(rnd *rand.Rand) string {
 	n := rnd.Int64N(100)
 	s := strconv.FormatInt(n, 10)
 	uk := strconv.FormatInt(n%4, 10) // few user keys, so map entries are revisited before they expire
-	op := rnd.IntN(26)
-	if op >= 23 {
+	ik := n                          // up to 100 keys: the heap's tables grow
+	if rnd.IntN(3) == 0 {
+		ik = testIntKeys[rnd.IntN(len(testIntKeys))]
+	}
+	op := rnd.IntN(31)
+	if op >= 28 {
 		d := rnd.Int64N(30)
 		c.clk.Advance(d)
 		return fmt.Sprintf("advance %d", d)
@@ -236,6 +264,30 @@ func (c *cluster) step(rnd *rand.Rand) string {
 		h.r.Clear()
 		h.a.Clear()
 		return out("clear r a")
+	case 23:
+		h.mi.Put(ik, n)
+		h.mit.Put(ik%8, n)
+		return out("mi[%d]=%d mit[%d]=%d", ik, n, ik%8, n)
+	case 24:
+		return out("mi[%d] %s %v mit[%d] %s", ik, opt(h.mi.Get(ik)), h.mi.Contains(ik), ik%8, opt(h.mit.Get(ik%8)))
+	case 25:
+		h.mi.Remove(ik)
+		h.mit.Remove(ik % 8)
+		return out("mi mit remove %d", ik)
+	case 26:
+		return out("mi {%s} empty %v mit {%s} empty %v", sortedIntMap(h.mi), h.mi.IsEmpty(), sortedIntMap(h.mit), h.mit.IsEmpty())
+	case 27:
+		if rnd.IntN(4) == 0 {
+			h.mi.Clear()
+			return out("clear mi")
+		}
+		// Remove the even keys in a loop over them.
+		for k := range h.mi.Keys() {
+			if k%2 == 0 {
+				h.mi.Remove(k)
+			}
+		}
+		return out("mi remove even")
 	}
 	panic("unreachable")
 }
@@ -247,8 +299,9 @@ func (c *cluster) dump() string {
 	for _, key := range testKeys {
 		for _, ns := range testNS {
 			h := c.at(key, ns)
-			fmt.Fprintf(&b, "%s/%s v=%s vt=%s l=%v lt=%v lr=%v m={%s} mt={%s} r=%s a=%s at=%s\n", key, ns,
+			fmt.Fprintf(&b, "%s/%s v=%s vt=%s l=%v lt=%v lr=%v m={%s} mt={%s} mi={%s} mit={%s} r=%s a=%s at=%s\n", key, ns,
 				opt(h.v.Value()), opt(h.vt.Value()), h.l.Get(), h.lt.Get(), h.lr.Get(), sortedMap(h.m), sortedMap(h.mt),
+				sortedIntMap(h.mi), sortedIntMap(h.mit),
 				opt(h.r.Get()), opt(h.a.Get()), opt(h.at.Get()))
 		}
 	}

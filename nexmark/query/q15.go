@@ -59,6 +59,8 @@ type q15Agg struct{ distinct qeDistinct }
 
 func (a *q15Agg) open(st state.KeyedStore) { a.distinct.open(st) }
 
+func (a *q15Agg) read(b qeBid) { a.distinct.read(&b) }
+
 func (a *q15Agg) add(c qeRankCounts, b qeBid) qeRankCounts {
 	a.distinct.add(&c, &b)
 	return c

@@ -120,6 +120,8 @@ type q16Agg struct{ distinct qeDistinct }
 
 func (a *q16Agg) open(st state.KeyedStore) { a.distinct.open(st) }
 
+func (a *q16Agg) read(b q16Bid) { a.distinct.read(&b.Bid) }
+
 func (a *q16Agg) add(acc q16Acc, b q16Bid) q16Acc {
 	if acc.Counts.Bids[0] == 0 || b.Bid.DateTime > acc.Latest {
 		acc.Latest = b.Bid.DateTime

@@ -102,6 +102,8 @@ type q17Agg struct{}
 
 func (q17Agg) open(state.KeyedStore) {}
 
+func (q17Agg) read(qeBid) {}
+
 func (q17Agg) add(a q17Acc, b qeBid) q17Acc {
 	if a.Bids[0] == 0 {
 		a.Min, a.Max = b.Price, b.Price

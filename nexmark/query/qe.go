@@ -92,27 +92,49 @@ func (c *qeRankCounts) values(row Row) Row {
 // and 2(v>>4)+1, which cannot overflow): one map less to reach per bid.
 type qeDistinct struct {
 	sets state.MapState[int64, uint64]
+
+	// What read found for the bid add counts: its bidder's and its
+	// auction's entries, their bits and the shift of the bid's values in
+	// them.
+	be, ae       int64
+	bs, as       uint
+	bbits, abits uint64
 }
 
 func (d *qeDistinct) open(st state.KeyedStore) {
 	d.sets = state.GetMapState(st, state.MapDescriptor[int64, uint64]{Name: "distinct bidders and auctions", UserKeyCodec: codec.Int64(), ValueCodec: codec.Uint64()})
 }
 
-// add counts a bid into c.
+// read reads the entries of b's bidder and auction, for add. Both reads
+// come before any write, and before the group's accumulator is read: in a
+// cold group each is a cache miss, and back to back they overlap.
+func (d *qeDistinct) read(b *qeBid) {
+	d.be, d.bs = qeEntry(b.Bidder, 0)
+	d.ae, d.as = qeEntry(b.Auction, 1)
+	d.bbits, _ = d.sets.Get(d.be)
+	d.abits, _ = d.sets.Get(d.ae)
+}
+
+// add counts into c the bid read last.
 func (d *qeDistinct) add(c *qeRankCounts, b *qeBid) {
 	r := qeRank(b.Price)
 	c.Bids[0]++
 	c.Bids[r]++
 	want := uint64(1 | 1<<r)
-	qeAddDistinct(d.sets, b.Bidder, 0, want, &c.Bidders)
-	qeAddDistinct(d.sets, b.Auction, 1, want, &c.Auctions)
+	qeAddDistinct(d.sets, d.be, d.bs, d.bbits, want, &c.Bidders)
+	qeAddDistinct(d.sets, d.ae, d.as, d.abits, want, &c.Auctions)
 }
 
-// qeAddDistinct adds the levels want to those value v of the set (0 or 1)
-// was seen at in m, and counts the new ones.
-func qeAddDistinct(m state.MapState[int64, uint64], v, set int64, want uint64, counts *[4]int64) {
-	entry, shift := (v>>4)*2+set, uint(v&15)*4
-	bits, _ := m.Get(entry)
+// qeEntry is the map entry of value v of set (0 or 1) and the shift of
+// its bits in the entry.
+func qeEntry(v, set int64) (entry int64, shift uint) {
+	return (v>>4)*2 + set, uint(v&15) * 4
+}
+
+// qeAddDistinct adds the levels want to those of the value at shift in
+// entry, whose bits were read, puts the entry if that adds any, and counts
+// the new ones.
+func qeAddDistinct(m state.MapState[int64, uint64], entry int64, shift uint, bits, want uint64, counts *[4]int64) {
 	added := want &^ (bits >> shift)
 	if added == 0 {
 		return
@@ -131,9 +153,11 @@ func (d *qeDistinct) clear() { d.sets.Clear() }
 // into the current key's accumulator and returns it (values, not pointers,
 // which would escape through the interface: an allocation per element), and
 // may keep more keyed state (open declares it, clear drops the current
-// key's).
+// key's), which read reads for the element before the accumulator is read
+// (so that their cache misses overlap) and add then uses.
 type qeAggregator[T, A any] interface {
 	open(st state.KeyedStore)
+	read(v T)
 	add(acc A, v T) A
 	clear()
 }
@@ -192,6 +216,7 @@ func (g *qeDailyAgg[K, T, A]) ProcessElement(ctx weir.KeyedContext[K], v T, out 
 	if end <= ts.CurrentWatermark() {
 		return nil // late: the group's state is gone
 	}
+	g.agg.read(v)
 	prev, ok := g.acc.Value()
 	acc := g.agg.add(prev, v)
 	if ok {
