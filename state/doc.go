@@ -16,6 +16,15 @@
 // Update/Put/Add. Reduce and Add functions may mutate their first argument:
 // copy-on-write snapshots clone accumulators through their codec.
 //
+// # Map state on the heap backend
+//
+// A MapState keeps each key's map in the heap table's entry: a Go map, or,
+// for user keys of a 64-bit integer kind, an open-addressing array of
+// key-value slots (mapint.go: one cache miss per lookup past the entry,
+// where a cold Go map costs several). Loops (All, Keys) over the latter see
+// the entries as they were when the loop started, as the Pebble backend's
+// do; snapshots are the same canonical entries either way.
+//
 // # Errors
 //
 // State calls do not return errors, so user functions stay plain. A backend
