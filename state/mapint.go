@@ -241,11 +241,7 @@ func newHeapIntMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta
 			return nil
 		},
 		Restore: func(e *heap.Entry[intMap[UV]], se snapshot.Entry, restoredTTL bool) error {
-			k, _, err := d.UserKeyCodec.Decode(se.UserKey)
-			if err != nil {
-				return err
-			}
-			v, _, err := d.ValueCodec.Decode(se.Value)
+			k, v, err := decodeMapEntry(d, se)
 			if err != nil {
 				return err
 			}

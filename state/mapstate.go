@@ -56,11 +56,7 @@ func newHeapMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta, d
 			return nil
 		},
 		Restore: func(e *heap.Entry[map[UK]mapElem[UV]], se snapshot.Entry, restoredTTL bool) error {
-			k, _, err := d.UserKeyCodec.Decode(se.UserKey)
-			if err != nil {
-				return err
-			}
-			v, _, err := d.ValueCodec.Decode(se.Value)
+			k, v, err := decodeMapEntry(d, se)
 			if err != nil {
 				return err
 			}
@@ -310,4 +306,16 @@ func (h *kvMap[UK, UV]) Clear() {
 	if err := h.t.DeleteAll(); err != nil {
 		fail(h.meta.Name, "clear", err)
 	}
+}
+
+// decodeMapEntry decodes a map state's snapshot entry: its user key and
+// value.
+func decodeMapEntry[UK comparable, UV any](d MapDescriptor[UK, UV], se snapshot.Entry) (UK, UV, error) {
+	k, _, err := d.UserKeyCodec.Decode(se.UserKey)
+	if err != nil {
+		var v UV
+		return k, v, err
+	}
+	v, _, err := d.ValueCodec.Decode(se.Value)
+	return k, v, err
 }
