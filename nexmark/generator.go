@@ -162,10 +162,10 @@ func (a *arena) nextRange(r *javaRandom, maxLength int32, special byte) (from, t
 	n := int(minStringLength + r.nextIntN(maxLength-minStringLength))
 	from = len(a.buf)
 	for range n {
-		if r.nextIntN(13) == 0 {
+		if r.nextIntN13() == 0 {
 			a.buf = append(a.buf, special)
 		} else {
-			a.buf = append(a.buf, byte('a'+r.nextIntN(26)))
+			a.buf = append(a.buf, byte('a'+r.nextIntN26()))
 		}
 	}
 	to = len(a.buf)
@@ -232,6 +232,9 @@ func (g *Generator) timestampForEvent(eventNumber int64) int64 {
 func (g *Generator) adjustedEventNumber(count int64) int64 {
 	n := g.cfg.OutOfOrderGroupSize
 	en := g.cfg.FirstEventNumber + count
+	if n == 1 {
+		return en // the default: no permutation, and no two divisions per event
+	}
 	return en/n*n + en*953%n
 }
 
@@ -258,8 +261,9 @@ func (g *Generator) WatermarkTimestamp(n int64) int64 {
 // nextEvent after n events). The strings it sets stay valid and
 // unchanged after later calls.
 func (g *Generator) Event(n int64, e *Event) {
-	id := g.EventID(n)
-	ts := g.Timestamp(n)
+	adjusted := g.adjustedEventNumber(n)
+	id := g.cfg.FirstEventID + adjusted // EventID(n)
+	ts := g.timestampForEvent(adjusted) // Timestamp(n)
 	g.r.reset(id ^ g.mix)
 	rem := id % g.total
 	switch {

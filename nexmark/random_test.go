@@ -150,3 +150,33 @@ func TestPow10(t *testing.T) {
 		check(float64(rng.Uint64()>>11) * (1.0 / (1 << 53)) * 6.0)
 	}
 }
+
+// TestPriceOf checks the price's fast path against the exact one: random
+// draws as nextPrice makes them, the ends of the range, and prices right
+// at and around the rounding points (where the exact path must decide).
+func TestPriceOf(t *testing.T) {
+	rng := testseed.Rand(t, 0)
+	check := func(y float64) {
+		if got, want := priceOf(y), javaRound(pow10(y)*100.0); got != want {
+			t.Fatalf("priceOf(%v) = %d, exact %d", y, got, want)
+		}
+		if f, p := fastPow10(y), pow10(y); math.Abs(f-p) > p*priceMargin/10 {
+			t.Fatalf("fastPow10(%v) = %v, pow10 %v: off by more than a tenth of the margin", y, f, p)
+		}
+	}
+	for _, y := range []float64{0, 0.5, 1, 2, 3, 4, 5, math.Nextafter(6, 0), 1e-300, math.Nextafter(1, 0), math.Nextafter(1, 2)} {
+		check(y)
+	}
+	for range 2_000_000 {
+		check(float64(rng.Uint64()>>11) * (1.0 / (1 << 53)) * 6.0)
+	}
+	// y with pow10(y)*100 within ulps of k + 0.5.
+	for range 20_000 {
+		k := float64(100 + rng.IntN(100_000_000-100))
+		y := math.Log10((k + 0.5) / 100)
+		for i := range 5 {
+			check(y)
+			y = math.Nextafter(y, float64(i%2)*10)
+		}
+	}
+}
