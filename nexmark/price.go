@@ -14,8 +14,8 @@ func nextPrice(r *javaRandom) int64 {
 // changes only where pow10(y)*100 crosses an integer plus one half, and
 // the approximation is within a relative 1e-14 of it (TestPriceOf), so
 // when it is farther than that from such a point both round alike. That
-// leaves the exp of pow10 (a third of the generator's time) to one price
-// in tens of thousands.
+// leaves the exp of pow10 (a third of the generator's time) to about one
+// price in a million (7 of 5 M draws).
 func priceOf(y float64) int64 {
 	p := fastPow10(y) * 100
 	k := int64(p) // p >= 1: truncation is floor
