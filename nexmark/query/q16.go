@@ -45,8 +45,11 @@ func init() {
 			"total_bidders", "rank1_bidders", "rank2_bidders", "rank3_bidders",
 			"total_auctions", "rank1_auctions", "rank2_auctions", "rank3_auctions"},
 		Build: func(in *Input) error {
-			bids := weir.Map(Bids(in.Events), func(b nexmark.Bid) q16Bid {
-				return q16Bid{Key: p1Q16Key(b.Channel, qeDay(b.DateTime)), Bid: qeBid{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime}}
+			bids := weir.FlatMap(in.Events, func(e nexmark.Event, out weir.Collector[q16Bid]) {
+				if e.Type == nexmark.BidEvent {
+					b := &e.Bid
+					out.Collect(q16Bid{Key: p1Q16Key(b.Channel, qeDay(b.DateTime)), Bid: qeBid{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime}})
+				}
 			}).WithCodec(p1Q16BidCodec{}).Name("bid fields")
 			keyed := weir.KeyBy(bids, func(b q16Bid) string { return b.Key })
 			changes := qeDailyAggregate(keyed, func(k string) int64 { day, _ := p1Q16SplitKey(k); return day },
