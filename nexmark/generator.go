@@ -162,10 +162,10 @@ func (a *arena) nextRange(r *javaRandom, maxLength int32, special byte) (from, t
 	n := int(minStringLength + r.nextIntN(maxLength-minStringLength))
 	from = len(a.buf)
 	for range n {
-		if r.nextIntN13() == 0 {
+		if r.nextIntNConst(13) == 0 {
 			a.buf = append(a.buf, special)
 		} else {
-			a.buf = append(a.buf, byte('a'+r.nextIntN26()))
+			a.buf = append(a.buf, byte('a'+r.nextIntNConst(26)))
 		}
 	}
 	to = len(a.buf)

@@ -70,22 +70,12 @@ func (r *javaRandom) nextDouble() float64 {
 	return float64(hi<<27+lo) * (1.0 / (1 << 53))
 }
 
-// nextIntN13 and nextIntN26 are nextIntN(13) and nextIntN(26) with the
-// bound a constant, so the remainder compiles to a multiply instead of a
-// division: the string generator draws one or both per letter, most of
-// what an auction costs to generate.
-func (r *javaRandom) nextIntN13() int32 {
-	const bound = 13
-	for {
-		u := r.next(31)
-		if v := u % bound; u-v+(bound-1) >= 0 {
-			return v
-		}
-	}
-}
-
-func (r *javaRandom) nextIntN26() int32 {
-	const bound = 26
+// nextIntNConst is nextIntN for a bound that is not a power of two, small
+// enough to inline: at a call with a constant bound the remainder compiles
+// to a multiply instead of a division. The string generator draws
+// nextIntNConst(13) and nextIntNConst(26) per letter, most of what an
+// auction costs to generate.
+func (r *javaRandom) nextIntNConst(bound int32) int32 {
 	for {
 		u := r.next(31)
 		if v := u % bound; u-v+(bound-1) >= 0 {

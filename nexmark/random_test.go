@@ -170,13 +170,15 @@ func TestPriceOf(t *testing.T) {
 	for range 2_000_000 {
 		check(float64(rng.Uint64()>>11) * (1.0 / (1 << 53)) * 6.0)
 	}
-	// y with pow10(y)*100 within ulps of k + 0.5.
+	// y with pow10(y)*100 within ulps of k + 0.5: the nearest double and
+	// two on each side of it.
 	for range 20_000 {
 		k := float64(100 + rng.IntN(100_000_000-100))
-		y := math.Log10((k + 0.5) / 100)
-		for i := range 5 {
+		mid := math.Log10((k + 0.5) / 100)
+		y := math.Nextafter(math.Nextafter(mid, 0), 0)
+		for range 5 {
 			check(y)
-			y = math.Nextafter(y, float64(i%2)*10)
+			y = math.Nextafter(y, 10)
 		}
 	}
 }
