@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -164,6 +165,14 @@ func startBroker(script string) (*running, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			// The controller's port is recorded in the folder when it is
+			// formatted: a new attempt needs a new folder.
+			os.RemoveAll(dir)
+			if dir, err = os.MkdirTemp("", "weir-kafka-"); err != nil {
+				return nil, err
+			}
+		}
 		port, err := freePort()
 		if err != nil {
 			return nil, err
@@ -175,6 +184,7 @@ func startBroker(script string) (*running, error) {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 5 * time.Second
 		err = cmd.Run()
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) // read before cancel sets it
 		cancel()
 		if err == nil {
 			addr := strings.TrimSpace(stdout.String())
@@ -183,18 +193,25 @@ func startBroker(script string) (*running, error) {
 			}
 			return &running{addr: addr, dir: dir, script: script}, nil
 		}
-		if ctx.Err() != nil {
+		if timedOut {
 			exec.Command(script, "stop", "--dir", dir).Run()
+			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%s start did not finish within %v; its stderr:\n%s", script, StartLimit, stderr.String())
 		}
 		lastErr = fmt.Errorf("%s start --port %d --dir %s: %v; its stderr:\n%s", script, port, dir, err, stderr.String())
-		// Another process may have taken the free port between our check
-		// and the broker's bind: try another.
-		if !strings.Contains(stderr.String(), "is busy") {
+		if !portTaken(stderr.String()) {
 			break
 		}
 	}
+	os.RemoveAll(dir)
 	return nil, lastErr
+}
+
+// portTaken reports whether scripts/kafka-broker failed because a port was
+// taken: busy before the start, or taken by another process between the
+// choice and the broker's bind (the broker then dies with a BindException).
+func portTaken(stderr string) bool {
+	return strings.Contains(stderr, "is busy") || strings.Contains(stderr, "Address already in use")
 }
 
 // sweep removes the folders of test brokers that are gone (their test
@@ -242,13 +259,45 @@ func warmUp(addr string) error {
 	}
 }
 
+// freePort picks a port on 127.0.0.1 that nothing listens on, outside the
+// kernel's range of ephemeral ports: a port from that range (what listening
+// on port 0 returns) can be taken by any outgoing connection of the test
+// binaries running in parallel before the broker binds it.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo, hi := ephemeralRange()
+	for i := 0; i < 100; i++ {
+		p := 20000 + rand.IntN(30000)
+		if p >= lo && p <= hi {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("kafkatest: no free port in 20000-49999 outside the ephemeral range %d-%d after 100 tries", lo, hi)
+}
+
+// ephemeralRange is the kernel's range of ports for outgoing connections
+// (Linux's default when it cannot be read).
+func ephemeralRange() (lo, hi int) {
+	lo, hi = 32768, 60999
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return lo, hi
+	}
+	l, err1 := strconv.Atoi(f[0])
+	h, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return lo, hi
+	}
+	return l, h
 }
 
 // repoRoot is the nearest directory upwards that holds go.mod.

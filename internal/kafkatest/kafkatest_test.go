@@ -98,3 +98,33 @@ func TestReadCommittedStopsAtOpenTransaction(t *testing.T) {
 		t.Errorf("read_committed after the commit: got %q, want [after before open]", got)
 	}
 }
+
+// The broker's port comes from outside the ephemeral range, where no
+// outgoing connection of a parallel test binary can take it.
+func TestFreePortOutsideEphemeralRange(t *testing.T) {
+	lo, hi := ephemeralRange()
+	for i := 0; i < 50; i++ {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p >= lo && p <= hi {
+			t.Fatalf("freePort = %d, inside the ephemeral range %d-%d", p, lo, hi)
+		}
+	}
+}
+
+func TestPortTaken(t *testing.T) {
+	for _, tc := range []struct {
+		stderr string
+		want   bool
+	}{
+		{"scripts/kafka-broker: port 9092 on 127.0.0.1 is busy (another broker or program listens there)", true},
+		{"Caused by: java.net.BindException: Address already in use", true},
+		{"scripts/kafka-broker: java not found", false},
+	} {
+		if got := portTaken(tc.stderr); got != tc.want {
+			t.Errorf("portTaken(%q) = %v, want %v", tc.stderr, got, tc.want)
+		}
+	}
+}
