@@ -53,7 +53,10 @@ type Store struct {
 	tables  map[string]erased
 	list    []erased        // the tables in order of registration
 	pending map[string]*raw // restored states not registered yet
-	_       [64]byte
+	// probe is TouchCurrent's scratch: a local one escaped to the heap
+	// through the erased interface, an allocation per element.
+	probe Probe
+	_     [64]byte
 }
 
 // erased is a Table[E] with its type erased.
@@ -261,11 +264,11 @@ func (s *Store) image() *keyImage {
 // know which of its function's states an element will read, touching the
 // keys of a run of elements first makes their cache misses overlap.
 func (s *Store) TouchCurrent() uint64 {
-	var p Probe
+	p := &s.probe
 	var sum uint64
 	for _, t := range s.list {
-		if t.Probe(&p) {
-			sum += t.Touch(&p)
+		if t.Probe(p) {
+			sum += t.Touch(p)
 		}
 	}
 	return sum

@@ -418,3 +418,27 @@ func TestProbeFull(t *testing.T) {
 		}
 	}
 }
+
+// TouchCurrent runs once per element of a keyed process function's run:
+// it must not allocate (its probe once escaped through the erased tables).
+func TestTouchCurrentDoesNotAllocate(t *testing.T) {
+	s := NewStore(keygroup.Range{Start: 0, End: 3}, 128, clock.NewManual(0))
+	tbl, err := NewTable(s, snapshot.StateMeta{Name: "p", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range uint64(100) {
+		s.SetCurrentKeyWord(k, int(k%4))
+		tbl.Insert().Val = int64(k)
+	}
+	k := uint64(0)
+	var sum uint64
+	if a := testing.AllocsPerRun(1000, func() {
+		s.SetCurrentKeyWord(k%100, int(k%4))
+		sum += s.TouchCurrent()
+		k++
+	}); a != 0 {
+		t.Fatalf("TouchCurrent: %.1f allocations per call", a)
+	}
+	_ = sum
+}
