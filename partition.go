@@ -49,13 +49,7 @@ func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, max
 					k := key(v)
 					return int(owner[kgs.KeyGroup(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))])
 				},
-				Batch: func(vs []T, chs []int32) {
-					chs = chs[:len(vs)]
-					for i := range vs {
-						k := key(vs[i])
-						chs[i] = owner[kgs.KeyGroup(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))]
-					}
-				},
+				Batch: func(vs []T, chs []int32) { routeInt64Keys(vs, chs, key, owner, kgs) },
 			}
 		case reflect.String:
 			return operator.Selector[T]{
@@ -91,5 +85,24 @@ func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, max
 			}
 		}
 		return func(v T) int { return int(owner[kgs.KeyGroup(hash(key(v)))]) }
+	}
+}
+
+// routeInt64Keys is keySelector's batch loop for 64-bit integer keys. It is
+// a function of its own, not a closure: the compiler inlined nothing into
+// the closure (the key hash and the key group were two calls per record
+// there), and with a power-of-two max parallelism Murmur is inlined here.
+func routeInt64Keys[T any, K comparable](vs []T, chs []int32, key func(T) K, owner []int32, kgs keygroup.Assigner) {
+	chs = chs[:len(vs)]
+	if mask, ok := kgs.Mask(); ok {
+		for i := range vs {
+			k := key(vs[i])
+			chs[i] = owner[keygroup.Murmur(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))&mask]
+		}
+		return
+	}
+	for i := range vs {
+		k := key(vs[i])
+		chs[i] = owner[kgs.KeyGroup(keygroup.HashInt64(*(*int64)(unsafe.Pointer(&k))))]
 	}
 }

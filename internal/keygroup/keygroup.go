@@ -148,6 +148,12 @@ func NewAssigner(maxParallelism int) Assigner {
 	return a
 }
 
+// Mask returns maxParallelism-1 and true when maxParallelism is a power
+// of two: then KeyGroup(h) is int(Murmur(h) & mask). A loop over a batch
+// of keys tests this once and inlines Murmur, where KeyGroup (over the
+// inlining budget with its fallback) is a call per key.
+func (a Assigner) Mask() (int32, bool) { return a.mask, a.mask >= 0 }
+
 // KeyGroup is ForHash(keyHash, maxParallelism).
 func (a Assigner) KeyGroup(keyHash uint32) int {
 	m := Murmur(keyHash) // once, so it is inlined once

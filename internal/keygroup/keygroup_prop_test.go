@@ -194,6 +194,12 @@ func TestAssignerMatchesForHash(t *testing.T) {
 			if got, want := a.KeyGroup(h), ForHash(h, maxP); got != want {
 				t.Fatalf("maxP %d hash %d: assigner %d, ForHash %d", maxP, h, got, want)
 			}
+			// Batch loops route by the mask where there is one.
+			if mask, ok := a.Mask(); ok != (maxP&(maxP-1) == 0) {
+				t.Fatalf("maxP %d: Mask says power of two %v", maxP, ok)
+			} else if ok && int(Murmur(h)&mask) != ForHash(h, maxP) {
+				t.Fatalf("maxP %d hash %d: Murmur & mask %d, ForHash %d", maxP, h, Murmur(h)&mask, ForHash(h, maxP))
+			}
 		}
 	}
 }
