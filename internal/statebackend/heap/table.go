@@ -1,6 +1,10 @@
 package heap
 
-import "github.com/weirhq/weir/internal/snapshot"
+import (
+	"unsafe"
+
+	"github.com/weirhq/weir/internal/snapshot"
+)
 
 // Entry is the state of one key (and namespace) in one table.
 // TTL timestamps are part of E where a state has TTL.
@@ -39,6 +43,10 @@ type Table[E any] struct {
 	md     snapshot.StateMeta
 	groups []group[E]
 	ops    Ops[E]
+	keys   int // in all groups
+	// prefFirst is the number of keys above which a lookup reads the key's
+	// preferred slot before the control word (see lookup).
+	prefFirst int
 
 	// last is the current key's entry (nil: absent) if lastEpoch == s.epoch.
 	// It points into a group's slots, so every operation that may move or
@@ -52,7 +60,8 @@ type Table[E any] struct {
 // NewTable creates the table of a state and attaches it to the store,
 // decoding any restored entries of the same name.
 func NewTable[E any](s *Store, meta snapshot.StateMeta, ops Ops[E]) (*Table[E], error) {
-	t := &Table[E]{s: s, md: meta, groups: make([]group[E], s.rng.Len()), ops: ops}
+	t := &Table[E]{s: s, md: meta, groups: make([]group[E], s.rng.Len()), ops: ops,
+		prefFirst: prefFirstBytes / int(unsafe.Sizeof(slot[E]{})*8/5)}
 	if err := s.attach(meta.Name, t); err != nil {
 		return nil, err
 	}
@@ -97,9 +106,13 @@ func (t *Table[E]) lookup() *Entry[E] {
 		// state read, and the call was a tenth of it.
 		gmask := uint64(len(ctrl) - 1)
 		home := homeGroup(im.hn, gmask)
-		if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
-			e = &sl.e
-			goto found
+		if t.keys > t.prefFirst {
+			// A table larger than the caches: the preferred slot's
+			// address needs no load, and most keys are there.
+			if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+				e = &sl.e
+				goto found
+			}
 		}
 	probe:
 		for gi := home; ; gi = (gi + 1) & gmask {
@@ -254,6 +267,7 @@ func (t *Table[E]) insert(idx int, im *keyImage, k []byte) *Entry[E] {
 	e := &g.t.at(g.t.insert(im, k, t.s.snapVer)).e
 	e.ver = t.s.snapVer
 	g.n++
+	t.keys++
 	return e
 }
 
@@ -268,6 +282,7 @@ func (t *Table[E]) Delete() {
 	g := t.own(s.kgIdx, false)
 	g.t.remove(g.t.find(im, s.cur), s.snapVer)
 	g.n--
+	t.keys--
 	t.last, t.lastEpoch = nil, s.epoch
 }
 
@@ -287,13 +302,7 @@ func (t *Table[E]) own(idx int, adding bool) *group[E] {
 }
 
 // Len returns the number of keys (with namespace) in the table.
-func (t *Table[E]) Len() int {
-	n := 0
-	for _, g := range t.groups {
-		n += g.n
-	}
-	return n
-}
+func (t *Table[E]) Len() int { return t.keys }
 
 // reserve makes room in key group kg for n more keys at once, so that a
 // restore does not grow the table step by step (each step rehashes it).

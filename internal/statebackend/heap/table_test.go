@@ -81,21 +81,35 @@ type pendingSnap struct {
 func TestTableAgainstModel(t *testing.T) {
 	// Few key groups: long probe runs and growth; one key group: a table of
 	// several pages, each copied on its own after a snapshot.
-	t.Run("8 key groups", func(t *testing.T) {
-		testTableAgainstModel(t, keygroup.Range{Start: 3, End: 10}, []keygroup.Range{{Start: 3, End: 6}, {Start: 7, End: 10}})
-	})
-	t.Run("1 key group", func(t *testing.T) {
-		testTableAgainstModel(t, keygroup.Range{Start: 3, End: 3}, []keygroup.Range{{Start: 3, End: 3}})
-	})
+	// Lookups read the control word first in tables this small; "preferred
+	// slot first" forces the order of tables larger than the caches.
+	for _, prefFirst := range []bool{false, true} {
+		name := ""
+		if prefFirst {
+			name = ", preferred slot first"
+		}
+		t.Run("8 key groups"+name, func(t *testing.T) {
+			testTableAgainstModel(t, keygroup.Range{Start: 3, End: 10}, []keygroup.Range{{Start: 3, End: 6}, {Start: 7, End: 10}}, prefFirst)
+		})
+		t.Run("1 key group"+name, func(t *testing.T) {
+			testTableAgainstModel(t, keygroup.Range{Start: 3, End: 3}, []keygroup.Range{{Start: 3, End: 3}}, prefFirst)
+		})
+	}
 }
 
-func testTableAgainstModel(t *testing.T, rng keygroup.Range, parts []keygroup.Range) {
+func testTableAgainstModel(t *testing.T, rng keygroup.Range, parts []keygroup.Range, prefFirst bool) {
 	r := testseed.Rand(t, 0)
 	meta := snapshot.StateMeta{Name: "list", Kind: snapshot.KindValue}
 	s := NewStore(rng, 128, clock.NewManual(0))
 	tbl, err := NewTable(s, meta, listOps())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tbl.keys > tbl.prefFirst {
+		t.Fatalf("a new table reads the preferred slot first (threshold %d keys)", tbl.prefFirst)
+	}
+	if prefFirst {
+		tbl.prefFirst = -1
 	}
 	var keys, nss [][]byte
 	for range 400 {
