@@ -13,8 +13,9 @@
 // map key inline as words (longer keys in a per-table list), a seeded
 // multiply-mix hash computed once per key for all states (from words, with
 // no map key built, for a short key with or without a short namespace, as
-// a window slice's), and a preferred
-// slot per key read before the control word. A Go map keyed by string
+// a window slice's), and a preferred slot per key, read before the
+// control word in a table larger than the caches (8 MiB of slots; a
+// smaller one reads the control word first). A Go map keyed by string
 // reads a control word, the key's separate bytes and an entry behind a
 // pointer, and hashes with a call per lookup; that was two thirds of a
 // value-state update. What each choice bought is in docs/benchmarks.md.
