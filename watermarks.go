@@ -150,6 +150,7 @@ func AssignTimestampsAndWatermarks[T any](s DataStream[T], ws WatermarkStrategy[
 		}
 		op := &watermarkOp[T]{ts: ws.Timestamp, delay: ws.MaxOutOfOrderness.Milliseconds(), out: out.(operator.Input[T]), ctx: ctx,
 			max: math.MinInt64, watermarkEmitter: watermarkEmitter{interval: interval.Milliseconds(), emitted: math.MinInt64, idleTimeout: idle}}
+		op.batch = operator.AsBatch(op.out)
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[T](s.env, addNode[T](s.env, "Timestamps/Watermarks", fac, false, s.ends))
@@ -160,8 +161,10 @@ type watermarkOp[T any] struct {
 	ts    func(T) int64
 	delay int64
 	out   operator.Input[T]
+	batch operator.BatchInput[T] // out, when it takes batches
 	ctx   *operator.Context
 	max   int64
+	tss   []int64 // ProcessBatch's timestamps
 }
 
 // watermarkEmitter is the lifecycle both watermark operators share: the
@@ -182,8 +185,11 @@ type watermarkEmitter struct {
 
 // noteEvent is called per element when idleness is on: an idle output
 // becomes active before the element goes out.
-func (e *watermarkEmitter) noteEvent(ctx *operator.Context) {
-	e.events++
+func (e *watermarkEmitter) noteEvent(ctx *operator.Context) { e.noteEvents(ctx, 1) }
+
+// noteEvents is noteEvent for n elements that go out together.
+func (e *watermarkEmitter) noteEvents(ctx *operator.Context, n int) {
+	e.events += int64(n)
 	if e.idle {
 		e.idle = false
 		ctx.SetIdle(false)
@@ -233,6 +239,49 @@ func (o *watermarkOp[T]) ProcessElement(v T, _ int64) {
 		o.max = ts
 	}
 	o.out.ProcessElement(v, ts)
+}
+
+// ProcessBatch implements operator.BatchInput (a source hands its batches
+// of elements without timestamps): it takes every element's timestamp,
+// then emits each run of equal timestamps as one batch when the output
+// takes batches (a run of one as one element). That is ProcessElement for
+// each element in order: watermarks go out only from OnProcessingTime,
+// never between a batch's elements. Event time from a generator or a log
+// moves by milliseconds while thousands of events go by, so the runs are
+// long, and a keyBy after the assigner routes them a batch at a time.
+func (o *watermarkOp[T]) ProcessBatch(vs []T, _ int64) {
+	if o.batch == nil {
+		for _, v := range vs {
+			o.ProcessElement(v, NoTimestamp)
+		}
+		return
+	}
+	o.ctx.Enter()
+	if o.idleTimeout > 0 {
+		o.noteEvents(o.ctx, len(vs))
+	}
+	if cap(o.tss) < len(vs) {
+		o.tss = make([]int64, len(vs))
+	}
+	tss, mx := o.tss[:len(vs)], o.max
+	for i, v := range vs {
+		t := o.ts(v)
+		tss[i] = t
+		mx = max(mx, t)
+	}
+	o.max = mx
+	for lo := 0; lo < len(vs); {
+		t, hi := tss[lo], lo+1
+		for hi < len(vs) && tss[hi] == t {
+			hi++
+		}
+		if hi-lo == 1 {
+			o.out.ProcessElement(vs[lo], t)
+		} else {
+			o.batch.ProcessBatch(vs[lo:hi], t)
+		}
+		lo = hi
+	}
 }
 
 func (o *watermarkOp[T]) ProcessWatermark(wm int64) {
