@@ -270,18 +270,7 @@ func (o *watermarkOp[T]) ProcessBatch(vs []T, _ int64) {
 		mx = max(mx, t)
 	}
 	o.max = mx
-	for lo := 0; lo < len(vs); {
-		t, hi := tss[lo], lo+1
-		for hi < len(vs) && tss[hi] == t {
-			hi++
-		}
-		if hi-lo == 1 {
-			o.out.ProcessElement(vs[lo], t)
-		} else {
-			o.batch.ProcessBatch(vs[lo:hi], t)
-		}
-		lo = hi
-	}
+	operator.EmitRuns(o.batch, vs, tss)
 }
 
 func (o *watermarkOp[T]) ProcessWatermark(wm int64) {

@@ -46,6 +46,25 @@ func AsBatch[T any](in Input[T]) BatchInput[T] {
 	return b
 }
 
+// EmitRuns hands vs[i] with timestamp tss[i] to in, in order: each run of
+// equal timestamps as one batch, a run of one as one element. Operators that
+// give elements their timestamps (assigners, sources with a watermark
+// strategy) take a batch's timestamps first and emit through it.
+func EmitRuns[T any](in BatchInput[T], vs []T, tss []int64) {
+	for lo := 0; lo < len(vs); {
+		t, hi := tss[lo], lo+1
+		for hi < len(vs) && tss[hi] == t {
+			hi++
+		}
+		if hi-lo == 1 {
+			in.ProcessElement(vs[lo], t)
+		} else {
+			in.ProcessBatch(vs[lo:hi], t)
+		}
+		lo = hi
+	}
+}
+
 // RunEnder is an Input that may hold back some of the elements a Reader
 // hands it and process them together later (to overlap the cache misses of
 // their state lookups), as long as it has processed every one of them when

@@ -105,6 +105,8 @@ type watermarkedSource[T, S any] struct {
 	align   *alignState
 	blocked bool
 
+	tss []int64 // a batch's timestamps (splitOutput.CollectBatch)
+
 	// Checkpointed split watermarks. restored holds those not claimed by
 	// an output yet (the minimum per id); pending the outputs made with a
 	// restored watermark that the valve has not been given yet (it is
@@ -386,10 +388,39 @@ func (o *splitOutput[T, S]) CollectWithTimestamp(v T, ts int64) {
 	}
 }
 
+// CollectBatch is CollectWithTimestamp for each element in order. Under a
+// bounded out-of-orderness strategy (no generator to call per event) whose
+// output takes batches, it takes all the batch's timestamps first and hands
+// runs of equal ones on as batches (EmitRuns): watermarks go out only from
+// periodic, never between a batch's elements.
 func (o *splitOutput[T, S]) CollectBatch(vs []T) {
-	for _, v := range vs {
-		o.CollectWithTimestamp(v, NoTimestamp)
+	w := o.src
+	if o.gen != nil || w.out.batch == nil || len(vs) < 2 {
+		for _, v := range vs {
+			o.CollectWithTimestamp(v, NoTimestamp)
+		}
+		return
 	}
+	if o.idle {
+		o.activate()
+	}
+	o.events += int64(len(vs))
+	if w.ws.Timestamp == nil {
+		w.out.batch.ProcessBatch(vs, NoTimestamp)
+		return
+	}
+	if cap(w.tss) < len(vs) {
+		w.tss = make([]int64, len(vs))
+	}
+	tss, mx, ts := w.tss[:len(vs)], o.max, w.ws.Timestamp
+	w.ctx.Enter()
+	for i, v := range vs {
+		t := ts(v)
+		tss[i] = t
+		mx = max(mx, t)
+	}
+	o.max = mx
+	EmitRuns(w.out.batch, vs, tss)
 }
 
 // EmitWatermark implements source.SplitOutput and WatermarkEmitter.
