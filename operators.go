@@ -123,14 +123,68 @@ func (c *collector[U]) Collect(v U) {
 
 type flatMapOp[T, U any] struct {
 	noLifecycle
-	f   func(T, Collector[U])
-	col collector[U]
+	f    func(T, Collector[U])
+	col  collector[U]
+	bcol batchCollector[U] // ProcessBatch's, when out takes batches
 }
 
 func (o *flatMapOp[T, U]) ProcessElement(v T, ts int64) {
 	o.col.ctx.Enter()
 	o.col.ts = ts
 	o.f(v, &o.col)
+}
+
+// ProcessBatch implements operator.BatchInput: like mapOp, the function
+// runs over the whole batch and what it collects goes on in batches, when
+// the output takes them. The collected elements of one batch all have the
+// batch's timestamp, so this is ProcessElement for each element in order.
+func (o *flatMapOp[T, U]) ProcessBatch(vs []T, ts int64) {
+	c := &o.bcol
+	if c.out == nil {
+		for _, v := range vs {
+			o.ProcessElement(v, ts)
+		}
+		return
+	}
+	o.col.ctx.Enter()
+	c.ts = ts
+	for _, v := range vs {
+		o.f(v, c)
+	}
+	c.flush()
+}
+
+// batchCollector gathers a flatMap's output into batches of up to
+// flatMapBatch elements.
+type batchCollector[U any] struct {
+	out   operator.BatchInput[U]
+	ctx   *operator.Context
+	ts    int64
+	buf   []U
+	clear bool // as in mapOp
+}
+
+// flatMapBatch bounds the elements a flatMap holds before it hands them on,
+// whatever each input element expands to.
+const flatMapBatch = 256
+
+func (c *batchCollector[U]) Collect(v U) {
+	c.buf = append(c.buf, v)
+	if len(c.buf) == flatMapBatch {
+		c.flush()
+	}
+}
+
+func (c *batchCollector[U]) flush() {
+	if len(c.buf) == 0 {
+		return
+	}
+	c.out.ProcessBatch(c.buf, c.ts)
+	c.ctx.Enter()
+	if c.clear {
+		clear(c.buf) // let go of what the elements reference
+	}
+	c.buf = c.buf[:0]
 }
 func (o *flatMapOp[T, U]) ProcessWatermark(wm int64) { o.col.out.ProcessWatermark(wm) }
 

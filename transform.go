@@ -22,7 +22,11 @@ func Map[T, U any](s DataStream[T], f func(T) U) DataStream[U] {
 // FlatMap calls f for every element; f emits any number of elements.
 func FlatMap[T, U any](s DataStream[T], f func(v T, out Collector[U])) DataStream[U] {
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
-		op := &flatMapOp[T, U]{f: f, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}
+		o := out.(operator.Input[U])
+		op := &flatMapOp[T, U]{f: f, col: collector[U]{out: o, ctx: ctx}}
+		if b := operator.AsBatch(o); b != nil {
+			op.bcol = batchCollector[U]{out: b, ctx: ctx, buf: make([]U, 0, flatMapBatch), clear: !operator.PointerFree[U]()}
+		}
 		return operator.Instance{Op: op, Inputs: []any{operator.Input[T](op)}}, nil
 	})
 	return newStream[U](s.env, addNode[U](s.env, "FlatMap", fac, false, s.ends))
