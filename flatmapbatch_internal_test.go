@@ -72,8 +72,10 @@ type sizedSink struct {
 	largest int
 }
 
-func (s *sizedSink) ProcessElement(v *int, ts int64) { s.got, s.ts = append(s.got, v), append(s.ts, ts) }
-func (s *sizedSink) ProcessWatermark(int64)          {}
+func (s *sizedSink) ProcessElement(v *int, ts int64) {
+	s.got, s.ts = append(s.got, v), append(s.ts, ts)
+}
+func (s *sizedSink) ProcessWatermark(int64) {}
 func (s *sizedSink) ProcessBatch(vs []*int, ts int64) {
 	for _, v := range vs {
 		s.ProcessElement(v, ts)
