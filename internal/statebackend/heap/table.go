@@ -106,6 +106,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 		// state read, and the call was a tenth of it.
 		gmask := uint64(len(ctrl) - 1)
 		home := homeGroup(im.hn, gmask)
+		p0 := g.t.p0
 		if t.keys > t.prefFirst {
 			// A table larger than the caches: the preferred slot's
 			// address needs no load, and most keys are there.
@@ -118,7 +119,13 @@ func (t *Table[E]) lookup() *Entry[E] {
 		for gi := home; ; gi = (gi + 1) & gmask {
 			w := ctrl[gi]
 			for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
-				sl := g.t.at(int(gi*8 + byteAt(m)))
+				i := int(gi*8 + byteAt(m))
+				var sl *slot[E]
+				if i < len(p0) {
+					sl = &p0[i]
+				} else {
+					sl = g.t.at(i)
+				}
 				if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
 					e = &sl.e
 					break probe
