@@ -27,6 +27,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
 	sizeMB := fs.Int("size-mb", 100, "")
+	cpuprofile := fs.String("cpuprofile", "", "")
 	jobFlags := addBenchJobFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -37,11 +38,11 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	switch pos[0] {
 	case "chained":
-		err = onlyFlags(fs, "bench chained", "events")
+		err = onlyFlags(fs, "bench chained", "events", "cpuprofile")
 	case "shuffle":
-		err = onlyFlags(fs, "bench shuffle", "events", "parallelism")
+		err = onlyFlags(fs, "bench shuffle", "events", "parallelism", "cpuprofile")
 	case "wordcount":
-		err = onlyFlags(fs, "bench wordcount", "size-mb", "parallelism")
+		err = onlyFlags(fs, "bench wordcount", "size-mb", "parallelism", "cpuprofile")
 	case "keyed", "window", "intervaljoin":
 		err = benchJobCheck(fs, pos[0], jobFlags)
 	default:
@@ -79,12 +80,18 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 			return benchjobs.Wordcount(ctx, in, filepath.Join(dir, "counts.txt"), words, *parallelism)
 		}
 	}
-	start := cpumeter.Now()
-	n, err := run()
+	// The run only: the wordcount input above is written before.
+	stopProfile, err := startCPUProfile("bench "+pos[0], *cpuprofile)
 	if err != nil {
 		return err
 	}
+	start := cpumeter.Now()
+	n, err := run()
 	cpu, wall := cpumeter.Now().Since(start)
+	stopProfile()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "%s: %d events in %v wall, %v CPU (%.2f cores): %.2f million events/s per core, %.2f million/s wall\n",
 		pos[0], n, wall.Round(1e6), cpu.Round(1e6), cpu.Seconds()/wall.Seconds(),
 		float64(n)/cpu.Seconds()/1e6, float64(n)/wall.Seconds()/1e6)

@@ -38,7 +38,7 @@ func isBenchJob(name string) bool {
 
 // benchJobCheck validates the flags of benchmark name.
 func benchJobCheck(fs *flag.FlagSet, name string, f benchJobFlags) error {
-	if err := onlyFlags(fs, "bench "+name, "events", "parallelism", "keys", "backend"); err != nil {
+	if err := onlyFlags(fs, "bench "+name, "events", "parallelism", "keys", "backend", "cpuprofile"); err != nil {
 		return err
 	}
 	if *f.keys == 0 {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,28 @@ func TestBenchJobsFlagValidation(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, tc.want) || out != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
+	}
+}
+
+// --cpuprofile writes a CPU profile of the benchmark's run (a gzipped
+// protocol buffer, as runtime/pprof writes it); a file that cannot be made
+// fails the command with a message naming the flag, before the run.
+func TestBenchCPUProfile(t *testing.T) {
+	for _, name := range []string{"keyed", "shuffle"} {
+		prof := filepath.Join(t.TempDir(), "cpu.prof")
+		if code, _, errOut := runCLI("bench", name, "--events", "2000000", "--cpuprofile", prof); code != 0 {
+			t.Fatalf("%s: code %d, %s", name, code, errOut)
+		}
+		data, err := os.ReadFile(prof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) < 100 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Fatalf("%s: the profile: %d bytes, not gzip", name, len(data))
+		}
+	}
+	code, out, errOut := runCLI("bench", "window", "--events", "10", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir"))
+	if code != 1 || !strings.Contains(errOut, "bench window: --cpuprofile") || out != "" {
+		t.Fatalf("an unwritable profile: code %d, out %q, err %q", code, out, errOut)
 	}
 }

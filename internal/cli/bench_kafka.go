@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -130,17 +129,11 @@ func benchKafka(ctx context.Context, args []string, stdout io.Writer) error {
 	if g == kafka.ExactlyOnce {
 		opts.TransactionalIDPrefix = run
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile("bench kafka", *cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 
 	var b0 time.Duration
 	if pid > 0 {
@@ -160,9 +153,7 @@ func benchKafka(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		bcpu = b1 - b0
 	}
-	if *cpuprofile != "" {
-		pprof.StopCPUProfile()
-	}
+	stopProfile() // the run only, not the count of what it wrote
 
 	got, gotBytes, err := benchjobs.KafkaCountCommitted(ctx, seeds, out)
 	if err != nil {

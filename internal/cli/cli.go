@@ -44,7 +44,8 @@ Usage:
                                keyed (--events N --parallelism N --keys K
                                --backend hashmap|pebble), window (10 s tumbling
                                count; same flags), intervaljoin (same flags;
-                               --events per side),
+                               --events per side); each of these six also
+                               takes --cpuprofile F (a profile of the run),
                                savepoint (--state 1gb --backend hashmap|pebble
                                --format canonical|native --parallelism N
                                --restore-parallelism N,M --value-bytes N --dir D

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -161,4 +164,28 @@ func parseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("too large")
 	}
 	return int64(b), nil
+}
+
+// startCPUProfile starts a CPU profile of the process into path (nothing
+// when path is empty) and returns what stops it and closes the file. cmd
+// names the command in errors.
+func startCPUProfile(cmd, path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --cpuprofile: %w", cmd, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: --cpuprofile: %w", cmd, err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}, nil
 }

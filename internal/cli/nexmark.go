@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -195,19 +194,13 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 			return usagef("%v", err)
 		}
 	}
-	if *cpuprofile != "" {
-		// The whole command's CPU, job building included (small next to a
-		// run of any length worth profiling).
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return fmt.Errorf("nexmark run: --cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("nexmark run: --cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	// The whole command's CPU, job building included (small next to a run
+	// of any length worth profiling).
+	stopProfile, err := startCPUProfile("nexmark run", *cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var all []query.Summary
 	for _, q := range queries {
 		o := query.Options{Config: cfg, Input: *input, Parallelism: *parallelism, StateBackend: *backend,
