@@ -322,7 +322,19 @@ func (o *reduceOp[K, T]) ProcessBatch(vs []T, ts int64) {
 	buf, f, key, core := o.buf[:len(vs)], o.f, o.key, o.core
 	o.ctx.Enter()
 	for i, v := range vs {
-		core.SetKey(key(v))
+		k := key(v)
+		// f reads no state, so an integer key's entry, found where it
+		// usually is, is updated without setting the key: no key group
+		// or image written to the store and read back, no cached entry.
+		if x, kg, ok := core.WordKey(k); ok {
+			if e := t.OwnedWord(kg, x); e != nil {
+				v = f(e.Val, v)
+				e.Val = v
+				buf[i] = v
+				continue
+			}
+		}
+		core.SetKey(k)
 		if e := t.Lookup(); e != nil {
 			v = f(e.Val, v)
 		}

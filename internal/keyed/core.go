@@ -88,6 +88,18 @@ func (c *Core[K]) Store() state.KeyedStore { return c.st.Backend }
 // Current is the current key.
 func (c *Core[K]) Current() K { return c.current }
 
+// WordKey returns the little-endian word of k and its key group, when k is
+// a 64-bit integer key whose encoding is that word (ok false otherwise):
+// what SetKey would hand the heap store, without setting anything
+// (heap.Table.OwnedWord takes it).
+func (c *Core[K]) WordKey(k K) (x uint64, kg int, ok bool) {
+	if !c.word {
+		return 0, 0, false
+	}
+	x = *(*uint64)(unsafe.Pointer(&k))
+	return x, c.kgs.KeyGroup(keygroup.HashInt64(int64(x))), true
+}
+
 // SetKey makes k the current key of state and timers.
 //
 // Setting the current key again does nothing: records of one key often

@@ -119,7 +119,7 @@ func (s *Store) SetCurrentKeyWord(k0 uint64, kg int) {
 	s.kg, s.kgIdx = kg, idx
 	s.epoch++
 	s.keyShort = true
-	s.kw0, s.kw1, s.keyEnd = 8|k0<<8, k0>>56, 9
+	s.kw0, s.kw1, s.keyEnd = wordKey0(k0), wordKey1(k0), 9
 	if 9+len(s.ns) <= inlineKey {
 		s.im, s.imEpoch = s.shortNsImage(), s.epoch
 		s.curStale = true
@@ -129,6 +129,15 @@ func (s *Store) SetCurrentKeyWord(k0 uint64, kg int) {
 	binary.LittleEndian.PutUint64(key[:], k0)
 	s.setCur(key[:])
 }
+
+// wordKey0 and wordKey1 are the words of the map key of an 8-byte key
+// given as its little-endian word k0: its length, then its bytes.
+func wordKey0(k0 uint64) uint64 { return 8 | k0<<8 }
+func wordKey1(k0 uint64) uint64 { return k0 >> 56 }
+
+// wordImage is the image of the map key of an 8-byte key under no
+// namespace: shortNsImage after SetCurrentKeyWord(k0, ...) with none.
+func wordImage(k0 uint64) keyImage { return shortImage(wordKey0(k0), wordKey1(k0), 9) }
 
 // shortNsImage is the image of the map key of a short key and namespace
 // from their words: the namespace's bytes follow the key's keyEnd bytes.

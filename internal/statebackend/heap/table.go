@@ -143,6 +143,48 @@ found:
 	return e
 }
 
+// OwnedWord returns the entry of the 8-byte key of little-endian word k0
+// (a 64-bit integer key) in key group kg, under no namespace, ready to be
+// modified in place (as Writable's), when the key is in its home group and
+// no snapshot shares the entry; else nil, and the caller sets the key and
+// looks it up. It neither reads nor changes the store's current key, nor
+// what Lookup caches: an operator whose function reads no state (the
+// streaming Reduce) updates most elements' entries without setting the key
+// of each. The store must have no current namespace.
+func (t *Table[E]) OwnedWord(kg int, k0 uint64) *Entry[E] {
+	s := t.s
+	idx := kg - s.rng.Start
+	if uint(idx) >= uint(len(t.groups)) || len(s.ns) > 0 {
+		return nil
+	}
+	g := &t.groups[idx]
+	ctrl := g.t.ctrl
+	if len(ctrl) == 0 {
+		return nil
+	}
+	im := wordImage(k0)
+	home := homeGroup(im.hn, uint64(len(ctrl)-1))
+	p0 := g.t.p0
+	if t.keys > t.prefFirst { // as in lookup
+		if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+			return t.owned(&sl.e)
+		}
+	}
+	for m := matchByte(ctrl[home], h2(im.hn)); m != 0; m &= m - 1 {
+		i := int(home*8 + byteAt(m))
+		var sl *slot[E]
+		if i < len(p0) {
+			sl = &p0[i]
+		} else {
+			sl = g.t.at(i)
+		}
+		if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+			return t.owned(&sl.e)
+		}
+	}
+	return nil
+}
+
 // Probe is a lookup of one key and namespace taken in two halves, so that
 // an operator can start the cache misses of a run of elements together
 // and then finish each lookup without setting the key again: Table.Probe

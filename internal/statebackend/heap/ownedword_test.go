@@ -1,0 +1,102 @@
+package heap
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/snapshot"
+)
+
+// OwnedWord finds an 8-byte key's entry without setting the key. Against
+// SetCurrentKeyWord + Lookup on random keys, through growth (small and
+// multi-page tables, both lookup orders) and snapshots: whenever it returns
+// an entry, that is the key's entry and no snapshot shares it; it returns
+// none for an absent key, a key group outside the range or under a
+// namespace; and it finds most keys of a table no snapshot shares.
+func TestOwnedWordMatchesLookup(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 5))
+	for _, prefFirst := range []int{1 << 30, 0} {
+		rng := keygroup.Range{Start: 4, End: 7}
+		s := NewStore(rng, 128, clock.NewManual(0))
+		tbl, err := NewTable(s, snapshot.StateMeta{Name: "w", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl.prefFirst = prefFirst
+		kgOf := func(k uint64) int { return 4 + int(k%4) }
+		model := map[uint64]int64{}
+		check := func(step int, k uint64) {
+			t.Helper()
+			e := tbl.OwnedWord(kgOf(k), k)
+			s.SetCurrentKeyWord(k, kgOf(k))
+			want := tbl.Lookup()
+			switch {
+			case e != nil && e != want:
+				t.Fatalf("prefFirst %d, step %d, key %d: OwnedWord's entry is not Lookup's", prefFirst, step, k)
+			case e != nil && e.ver != s.snapVer:
+				t.Fatalf("prefFirst %d, step %d, key %d: OwnedWord returned an entry a snapshot shares", prefFirst, step, k)
+			case e != nil && e.Val != model[k]:
+				t.Fatalf("prefFirst %d, step %d, key %d: value %d, want %d", prefFirst, step, k, e.Val, model[k])
+			}
+			if _, ok := model[k]; !ok && e != nil {
+				t.Fatalf("prefFirst %d, step %d, key %d: OwnedWord found an absent key", prefFirst, step, k)
+			}
+		}
+		for step := range 60000 {
+			k := uint64(r.IntN(20000)) * 0x9e3779b97f4a7c15 >> 20
+			switch op := r.IntN(100); {
+			case op < 60: // write, through OwnedWord when it finds the entry
+				v := r.Int64()
+				if e := tbl.OwnedWord(kgOf(k), k); e != nil {
+					e.Val = v
+				} else {
+					s.SetCurrentKeyWord(k, kgOf(k))
+					e, _ := tbl.Upsert()
+					e.Val = v
+				}
+				model[k] = v
+			case op < 99:
+				check(step, k)
+			default:
+				s.Snapshot()
+			}
+		}
+		// A quiet table: most keys are found, none under a namespace or
+		// outside the range.
+		s.Snapshot()
+		for k := range model {
+			s.SetCurrentKeyWord(k, kgOf(k))
+			e, _ := tbl.Upsert()
+			e.Val = model[k]
+		}
+		found := 0
+		for k := range model {
+			check(-1, k)
+			if tbl.OwnedWord(kgOf(k), k) != nil {
+				found++
+			}
+			if tbl.OwnedWord(3, k) != nil || tbl.OwnedWord(8, k) != nil {
+				t.Fatalf("prefFirst %d: OwnedWord found key %d outside the store's key groups", prefFirst, k)
+			}
+		}
+		if found < len(model)*9/10 {
+			t.Fatalf("prefFirst %d: OwnedWord found %d of %d keys", prefFirst, found, len(model))
+		}
+		var some uint64
+		for k := range model {
+			some = k
+			break
+		}
+		s.SetCurrentKeyWord(some, kgOf(some))
+		s.SetCurrentNamespace([]byte{1})
+		if tbl.OwnedWord(kgOf(some), some) != nil {
+			t.Fatalf("prefFirst %d: OwnedWord found a key under a namespace", prefFirst)
+		}
+		s.SetCurrentNamespace(nil)
+		t.Logf("prefFirst %d: %d keys, %d found, %d groups' slots", prefFirst, len(model), found, tbl.groups[0].t.size())
+	}
+}
