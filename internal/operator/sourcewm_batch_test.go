@@ -85,21 +85,8 @@ func TestWatermarkedSourceBatchesMatchElements(t *testing.T) {
 		run := func(in func(*orderLog) Input[int64]) *orderLog {
 			rec := &orderLog{}
 			clk := clock.NewManual(0)
-			cur := 0
-			ctx := NewContext(&cur, 0)
-			ctx.Clock = clk
-			ctx.SendEvent = func([]byte) {}
-			ctx.SetIdleHook(func(idle bool) { rec.log = append(rec.log, fmt.Sprint("idle ", idle)) })
-			fac, _ := NewSourceFactoryWithWatermarks[int64, string](scriptSource{steps},
-				SourceWatermarks[int64]{Timestamp: tsOf, Delay: 2, Interval: 10, IdleTimeout: 30})
-			inst, err := fac.Create(ctx, in(rec))
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := inst.Source.(*watermarkedSource[int64, string])
-			if err := src.Open(ctx); err != nil {
-				t.Fatal(err)
-			}
+			src := openScriptedSource(t, steps, SourceWatermarks[int64]{Timestamp: tsOf, Delay: 2, Interval: 10, IdleTimeout: 30},
+				in(rec), func(idle bool) { rec.log = append(rec.log, fmt.Sprint("idle ", idle)) }, clk)
 			for _, n := range wakeUps {
 				if _, _, _, err := src.PollNext(); err != nil {
 					t.Fatal(err)

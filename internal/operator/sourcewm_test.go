@@ -84,20 +84,9 @@ func TestWatermarkedSourceSplits(t *testing.T) {
 	}
 	rec := &eventLog{}
 	clk := clock.NewManual(0)
-	cur := 0
-	ctx := NewContext(&cur, 0)
-	ctx.Clock = clk
-	ctx.SendEvent = func([]byte) {}
-	ctx.SetIdleHook(func(idle bool) { rec.log = append(rec.log, fmt.Sprint("idle ", idle)) })
-	fac, _ := NewSourceFactoryWithWatermarks[int64, string](scriptSource{steps}, SourceWatermarks[int64]{Interval: 10, IdleTimeout: 30})
-	inst, err := fac.Create(ctx, Input[int64](rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := inst.Source.(*watermarkedSource[int64, string])
-	if err := src.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	src := openScriptedSource(t, steps, SourceWatermarks[int64]{Interval: 10, IdleTimeout: 30}, rec, func(idle bool) {
+		rec.log = append(rec.log, fmt.Sprint("idle ", idle))
+	}, clk)
 	// Each step: poll once, then let 20 ms of processing time pass in
 	// periodic wake-ups of 10 ms.
 	var got []string
@@ -247,20 +236,9 @@ func TestWatermarkedSourceWithoutSplitsGoesIdle(t *testing.T) {
 	}
 	rec := &eventLog{}
 	clk := clock.NewManual(0)
-	cur := 0
-	ctx := NewContext(&cur, 0)
-	ctx.Clock = clk
-	ctx.SendEvent = func([]byte) {}
-	ctx.SetIdleHook(func(idle bool) { rec.log = append(rec.log, fmt.Sprint("idle ", idle)) })
-	fac, _ := NewSourceFactoryWithWatermarks[int64, string](scriptSource{steps}, SourceWatermarks[int64]{Interval: 10, IdleTimeout: 30})
-	inst, err := fac.Create(ctx, Input[int64](rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := inst.Source.(*watermarkedSource[int64, string])
-	if err := src.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	src := openScriptedSource(t, steps, SourceWatermarks[int64]{Interval: 10, IdleTimeout: 30}, rec, func(idle bool) {
+		rec.log = append(rec.log, fmt.Sprint("idle ", idle))
+	}, clk)
 	var got []string
 	for step := range len(steps) {
 		rec.log = rec.log[:0]
@@ -284,4 +262,25 @@ func TestWatermarkedSourceWithoutSplitsGoesIdle(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
+}
+
+// openScriptedSource makes and opens a watermarked source over a script
+// under strategy ws, its chain in, its idle changes reported to onIdle.
+func openScriptedSource(t *testing.T, steps []func(out source.Output[int64]), ws SourceWatermarks[int64], in Input[int64], onIdle func(bool), clk *clock.Manual) *watermarkedSource[int64, string] {
+	t.Helper()
+	cur := 0
+	ctx := NewContext(&cur, 0)
+	ctx.Clock = clk
+	ctx.SendEvent = func([]byte) {}
+	ctx.SetIdleHook(onIdle)
+	fac, _ := NewSourceFactoryWithWatermarks[int64, string](scriptSource{steps}, ws)
+	inst, err := fac.Create(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := inst.Source.(*watermarkedSource[int64, string])
+	if err := src.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return src
 }

@@ -213,6 +213,15 @@ func (t *slots[E]) size() int { return 8 * len(t.ctrl) }
 // at returns slot i for reading.
 func (t *slots[E]) at(i int) *slot[E] { return &t.pages[i>>pageBits][i&pageMask] }
 
+// atFrom is at for a lookup that loaded p0 (t.p0) beside the control
+// word: a one-page table's slot from it, another's through the page list.
+func (t *slots[E]) atFrom(p0 []slot[E], i int) *slot[E] {
+	if i < len(p0) {
+		return &p0[i]
+	}
+	return t.at(i)
+}
+
 // writable returns slot i for writing at snapshot version ver, copying its
 // page first if a snapshot shares it. The table itself must be owned.
 func (t *slots[E]) writable(i int, ver uint64) *slot[E] {

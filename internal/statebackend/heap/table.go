@@ -119,13 +119,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 		for gi := home; ; gi = (gi + 1) & gmask {
 			w := ctrl[gi]
 			for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
-				i := int(gi*8 + byteAt(m))
-				var sl *slot[E]
-				if i < len(p0) {
-					sl = &p0[i]
-				} else {
-					sl = g.t.at(i)
-				}
+				sl := g.t.atFrom(p0, int(gi*8+byteAt(m)))
 				if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
 					e = &sl.e
 					break probe
@@ -171,14 +165,7 @@ func (t *Table[E]) OwnedWord(kg int, k0 uint64) *Entry[E] {
 		}
 	}
 	for m := matchByte(ctrl[home], h2(im.hn)); m != 0; m &= m - 1 {
-		i := int(home*8 + byteAt(m))
-		var sl *slot[E]
-		if i < len(p0) {
-			sl = &p0[i]
-		} else {
-			sl = g.t.at(i)
-		}
-		if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+		if sl := g.t.atFrom(p0, int(home*8+byteAt(m))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
 			return t.owned(&sl.e)
 		}
 	}
