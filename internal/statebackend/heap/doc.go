@@ -37,6 +37,15 @@
 // is rebuilt whole, snapshot or not.
 // Between snapshots, updating an existing key allocates nothing.
 //
+// Two lookups leave the current key alone: Probe/Touch/Probed (the current
+// key's place taken first, so that an operator can load the slots of a run
+// of elements before it updates them) and OwnedWord (an 8-byte key's entry
+// from its key group and word, for an operator whose function reads no
+// state). Both return only entries no snapshot shares. A Probe names slots
+// by index, so a table that grew or copied a page since it was taken is
+// read as it is now; OwnedWord's entry, like Lookup's, is valid until the
+// table next changes.
+//
 // The map key is uvarint(len(key)) | key | namespace: unambiguous, so the
 // snapshot can split it back into key and namespace.
 package heap
