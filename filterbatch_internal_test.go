@@ -1,10 +1,10 @@
 package weir
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // batchSink records what a filter emits, batch by batch.
@@ -19,9 +19,7 @@ func (s *batchSink[T]) ProcessBatch(vs []T, ts int64) { s.got = append(s.got, vs
 // must emit what the predicate keeps, in order, and afterwards hold no
 // element of a pointer type in its buffer, dropped ones included.
 func TestFilterBatchMatchesPredicate(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := testseed.Rand(t, 1)
 	current := 0
 	for round := range 200 {
 		keepPct := rng.IntN(101)

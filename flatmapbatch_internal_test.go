@@ -1,10 +1,10 @@
 package weir
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // flatMapOp.ProcessBatch runs the function over a whole batch and hands
@@ -14,9 +14,7 @@ import (
 // never more than flatMapBatch at once, and hold no element of a pointer
 // type afterwards.
 func TestFlatMapBatchMatchesFunction(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 4))
+	rng := testseed.Rand(t, 4)
 	current := 0
 	for round := range 200 {
 		maxOut := []int{1, 3, 10, 600}[rng.IntN(4)]

@@ -3,11 +3,11 @@ package weir_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/testseed"
 	"github.com/weirhq/weir/tuple"
 )
 
@@ -19,9 +19,7 @@ import (
 // Reduce updates most entries without setting the key; checkpoints every
 // 20 ms make entries shared with a snapshot, which it must not write).
 func TestStreamingReduceMatchesRunningSums(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 6))
+	rng := testseed.Rand(t, 6)
 	const n = 40000
 	in := make([]tuple.T2[int64, int64], n)
 	sums := map[int64]int64{}

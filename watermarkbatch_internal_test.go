@@ -2,10 +2,10 @@ package weir
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // timedSink records every element with its timestamp, and how many
@@ -31,9 +31,7 @@ func (s *timedSink) ProcessBatch(vs []int64, ts int64) {
 // timestamp), its maximum timestamp the same, and an idle output made
 // active.
 func TestWatermarkBatchMatchesElements(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 2))
+	rng := testseed.Rand(t, 2)
 	current := 0
 	batchedAny := false
 	for round := range 300 {

@@ -250,6 +250,9 @@ func (o *watermarkOp[T]) ProcessElement(v T, _ int64) {
 // moves by milliseconds while thousands of events go by, so the runs are
 // long, and a keyBy after the assigner routes them a batch at a time.
 func (o *watermarkOp[T]) ProcessBatch(vs []T, _ int64) {
+	if len(vs) == 0 {
+		return // no element: an idle output stays idle
+	}
 	if o.batch == nil {
 		for _, v := range vs {
 			o.ProcessElement(v, NoTimestamp)

@@ -2,11 +2,11 @@ package operator
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/testseed"
 	"github.com/weirhq/weir/source"
 )
 
@@ -39,9 +39,7 @@ func (e elementsOf) ProcessWatermark(wm int64)        { e.l.ProcessWatermark(wm)
 // polls) the log of what reaches the chain must be the same as when the
 // chain takes elements one by one.
 func TestWatermarkedSourceBatchesMatchElements(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 3))
+	rng := testseed.Rand(t, 3)
 	batchedAny := false
 	for round := range 100 {
 		runLen := int64(1 + rng.IntN(20))

@@ -1,12 +1,12 @@
 package heap
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // OwnedWord finds an 8-byte key's entry without setting the key. Against
@@ -16,9 +16,7 @@ import (
 // none for an absent key, a key group outside the range or under a
 // namespace; and it finds most keys of a table no snapshot shares.
 func TestOwnedWordMatchesLookup(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 5))
+	r := testseed.Rand(t, 5)
 	for _, prefFirst := range []int{1 << 30, 0} {
 		rng := keygroup.Range{Start: 4, End: 7}
 		s := NewStore(rng, 128, clock.NewManual(0))
