@@ -263,17 +263,7 @@ func (o *watermarkOp[T]) ProcessBatch(vs []T, _ int64) {
 	if o.idleTimeout > 0 {
 		o.noteEvents(o.ctx, len(vs))
 	}
-	if cap(o.tss) < len(vs) {
-		o.tss = make([]int64, len(vs))
-	}
-	tss, mx := o.tss[:len(vs)], o.max
-	for i, v := range vs {
-		t := o.ts(v)
-		tss[i] = t
-		mx = max(mx, t)
-	}
-	o.max = mx
-	operator.EmitRuns(o.batch, vs, tss)
+	o.max = operator.EmitTimestamped(o.batch, vs, o.ts, &o.tss, o.max)
 }
 
 func (o *watermarkOp[T]) ProcessWatermark(wm int64) {

@@ -46,10 +46,29 @@ func AsBatch[T any](in Input[T]) BatchInput[T] {
 	return b
 }
 
+// EmitTimestamped gives each element of vs its timestamp ts(v), all of
+// them first (into *buf, grown as needed), then hands them to in with
+// EmitRuns. It returns the larger of max and the batch's largest
+// timestamp. The timestamp assigner and sources with a watermark strategy
+// take batches through it.
+func EmitTimestamped[T any](in BatchInput[T], vs []T, ts func(T) int64, buf *[]int64, max int64) int64 {
+	if cap(*buf) < len(vs) {
+		*buf = make([]int64, len(vs))
+	}
+	tss := (*buf)[:len(vs)]
+	for i, v := range vs {
+		t := ts(v)
+		tss[i] = t
+		if t > max {
+			max = t
+		}
+	}
+	EmitRuns(in, vs, tss)
+	return max
+}
+
 // EmitRuns hands vs[i] with timestamp tss[i] to in, in order: each run of
-// equal timestamps as one batch, a run of one as one element. Operators that
-// give elements their timestamps (assigners, sources with a watermark
-// strategy) take a batch's timestamps first and emit through it.
+// equal timestamps as one batch, a run of one as one element.
 func EmitRuns[T any](in BatchInput[T], vs []T, tss []int64) {
 	for lo := 0; lo < len(vs); {
 		t, hi := tss[lo], lo+1

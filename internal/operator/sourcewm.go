@@ -391,7 +391,7 @@ func (o *splitOutput[T, S]) CollectWithTimestamp(v T, ts int64) {
 // CollectBatch is CollectWithTimestamp for each element in order. Under a
 // bounded out-of-orderness strategy (no generator to call per event) whose
 // output takes batches, it takes all the batch's timestamps first and hands
-// runs of equal ones on as batches (EmitRuns): watermarks go out only from
+// runs of equal ones on as batches (EmitTimestamped): watermarks go out only from
 // periodic, never between a batch's elements.
 func (o *splitOutput[T, S]) CollectBatch(vs []T) {
 	w := o.src
@@ -409,18 +409,8 @@ func (o *splitOutput[T, S]) CollectBatch(vs []T) {
 		w.out.batch.ProcessBatch(vs, NoTimestamp)
 		return
 	}
-	if cap(w.tss) < len(vs) {
-		w.tss = make([]int64, len(vs))
-	}
-	tss, mx, ts := w.tss[:len(vs)], o.max, w.ws.Timestamp
 	w.ctx.Enter()
-	for i, v := range vs {
-		t := ts(v)
-		tss[i] = t
-		mx = max(mx, t)
-	}
-	o.max = mx
-	EmitRuns(w.out.batch, vs, tss)
+	o.max = EmitTimestamped(w.out.batch, vs, w.ws.Timestamp, &w.tss, o.max)
 }
 
 // EmitWatermark implements source.SplitOutput and WatermarkEmitter.
