@@ -11,7 +11,7 @@
 // Swiss-table control bytes (7 bits of hash per slot, matched 8 at a time
 // with word operations), entries in the table's array, up to 16 bytes of
 // map key inline as words (longer keys in a per-table list), a seeded
-// multiply-mix hash computed once per key for all states (from words, with
+// multiply-mix hash (two folds) computed once per key for all states (from words, with
 // no map key built, for a short key with or without a short namespace, as
 // a window slice's), and a preferred slot per key, read before the
 // control word in a table larger than the caches (8 MiB of slots; a
