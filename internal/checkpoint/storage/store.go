@@ -328,25 +328,61 @@ func (s *Store) NewWriter(ctx context.Context, key string) (io.WriteCloser, erro
 	if err := s.prepare(key); err != nil {
 		return nil, s.fail(OpWrite, key, err)
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	bw, err := s.bucket.NewWriter(wctx, s.prefix+key, writeOptions)
-	if err != nil {
-		cancel()
-		return nil, s.fail(OpWrite, key, err)
+	var ow objectWriter
+	if s.dir != "" {
+		fw, err := newFileWriter(s.path(key))
+		if err != nil {
+			return nil, s.fail(OpWrite, key, err)
+		}
+		ow = fw
+	} else {
+		wctx, cancel := context.WithCancel(ctx)
+		bw, err := s.bucket.NewWriter(wctx, s.prefix+key, writeOptions)
+		if err != nil {
+			cancel()
+			return nil, s.fail(OpWrite, key, err)
+		}
+		ow = blobWriter{bw, cancel}
 	}
-	return &writer{s: s, key: key, ctx: ctx, w: bw, cancel: cancel, fault: fault}, nil
+	return &writer{s: s, key: key, ctx: ctx, w: ow, fault: fault}, nil
+}
+
+// objectWriter is how a writer writes its object: Close publishes it,
+// abort leaves nothing.
+type objectWriter interface {
+	io.WriteCloser
+	abort()
+}
+
+// blobWriter writes through the bucket, under a child of the writer's
+// context that abort cancels.
+type blobWriter struct {
+	w      *blob.Writer
+	cancel context.CancelFunc
+}
+
+func (b blobWriter) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+func (b blobWriter) Close() error {
+	err := b.w.Close()
+	b.cancel()
+	return err
+}
+
+func (b blobWriter) abort() {
+	b.cancel() // aborts the upload: nothing is written
+	_ = b.w.Close()
 }
 
 // writer is the io.WriteCloser of NewWriter.
 type writer struct {
-	s      *Store
-	key    string
-	ctx    context.Context // the caller's
-	w      *blob.Writer    // writes under a child of ctx, canceled to abort
-	cancel context.CancelFunc
-	err    error // the first Write error; Close aborts when set
-	fault  error // an injected failure, returned by Close after aborting
-	done   bool
+	s     *Store
+	key   string
+	ctx   context.Context // the caller's
+	w     objectWriter    // a fileWriter in file stores, else a blobWriter
+	err   error           // the first Write error; Close aborts when set
+	fault error           // an injected failure, returned by Close after aborting
+	done  bool
 }
 
 func (w *writer) Write(p []byte) (int, error) {
@@ -376,13 +412,10 @@ func (w *writer) Close() error {
 		w.err = w.fault
 	}
 	if w.err != nil {
-		w.cancel() // aborts the upload: nothing is written
-		_ = w.w.Close()
+		w.w.abort()
 		return w.err
 	}
-	err := w.w.Close()
-	w.cancel()
-	if err != nil {
+	if err := w.w.Close(); err != nil {
 		return w.s.fail(OpWrite, w.key, err)
 	}
 	if err := w.s.persist(w.key); err != nil {

@@ -1,0 +1,47 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// errDirectRefused is the error of a direct write whose alignment the
+// device refuses.
+var errDirectRefused = syscall.EINVAL
+
+// createDirect creates name exclusively, with O_DIRECT if the file system
+// takes it (direct says whether it did).
+func createDirect(name string) (f *os.File, direct bool, err error) {
+	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	f, err = os.OpenFile(name, flags|syscall.O_DIRECT, 0o666)
+	if err == nil {
+		return f, true, nil
+	}
+	if !errors.Is(err, syscall.EINVAL) {
+		return nil, false, err
+	}
+	f, err = os.OpenFile(name, flags, 0o666)
+	return f, false, err
+}
+
+// clearDirect turns O_DIRECT off on f.
+func clearDirect(f *os.File) error {
+	c, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	err = c.Control(func(fd uintptr) {
+		var fl int
+		if fl, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr == nil {
+			_, ferr = unix.FcntlInt(fd, unix.F_SETFL, fl&^unix.O_DIRECT)
+		}
+	})
+	if err == nil {
+		err = ferr
+	}
+	return err
+}
