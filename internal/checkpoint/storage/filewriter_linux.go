@@ -45,3 +45,40 @@ func clearDirect(f *os.File) error {
 	}
 	return err
 }
+
+// openDirect opens name for reading, with O_DIRECT if the file system
+// takes it.
+func openDirect(name string) (f *os.File, direct bool, err error) {
+	f, err = os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECT, 0)
+	if err == nil {
+		return f, true, nil
+	}
+	if !errors.Is(err, syscall.EINVAL) {
+		return nil, false, err
+	}
+	f, err = os.Open(name)
+	return f, false, err
+}
+
+// pread is one pread(2) of f at off, retried on EINTR (os.File.ReadAt
+// goes on after a short read at an offset O_DIRECT refuses).
+func pread(f *os.File, p []byte, off int64) (int, error) {
+	c, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var rerr error
+	err = c.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = unix.Pread(int(fd), p, off)
+			if rerr != unix.EINTR {
+				return true
+			}
+		}
+	})
+	if err == nil {
+		err = rerr
+	}
+	return max(n, 0), err
+}

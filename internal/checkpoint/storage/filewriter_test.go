@@ -100,3 +100,52 @@ func TestFileWriterAbort(t *testing.T) {
 		t.Fatal("Write after abort succeeded")
 	}
 }
+
+// TestFileReaderRanges reads random ranges of files of sizes around the
+// block and window boundaries, sequential runs (as a restore reads) and
+// jumps, and ranges past the end: each must give the file's bytes, and
+// io.EOF exactly when the range passes the end.
+func TestFileReaderRanges(t *testing.T) {
+	dir := t.TempDir()
+	r := testseed.Rand(t, 2)
+	for _, size := range []int{1, directBlock - 1, directBlock, directBlock + 1, fileWriteBuffer, 2*fileWriteBuffer + 777, r.IntN(3 * fileWriteBuffer)} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		path := filepath.Join(dir, "obj")
+		if err := os.WriteFile(path, data, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		fr, err := openFileReader(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := fr.Size(); err != nil || got != int64(size) {
+			t.Fatalf("Size = %d, %v, want %d", got, err, size)
+		}
+		off := 0
+		for range 200 {
+			if r.IntN(4) == 0 {
+				off = r.IntN(size + 10) // a jump, sometimes past the end
+			}
+			n := r.IntN(3 * directBlock)
+			if r.IntN(10) == 0 {
+				n = r.IntN(2 * fileWriteBuffer)
+			}
+			p := make([]byte, n)
+			m, err := fr.ReadAt(p, int64(off))
+			want := max(0, min(n, size-off))
+			if m != want || !bytes.Equal(p[:m], data[min(off, size):min(off, size)+want]) {
+				t.Fatalf("size %d: ReadAt(%d bytes, %d) = %d bytes (%v), want %d of the file's", size, n, off, m, err, want)
+			}
+			if (err != nil) != (want < n) {
+				t.Fatalf("size %d: ReadAt(%d bytes, %d) error %v, want io.EOF only past the end", size, n, off, err)
+			}
+			off += m
+		}
+		if err := fr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -454,6 +454,23 @@ func (s *Store) Open(ctx context.Context, key string) (ReaderAt, error) {
 	if err := s.begin(ctx, OpOpen, key, true); err != nil {
 		return nil, err
 	}
+	if s.dir != "" {
+		// One open file for all the reads, direct where the file system
+		// allows it (see fileReader).
+		f, err := openFileReader(s.path(key))
+		if errors.Is(err, fs.ErrNotExist) {
+			err = ErrNotFound
+		}
+		if err != nil {
+			return nil, s.fail(OpOpen, key, err)
+		}
+		size, err := f.Size()
+		if err != nil {
+			f.Close()
+			return nil, s.fail(OpOpen, key, err)
+		}
+		return &objectReader{s: s, ctx: ctx, key: key, size: size, f: f}, nil
+	}
 	attrs, err := s.bucket.Attributes(ctx, s.prefix+key)
 	if err != nil {
 		return nil, s.fail(OpOpen, key, err)
@@ -467,14 +484,17 @@ type objectReader struct {
 	ctx    context.Context
 	key    string
 	size   int64
+	f      *fileReader // file stores: the object's file, open until Close
 	closed atomic.Bool
 }
 
 func (r *objectReader) Size() int64 { return r.size }
 
 func (r *objectReader) Close() error {
-	r.closed.Store(true)
-	return nil
+	if r.closed.Swap(true) || r.f == nil {
+		return nil
+	}
+	return r.f.Close()
 }
 
 func (r *objectReader) ReadAt(p []byte, off int64) (int, error) {
@@ -492,12 +512,18 @@ func (r *objectReader) ReadAt(p []byte, off int64) (int, error) {
 	if err := r.s.begin(r.ctx, OpRead, r.key, false); err != nil {
 		return 0, err
 	}
-	rr, err := r.s.bucket.NewRangeReader(r.ctx, r.s.prefix+r.key, off, int64(n), nil)
-	if err != nil {
-		return 0, r.s.fail(OpRead, r.key, err)
+	var m int
+	var err error
+	if r.f != nil {
+		m, err = r.f.ReadAt(p[:n], off)
+	} else {
+		rr, rerr := r.s.bucket.NewRangeReader(r.ctx, r.s.prefix+r.key, off, int64(n), nil)
+		if rerr != nil {
+			return 0, r.s.fail(OpRead, r.key, rerr)
+		}
+		m, err = io.ReadFull(rr, p[:n])
+		rr.Close()
 	}
-	m, err := io.ReadFull(rr, p[:n])
-	rr.Close()
 	if err != nil {
 		if err == io.ErrUnexpectedEOF || err == io.EOF {
 			err = fmt.Errorf("object shorter than its size %d when opened", r.size)
