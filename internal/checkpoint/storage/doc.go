@@ -25,7 +25,7 @@
 // Atomicity: Put and NewWriter publish an object whole or not at all (file:
 // write to "<name>.<hex>.tmp" beside it, rename, fsync file and directory;
 // NewWriter's file writes bypass the page cache with O_DIRECT where the
-// file system allows it, see filewriter.go;
+// file system allows it, see filewriter.go and filereader.go;
 // mem: on Close; s3: one PUT or a completed multipart upload). A writer whose
 // context is canceled, or one of whose writes failed, leaves nothing.
 // Temporary files are not listed; Discard removes those a crash left in a

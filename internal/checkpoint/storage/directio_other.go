@@ -11,6 +11,9 @@ import (
 // are buffered.
 var errDirectRefused = errors.New("direct I/O refused")
 
+// directIO has no effect: direct I/O is Linux only.
+var directIO = true
+
 // createDirect creates name exclusively; direct I/O is Linux only.
 func createDirect(name string) (*os.File, bool, error) {
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)

@@ -16,7 +16,20 @@ import (
 // exactly the bytes written, whatever mix of direct and buffered writes
 // made it. Where the directory's file system takes O_DIRECT, the writer
 // must have used it up to the last partial block.
-func TestFileWriterBytes(t *testing.T) {
+func TestFileWriterBytes(t *testing.T) { forEachIOMode(t, testFileWriterBytes) }
+
+// forEachIOMode runs test with direct I/O where the file system takes it,
+// and with buffered I/O (as on file systems that refuse O_DIRECT).
+func forEachIOMode(t *testing.T, test func(t *testing.T)) {
+	t.Run("direct", test)
+	t.Run("buffered", func(t *testing.T) {
+		directIO = false
+		defer func() { directIO = true }()
+		test(t)
+	})
+}
+
+func testFileWriterBytes(t *testing.T) {
 	dir := t.TempDir()
 	probe, canDirect, err := createDirect(filepath.Join(dir, "probe"))
 	if err != nil {
@@ -105,7 +118,9 @@ func TestFileWriterAbort(t *testing.T) {
 // block and window boundaries, sequential runs (as a restore reads) and
 // jumps, and ranges past the end: each must give the file's bytes, and
 // io.EOF exactly when the range passes the end.
-func TestFileReaderRanges(t *testing.T) {
+func TestFileReaderRanges(t *testing.T) { forEachIOMode(t, testFileReaderRanges) }
+
+func testFileReaderRanges(t *testing.T) {
 	dir := t.TempDir()
 	r := testseed.Rand(t, 2)
 	for _, size := range []int{1, directBlock - 1, directBlock, directBlock + 1, fileWriteBuffer, 2*fileWriteBuffer + 777, r.IntN(3 * fileWriteBuffer)} {
