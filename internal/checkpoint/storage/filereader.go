@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 )
@@ -38,26 +39,26 @@ type readAhead struct {
 	done chan struct{}
 }
 
-// openFileReader opens the file at path.
-func openFileReader(path string) (*fileReader, error) {
+// openFileReader opens the file at path and says how long it is. A
+// directory is not an object: fs.ErrNotExist.
+func openFileReader(path string) (*fileReader, int64, error) {
 	f, direct, err := openDirect(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	info, err := f.Stat()
+	if err == nil && info.IsDir() {
+		err = &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
 	}
 	r := &fileReader{f: f, direct: direct}
 	if direct {
 		r.win = fileBuffers.Get().(*[]byte)
 	}
-	return r, nil
-}
-
-// Size is the file's size now.
-func (r *fileReader) Size() (int64, error) {
-	info, err := r.f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return info.Size(), nil
+	return r, info.Size(), nil
 }
 
 // ReadAt reads len(p) bytes at off, or fewer and io.EOF at the end.

@@ -457,16 +457,11 @@ func (s *Store) Open(ctx context.Context, key string) (ReaderAt, error) {
 	if s.dir != "" {
 		// One open file for all the reads, direct where the file system
 		// allows it (see fileReader).
-		f, err := openFileReader(s.path(key))
+		f, size, err := openFileReader(s.path(key))
 		if errors.Is(err, fs.ErrNotExist) {
 			err = ErrNotFound
 		}
 		if err != nil {
-			return nil, s.fail(OpOpen, key, err)
-		}
-		size, err := f.Size()
-		if err != nil {
-			f.Close()
 			return nil, s.fail(OpOpen, key, err)
 		}
 		return &objectReader{s: s, ctx: ctx, key: key, size: size, f: f}, nil

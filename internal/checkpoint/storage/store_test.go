@@ -395,3 +395,21 @@ func TestLargeWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenMissingAndDirectory: opening a key with no object, or one that
+// is only a "directory" of other keys, fails with ErrNotFound on every
+// store.
+func TestOpenMissingAndDirectory(t *testing.T) {
+	forEachScheme(t, func(t *testing.T, root string) {
+		s := open(t, root)
+		mustPut(t, s, "a/b/c", []byte("x"))
+		for _, key := range []string{"missing", "a/b", "a"} {
+			if ra, err := s.Open(context.Background(), key); !errors.Is(err, storage.ErrNotFound) {
+				if ra != nil {
+					ra.Close()
+				}
+				t.Errorf("Open(%q) = %v, want ErrNotFound", key, err)
+			}
+		}
+	})
+}
