@@ -102,11 +102,12 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 
 // write writes p, a whole number of blocks when direct.
 func (w *fileWriter) write(p []byte) error {
-	_, err := w.f.Write(p)
+	n, err := w.f.Write(p)
 	if err != nil && w.direct && errors.Is(err, errDirectRefused) {
-		// The device wants a stricter alignment: go on buffered.
+		// The device wants a stricter alignment: go on buffered, from
+		// where the direct writes stopped.
 		if err = w.buffered(); err == nil {
-			_, err = w.f.Write(p)
+			_, err = w.f.Write(p[n:])
 		}
 	}
 	return err
