@@ -153,6 +153,9 @@ func TestReadVerified(t *testing.T) {
 		if _, err := storage.ReadVerified(ctx, s, storage.ObjectHandle{Key: "job/none"}); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("ReadVerified missing = %v", err)
 		}
+		if err := storage.CopyVerified(ctx, s, storage.ObjectHandle{Key: "job/none"}, new(bytes.Buffer)); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("CopyVerified missing = %v", err)
+		}
 	})
 }
 
