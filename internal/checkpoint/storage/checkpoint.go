@@ -8,7 +8,6 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -127,12 +126,9 @@ func CopyVerified(ctx context.Context, s *Store, h ObjectHandle, dst io.Writer) 
 		// The direct reader: objects written with direct I/O are not in
 		// the page cache, and buffered reads would fill it (see
 		// fileReader).
-		fr, size, err := openFileReader(s.path(h.Key))
-		if errors.Is(err, fs.ErrNotExist) {
-			err = ErrNotFound
-		}
+		fr, size, err := s.openFile(OpGet, h.Key)
 		if err != nil {
-			return s.fail(OpGet, h.Key, err)
+			return err
 		}
 		defer fr.Close()
 		r = io.NewSectionReader(fr, 0, size)

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"errors"
 	"os"
 	"syscall"
 
@@ -16,27 +15,24 @@ var errDirectRefused = syscall.EINVAL
 // refuse O_DIRECT).
 var directIO = true
 
-// createDirect creates name exclusively, with O_DIRECT if the file system
-// takes it (direct says whether it did).
-func createDirect(name string) (f *os.File, direct bool, err error) {
-	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if !directIO {
-		f, err = os.OpenFile(name, flags, 0o666)
-		return f, false, err
-	}
-	f, err = os.OpenFile(name, flags|syscall.O_DIRECT, 0o666)
-	if err == nil {
-		return f, true, nil
-	}
-	if !errors.Is(err, syscall.EINVAL) {
+// openDirect opens name with flags, then turns O_DIRECT on if the file
+// system takes it (direct says whether it did). Not O_DIRECT in the open
+// itself: a file system that refuses it fails that open with EINVAL after
+// O_CREAT has made the file, and an O_EXCL retry would then find it there.
+func openDirect(name string, flags int, perm os.FileMode) (f *os.File, direct bool, err error) {
+	f, err = os.OpenFile(name, flags, perm)
+	if err != nil {
 		return nil, false, err
 	}
-	f, err = os.OpenFile(name, flags, 0o666)
-	return f, false, err
+	return f, directIO && setDirect(f, true) == nil, nil
 }
 
 // clearDirect turns O_DIRECT off on f.
-func clearDirect(f *os.File) error {
+func clearDirect(f *os.File) error { return setDirect(f, false) }
+
+// setDirect turns O_DIRECT on or off on f (F_SETFL: EINVAL where the file
+// system has no direct I/O).
+func setDirect(f *os.File, on bool) error {
 	c, err := f.SyscallConn()
 	if err != nil {
 		return err
@@ -45,31 +41,17 @@ func clearDirect(f *os.File) error {
 	err = c.Control(func(fd uintptr) {
 		var fl int
 		if fl, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr == nil {
-			_, ferr = unix.FcntlInt(fd, unix.F_SETFL, fl&^unix.O_DIRECT)
+			fl &^= unix.O_DIRECT
+			if on {
+				fl |= unix.O_DIRECT
+			}
+			_, ferr = unix.FcntlInt(fd, unix.F_SETFL, fl)
 		}
 	})
 	if err == nil {
 		err = ferr
 	}
 	return err
-}
-
-// openDirect opens name for reading, with O_DIRECT if the file system
-// takes it.
-func openDirect(name string) (f *os.File, direct bool, err error) {
-	if !directIO {
-		f, err = os.Open(name)
-		return f, false, err
-	}
-	f, err = os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECT, 0)
-	if err == nil {
-		return f, true, nil
-	}
-	if !errors.Is(err, syscall.EINVAL) {
-		return nil, false, err
-	}
-	f, err = os.Open(name)
-	return f, false, err
 }
 
 // pread is one pread(2) of f at off, retried on EINTR (os.File.ReadAt

@@ -31,7 +31,7 @@ func forEachIOMode(t *testing.T, test func(t *testing.T)) {
 
 func testFileWriterBytes(t *testing.T) {
 	dir := t.TempDir()
-	probe, canDirect, err := createDirect(filepath.Join(dir, "probe"))
+	probe, canDirect, err := openDirect(filepath.Join(dir, "probe"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +39,12 @@ func testFileWriterBytes(t *testing.T) {
 	t.Logf("O_DIRECT on %s: %v", dir, canDirect)
 	r := testseed.Rand(t, 1)
 	// An aligned source, so that whole-block writes can skip the buffer.
-	src := (*fileBuffers.Get().(*[]byte))[:0]
-	for len(src) < 3*fileWriteBuffer+20000 {
-		src = append(src, byte(r.Uint32()))
+	src := alignedBuffer(3*fileWriteBuffer + 20000)
+	for i := range src {
+		src[i] = byte(r.Uint32())
 	}
 	if uintptr(unsafe.Pointer(&src[0]))%directBlock != 0 {
-		t.Fatal("fileBuffers gave an unaligned buffer")
+		t.Fatal("alignedBuffer gave an unaligned buffer")
 	}
 	sizes := []int{0, 1, directBlock - 1, directBlock, directBlock + 1, fileWriteBuffer - 1, fileWriteBuffer,
 		fileWriteBuffer + 1, 3*fileWriteBuffer + 12345, r.IntN(len(src))}

@@ -42,7 +42,7 @@ type readAhead struct {
 // openFileReader opens the file at path and says how long it is. A
 // directory is not an object: fs.ErrNotExist.
 func openFileReader(path string) (*fileReader, int64, error) {
-	f, direct, err := openDirect(path)
+	f, direct, err := openDirect(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -97,29 +97,27 @@ func (r *fileReader) ReadAt(p []byte, off int64) (int, error) {
 // window read ahead if it is that one, else read now; then, if the window
 // is full, the one after it is read ahead.
 func (r *fileReader) fill(start int64) error {
+	var spare *[]byte
 	if a := r.ahead; a != nil {
 		<-a.done
 		r.ahead = nil
 		if a.off == start && a.err == nil {
 			r.win, a.buf = a.buf, r.win
 			r.wOff, r.wLen = start, a.n
-		} else {
-			n, err := readWindow(r.f, *r.win, start)
-			r.wOff, r.wLen = start, n
-			if err != nil {
-				fileBuffers.Put(a.buf)
-				return err
-			}
+			r.startAhead(a.buf)
+			return nil
 		}
-		r.startAhead(a.buf)
-		return nil
+		spare = a.buf
+	} else {
+		spare = fileBuffers.Get().(*[]byte)
 	}
 	n, err := readWindow(r.f, *r.win, start)
 	r.wOff, r.wLen = start, n
 	if err != nil {
+		fileBuffers.Put(spare)
 		return err
 	}
-	r.startAhead(fileBuffers.Get().(*[]byte))
+	r.startAhead(spare)
 	return nil
 }
 

@@ -39,11 +39,16 @@ const fileWriteBuffer = 1 << 20
 
 // fileBuffers holds aligned buffers of fileWriteBuffer bytes.
 var fileBuffers = sync.Pool{New: func() any {
-	b := make([]byte, fileWriteBuffer+directBlock)
-	off := directBlock - int(uintptr(unsafe.Pointer(&b[0]))%directBlock)
-	b = b[off%directBlock:][:fileWriteBuffer:fileWriteBuffer]
+	b := alignedBuffer(fileWriteBuffer)
 	return &b
 }}
+
+// alignedBuffer returns n bytes starting at a multiple of directBlock.
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+directBlock)
+	skip := (directBlock - int(uintptr(unsafe.Pointer(&b[0]))%directBlock)) % directBlock
+	return b[skip:][:n:n]
+}
 
 // fileWriter writes one object of a file store to a temporary file.
 type fileWriter struct {
@@ -59,7 +64,7 @@ type fileWriter struct {
 func newFileWriter(path string) (*fileWriter, error) {
 	for try := 0; ; try++ {
 		name := path + "." + strconv.FormatInt(time.Now().UnixNano(), 16) + ".tmp"
-		f, direct, err := createDirect(name)
+		f, direct, err := openDirect(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		if os.IsExist(err) && try < 10000 {
 			continue
 		}

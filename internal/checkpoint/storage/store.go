@@ -457,12 +457,9 @@ func (s *Store) Open(ctx context.Context, key string) (ReaderAt, error) {
 	if s.dir != "" {
 		// One open file for all the reads, direct where the file system
 		// allows it (see fileReader).
-		f, size, err := openFileReader(s.path(key))
-		if errors.Is(err, fs.ErrNotExist) {
-			err = ErrNotFound
-		}
+		f, size, err := s.openFile(OpOpen, key)
 		if err != nil {
-			return nil, s.fail(OpOpen, key, err)
+			return nil, err
 		}
 		return &objectReader{s: s, ctx: ctx, key: key, size: size, f: f}, nil
 	}
@@ -474,6 +471,19 @@ func (s *Store) Open(ctx context.Context, key string) (ReaderAt, error) {
 }
 
 // objectReader is the ReaderAt of Store.Open.
+// openFile opens the file of key in a file store for op, an error naming
+// both if it fails (ErrNotFound for a missing one).
+func (s *Store) openFile(op, key string) (*fileReader, int64, error) {
+	f, size, err := openFileReader(s.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, s.fail(op, key, err)
+	}
+	return f, size, nil
+}
+
 type objectReader struct {
 	s      *Store
 	ctx    context.Context
