@@ -22,9 +22,10 @@ import (
 // Direct I/O needs the buffer's address, the length and the file offset
 // aligned to the device's logical block: whole blocks go out from an
 // aligned buffer, and the last partial block after clearing O_DIRECT
-// (Linux allows toggling it with F_SETFL). A file system that refuses
-// O_DIRECT at open, or a direct write refused with EINVAL (a stricter
-// alignment), falls back to buffered writes; the bytes are the same.
+// (Linux toggles it with F_SETFL, which also turns it on after the open).
+// A file system that refuses O_DIRECT (F_SETFL fails), or a direct write
+// refused with EINVAL (a stricter alignment), falls back to buffered
+// writes; the bytes are the same.
 // Atomicity is fileblob's: a temporary "<name>.<hex nanos>.tmp" beside the
 // target, renamed into place on Close (then persist fsyncs it).
 
