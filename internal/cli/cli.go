@@ -80,7 +80,8 @@ Usage:
                                2026-01-01T00:00:00Z); docs/nexmark.md
   weir nexmark run --query qN|all --events N [--tps R] [--seed S]
                                [--parallelism P] [--state-backend hashmap|pebble]
-                               [--checkpoint-interval D] [--input FILE]
+                               [--checkpoint-interval D] [--checkpoint-dir URL]
+                               [--state-dir DIR] [--input FILE]
                                [--output FILE] [--network-memory S]
                                [--buffer-size S] [--cpuprofile F]: run
                                Nexmark queries on the embedded cluster over
@@ -89,7 +90,8 @@ Usage:
                                written as JSON lines (the final table for
                                updating queries; a folder for all); prints a
                                JSON summary per query (events/s per core of
-                               process CPU)
+                               process CPU); the last checkpoint is kept in
+                               --checkpoint-dir (default TMPDIR/weir-checkpoints)
   weir help                    print this text
 
 Built-in jobs:
