@@ -72,6 +72,9 @@ func testFileWriterBytes(t *testing.T) {
 				}
 				p = p[n:]
 			}
+			if err := w.wait(); err != nil { // direct is the background write's until then
+				t.Fatalf("size %d %s: %v", size, mode, err)
+			}
 			if canDirect && !w.direct {
 				t.Fatalf("size %d %s: direct I/O turned off before Close", size, mode)
 			}
@@ -111,6 +114,38 @@ func TestFileWriterAbort(t *testing.T) {
 	}
 	if _, err := w.Write([]byte("x")); err == nil {
 		t.Fatal("Write after abort succeeded")
+	}
+}
+
+// TestFileWriterFailsBehind: a write that fails in the background (here
+// on a file closed under the writer) fails a later Write or Close, and
+// nothing is published.
+func TestFileWriterFailsBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "obj")
+	w, err := newFileWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.f.Close()
+	chunk := make([]byte, 32<<10)
+	var werr error
+	for i := 0; i < 3*fileWriteBuffer/len(chunk) && werr == nil; i++ {
+		_, werr = w.Write(chunk)
+	}
+	if werr == nil {
+		t.Fatal("3 MiB written to a closed file without an error")
+	}
+	if _, err := w.Write(chunk); err == nil {
+		t.Fatal("Write after a failed write succeeded")
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after a failed write succeeded")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a failed write published the object: %v", err)
+	}
+	if m, _ := filepath.Glob(path + ".*.tmp"); len(m) != 0 {
+		t.Fatalf("a failed write left %q", m)
 	}
 }
 

@@ -34,9 +34,19 @@ import (
 const directBlock = 4096
 
 // fileWriteBuffer is the bytes a streaming file write holds before writing
-// them: one aligned buffer per open writer (one per subtask writing a
-// snapshot), reused across writers.
+// them: two aligned buffers per open writer (one per subtask writing a
+// snapshot), one filled while the other is written, reused across
+// writers.
 const fileWriteBuffer = 1 << 20
+
+// zeroCopyMin is the smallest aligned piece a writer writes straight from
+// the caller's buffer (the snapshot writer's bufio flushes, 256 KiB). Such
+// a write waits for the device, as the caller may reuse its buffer when
+// Write returns; smaller pieces (io.Copy's 32 KiB, from an upload of a
+// Pebble file) are copied and written behind: a native savepoint of
+// 143 MB made of 32 KiB direct writes, each waiting for the device, took
+// 0.95 s where buffered writes had taken 0.65 s.
+const zeroCopyMin = 256 << 10
 
 // fileBuffers holds aligned buffers of fileWriteBuffer bytes.
 var fileBuffers = sync.Pool{New: func() any {
@@ -51,13 +61,25 @@ func alignedBuffer(n int) []byte {
 	return b[skip:][:n:n]
 }
 
-// fileWriter writes one object of a file store to a temporary file.
+// fileWriter writes one object of a file store to a temporary file. A full
+// buffer is written in the background (write-behind) while the caller
+// fills the other one, so that a direct write's wait for the device
+// overlaps the work that produces the next megabyte.
 type fileWriter struct {
-	f      *os.File
-	path   string  // the target
-	buf    *[]byte // from fileBuffers; nil once released
-	n      int     // bytes of *buf pending
-	direct bool    // f is open with O_DIRECT
+	f    *os.File
+	path string  // the target
+	buf  *[]byte // being filled, from fileBuffers; nil once released
+	n    int     // bytes of *buf pending
+
+	// The write in flight, if any: flying is its buffer and done gets its
+	// result. direct and f's offset belong to that write until wait
+	// returns.
+	flying *[]byte
+	done   chan error
+	spare  *[]byte // the other buffer when no write is in flight, or nil
+	err    error   // the first failed write: every later call fails
+
+	direct bool // f is open with O_DIRECT
 }
 
 // newFileWriter creates the temporary file of path (whose directory must
@@ -72,7 +94,7 @@ func newFileWriter(path string) (*fileWriter, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &fileWriter{f: f, path: path, buf: fileBuffers.Get().(*[]byte), direct: direct}, nil
+		return &fileWriter{f: f, path: path, buf: fileBuffers.Get().(*[]byte), done: make(chan error, 1), direct: direct}, nil
 	}
 }
 
@@ -80,30 +102,69 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	if w.buf == nil {
 		return 0, errors.New("write after Close")
 	}
+	if w.err != nil {
+		return 0, w.err
+	}
 	total := len(p)
-	buf := *w.buf
 	for len(p) > 0 {
-		// Whole aligned blocks of an aligned p go out without a copy (the
-		// snapshot writer's bufio flushes are large page-aligned buffers).
-		if w.n == 0 && w.direct && len(p) >= directBlock && uintptr(unsafe.Pointer(&p[0]))%directBlock == 0 {
-			k := len(p) &^ (directBlock - 1)
-			if err := w.write(p[:k]); err != nil {
+		// Whole aligned blocks of a large aligned p go out without a copy.
+		if w.n == 0 && len(p) >= zeroCopyMin && uintptr(unsafe.Pointer(&p[0]))%directBlock == 0 {
+			if err := w.wait(); err != nil {
 				return total - len(p), err
 			}
-			p = p[k:]
-			continue
+			if w.direct {
+				k := len(p) &^ (directBlock - 1)
+				if err := w.fail(w.write(p[:k])); err != nil {
+					return total - len(p), err
+				}
+				p = p[k:]
+				continue
+			}
 		}
-		c := copy(buf[w.n:], p)
+		c := copy((*w.buf)[w.n:], p)
 		w.n += c
 		p = p[c:]
-		if w.n == len(buf) {
-			if err := w.write(buf); err != nil {
+		if w.n == len(*w.buf) {
+			if err := w.writeBehind(); err != nil {
 				return total - len(p), err
 			}
-			w.n = 0
 		}
 	}
 	return total, nil
+}
+
+// writeBehind starts writing the full buffer in the background and gives
+// the caller the other one.
+func (w *fileWriter) writeBehind() error {
+	if err := w.wait(); err != nil {
+		return err
+	}
+	full := w.buf
+	if w.spare == nil {
+		w.spare = fileBuffers.Get().(*[]byte)
+	}
+	w.buf, w.spare, w.flying, w.n = w.spare, nil, full, 0
+	go func() { w.done <- w.write(*full) }()
+	return nil
+}
+
+// wait waits for the write in flight, if any, and returns the first error
+// of any write.
+func (w *fileWriter) wait() error {
+	if w.flying != nil {
+		err := <-w.done
+		w.spare, w.flying = w.flying, nil
+		w.fail(err)
+	}
+	return w.err
+}
+
+// fail records err, if the first, and returns it.
+func (w *fileWriter) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return err
 }
 
 // write writes p, a whole number of blocks when direct.
@@ -133,7 +194,10 @@ func (w *fileWriter) Close() error {
 	if w.buf == nil {
 		return errors.New("closed twice")
 	}
-	err := w.flush()
+	err := w.wait()
+	if err == nil {
+		err = w.flush()
+	}
 	w.release()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
@@ -147,8 +211,8 @@ func (w *fileWriter) Close() error {
 	return err
 }
 
-// flush writes the pending bytes: the whole blocks directly, the last
-// partial one buffered.
+// flush writes the pending bytes, with no write in flight: the whole
+// blocks directly, the last partial one buffered.
 func (w *fileWriter) flush() error {
 	buf := (*w.buf)[:w.n]
 	if w.direct {
@@ -177,12 +241,17 @@ func (w *fileWriter) abort() {
 	if w.buf == nil {
 		return
 	}
+	w.wait()
 	w.release()
 	_ = w.f.Close()
 	_ = os.Remove(w.f.Name())
 }
 
+// release returns the buffers, with no write in flight.
 func (w *fileWriter) release() {
 	fileBuffers.Put(w.buf)
-	w.buf = nil
+	if w.spare != nil {
+		fileBuffers.Put(w.spare)
+	}
+	w.buf, w.spare = nil, nil
 }
