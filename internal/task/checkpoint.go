@@ -647,7 +647,9 @@ func (t *Task) writeKeyed(id int64, i int, o opSnapshot) (kh storage.KeyedHandle
 		if isSST {
 			key = storage.SharedKey(t.spec.Exec.Job, fmt.Sprintf("%s-%d-%s-%s", opID, t.spec.Exec.Subtask, t.cp.instance, f.Name))
 		}
-		oh, err := uploadFile(t, key, filepath.Join(h.Dir, f.Name))
+		// An SST is immutable: a file store on the same file system
+		// links it (storage.PutFile).
+		oh, err := storage.PutFile(ctx, store, key, filepath.Join(h.Dir, f.Name), isSST)
 		if err != nil {
 			return kh, nil, 0, 0, err
 		}
@@ -676,26 +678,6 @@ func (t *Task) writeKeyed(id int64, i int, o opSnapshot) (kh storage.KeyedHandle
 	th := w.Handle()
 	kh.Timers = &th
 	return kh, shared, size + th.Size, persisted + th.Size, nil
-}
-
-func uploadFile(t *Task, key, path string) (storage.ObjectHandle, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return storage.ObjectHandle{}, err
-	}
-	defer f.Close()
-	w, err := storage.NewObjectWriter(t.asyncCtx, t.cp.cfg.Store, key)
-	if err != nil {
-		return storage.ObjectHandle{}, err
-	}
-	if _, err := f.WriteTo(w); err != nil {
-		w.Close()
-		return storage.ObjectHandle{}, err
-	}
-	if err := w.Close(); err != nil {
-		return storage.ObjectHandle{}, err
-	}
-	return w.Handle(), nil
 }
 
 // Channel state objects are frames: index u32, channel u32, length u32,

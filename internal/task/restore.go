@@ -147,16 +147,10 @@ func (t *Task) download(h storage.KeyedHandle, dir string) error {
 }
 
 // downloadFile copies one file of a native snapshot to path, checking it.
+// An SST is immutable: a file store on the same file system links it
+// (storage.GetFile); Pebble opens the copy read-only.
 func (t *Task) downloadFile(f storage.NativeFile, path string) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = storage.CopyVerified(t.asyncCtx, t.spec.RestoreStore, f.Object, out)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return storage.GetFile(t.asyncCtx, t.spec.RestoreStore, f.Object, path, filepath.Ext(f.Name) == ".sst")
 }
 
 // replayChannelState sends the restored output channel state downstream

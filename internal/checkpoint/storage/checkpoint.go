@@ -76,7 +76,11 @@ func NewObjectWriter(ctx context.Context, s *Store, key string) (*ObjectWriter, 
 	if err != nil {
 		return nil, err
 	}
-	return &ObjectWriter{w: w, key: key, crc: crc32.New(crcTable)}, nil
+	return newObjectWriter(w, key), nil
+}
+
+func newObjectWriter(w io.WriteCloser, key string) *ObjectWriter {
+	return &ObjectWriter{w: w, key: key, crc: crc32.New(crcTable)}
 }
 
 func (w *ObjectWriter) Write(p []byte) (int, error) {
@@ -121,6 +125,11 @@ func CopyVerified(ctx context.Context, s *Store, h ObjectHandle, dst io.Writer) 
 	if err := s.begin(ctx, OpGet, h.Key, true); err != nil {
 		return err
 	}
+	return copyVerified(ctx, s, h, dst)
+}
+
+// copyVerified is CopyVerified after begin.
+func copyVerified(ctx context.Context, s *Store, h ObjectHandle, dst io.Writer) error {
 	var r io.Reader
 	if s.dir != "" {
 		// The direct reader: objects written with direct I/O are not in

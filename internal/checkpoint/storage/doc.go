@@ -26,7 +26,10 @@
 // write to "<name>.<hex>.tmp" beside it, rename, fsync file and directory;
 // NewWriter's file writes bypass the page cache with O_DIRECT where the
 // file system allows it, see filewriter.go and filereader.go;
-// mem: on Close; s3: one PUT or a completed multipart upload). A writer whose
+// mem: on Close; s3: one PUT or a completed multipart upload). PutFile and
+// GetFile move immutable files (Pebble's SSTs) between a task's directory
+// and a file store on the same file system as hard links, not copies
+// (link.go). A writer whose
 // context is canceled, or one of whose writes failed, leaves nothing.
 // Temporary files are not listed; Discard removes those a crash left in a
 // checkpoint directory.

@@ -13,8 +13,8 @@ import (
 // The operations a FaultFunc is asked about.
 const (
 	OpPut    = "put"    // Put
-	OpWrite  = "write"  // NewWriter; an injected error is returned by Close
-	OpGet    = "get"    // Get, and CopyVerified
+	OpWrite  = "write"  // NewWriter (an injected error is returned by Close), PutFile
+	OpGet    = "get"    // Get, CopyVerified and GetFile
 	OpOpen   = "open"   // Store.Open
 	OpRead   = "read"   // each ReadAt of a ReaderAt
 	OpDelete = "delete" // Delete

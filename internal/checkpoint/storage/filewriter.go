@@ -85,16 +85,29 @@ type fileWriter struct {
 // newFileWriter creates the temporary file of path (whose directory must
 // exist), with direct I/O if the file system takes it.
 func newFileWriter(path string) (*fileWriter, error) {
+	var f *os.File
+	var direct bool
+	_, err := createTemp(path, func(name string) (err error) {
+		f, direct, err = openDirect(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &fileWriter{f: f, path: path, buf: fileBuffers.Get().(*[]byte), done: make(chan error, 1), direct: direct}, nil
+}
+
+// createTemp calls create with a fresh temporary name beside path,
+// "<name>.<hex nanos>.tmp" (fileblob's), until it does not fail because
+// the name exists, and returns the name.
+func createTemp(path string, create func(name string) error) (string, error) {
 	for try := 0; ; try++ {
 		name := path + "." + strconv.FormatInt(time.Now().UnixNano(), 16) + ".tmp"
-		f, direct, err := openDirect(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		err := create(name)
 		if os.IsExist(err) && try < 10000 {
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		return &fileWriter{f: f, path: path, buf: fileBuffers.Get().(*[]byte), done: make(chan error, 1), direct: direct}, nil
+		return name, err
 	}
 }
 

@@ -313,12 +313,22 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 // Close aborts the write and nothing is left at key (an existing object is
 // kept). To abandon a write, cancel ctx and call Close.
 func (s *Store) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	fault, err := s.startWrite(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return s.openWriter(ctx, key, fault)
+}
+
+// startWrite checks key, applies injected faults and creates key's
+// directories. An injected write failure is returned as fault, for the
+// writer's Close to return after the data was accepted, as a failed
+// upload would.
+func (s *Store) startWrite(ctx context.Context, key string) (fault error, err error) {
 	if err := s.check(OpWrite, key, true); err != nil {
 		return nil, err
 	}
-	// An injected write failure surfaces at Close, after the data was
-	// accepted, as a failed upload would.
-	fault, err := s.inject(ctx, OpWrite, key)
+	fault, err = s.inject(ctx, OpWrite, key)
 	if err != nil {
 		return nil, s.fail(OpWrite, key, err)
 	}
@@ -328,6 +338,11 @@ func (s *Store) NewWriter(ctx context.Context, key string) (io.WriteCloser, erro
 	if err := s.prepare(key); err != nil {
 		return nil, s.fail(OpWrite, key, err)
 	}
+	return fault, nil
+}
+
+// openWriter is NewWriter after startWrite.
+func (s *Store) openWriter(ctx context.Context, key string, fault error) (io.WriteCloser, error) {
 	var ow objectWriter
 	if s.dir != "" {
 		fw, err := newFileWriter(s.path(key))
