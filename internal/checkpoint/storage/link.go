@@ -32,7 +32,7 @@ func PutFile(ctx context.Context, s *Store, key, path string, immutable bool) (O
 		return ObjectHandle{}, err
 	}
 	if immutable && s.dir != "" && fault == nil {
-		if h, linked, err := s.linkIn(key, path); linked || err != nil {
+		if h, linked, err := s.linkIn(key, path, checksumFile); linked || err != nil {
 			return h, err
 		}
 	}
@@ -56,14 +56,15 @@ func PutFile(ctx context.Context, s *Store, key, path string, immutable bool) (O
 	return w.Handle(), nil
 }
 
-// linkIn publishes a hard link to path as key: linked is false, with no
-// error, when the file system cannot link it there.
-func (s *Store) linkIn(key, path string) (h ObjectHandle, linked bool, err error) {
+// linkIn publishes a hard link to path as key, its handle from sum of the
+// link: linked is false, with no error, when the file system cannot link
+// it there.
+func (s *Store) linkIn(key, path string, sum func(string) (int64, uint32, error)) (h ObjectHandle, linked bool, err error) {
 	tmp, err := createTemp(s.path(key), func(name string) error { return os.Link(path, name) })
 	if err != nil {
 		return h, false, nil
 	}
-	size, crc, err := checksumFile(tmp)
+	size, crc, err := sum(tmp)
 	if err == nil {
 		err = os.Rename(tmp, s.path(key))
 	}
@@ -75,6 +76,41 @@ func (s *Store) linkIn(key, path string) (h ObjectHandle, linked bool, err error
 		return h, true, s.fail(OpWrite, key, err)
 	}
 	return ObjectHandle{Key: key, Size: size, CRC: crc}, true, nil
+}
+
+// copyObject copies the object of h in src to key in dst, checking its size
+// and CRC32C. Between file stores on one file system the copy is a link
+// (every object of a store is immutable: writes replace files, they never
+// change them), checked by reading it without filling the page cache.
+func copyObject(ctx context.Context, src *Store, h ObjectHandle, dst *Store, key string) error {
+	if err := src.begin(ctx, OpGet, h.Key, true); err != nil {
+		return err
+	}
+	fault, err := dst.startWrite(ctx, key)
+	if err != nil {
+		return err
+	}
+	if fault == nil && src.dir != "" && dst.dir != "" {
+		verified := func(path string) (int64, uint32, error) {
+			size, crc, err := checksumDirect(path)
+			if err == nil {
+				err = verify(h, size, crc)
+			}
+			return size, crc, err
+		}
+		if _, linked, err := dst.linkIn(key, src.path(h.Key), verified); linked || err != nil {
+			return err
+		}
+	}
+	w, err := dst.openWriter(ctx, key, fault)
+	if err != nil {
+		return err
+	}
+	if err := copyVerified(ctx, src, h, w); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
 }
 
 // GetFile writes the object of h to path and checks its size
@@ -111,7 +147,22 @@ func GetFile(ctx context.Context, s *Store, h ObjectHandle, path string, immutab
 	return err
 }
 
-// checksumFile returns the size and CRC32C of the file at path.
+// checksumDirect is checksumFile through the direct reader (see
+// fileReader).
+func checksumDirect(path string) (int64, uint32, error) {
+	fr, size, err := openFileReader(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer fr.Close()
+	crc := crc32.New(crcTable)
+	n, err := io.Copy(crc, io.NewSectionReader(fr, 0, size))
+	return n, crc.Sum32(), err
+}
+
+// checksumFile returns the size and CRC32C of the file at path, read
+// through the page cache (where a file just written, or about to be read,
+// is).
 func checksumFile(path string) (int64, uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {

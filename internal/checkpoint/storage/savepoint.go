@@ -44,8 +44,9 @@ func relocate(jobID string, id int64, key string) string {
 // it, then writes dst's MetadataName last. It returns the savepoint's
 // metadata. Copying rather than having tasks write into dst keeps the tasks'
 // upload path (and the shared-file reuse of incremental checkpoints) one path;
-// the cost is writing a savepoint's bytes twice. On failure it deletes what
-// it wrote into dst.
+// the cost is writing a savepoint's bytes twice, except between file stores
+// on one file system, where the copies are hard links (copyObject). On
+// failure it deletes what it wrote into dst.
 func WriteSavepoint(ctx context.Context, src *Store, m Metadata, dst *Store) (*Metadata, error) {
 	out := m.normalized()
 	out.Savepoint = true
@@ -74,17 +75,9 @@ func WriteSavepoint(ctx context.Context, src *Store, m Metadata, dst *Store) (*M
 			}
 			return ObjectHandle{Key: nk, Size: h.Size, CRC: h.CRC}, nil
 		}
-		w, err := dst.NewWriter(ctx, nk)
-		if err != nil {
-			return h, err
-		}
 		written[nk] = h.Key
-		if err := CopyVerified(ctx, src, h, w); err != nil {
-			w.Close()
-			return h, fmt.Errorf("storage: savepoint: copying %q from %s: %w", h.Key, src.URL(), err)
-		}
-		if err := w.Close(); err != nil {
-			return h, fmt.Errorf("storage: savepoint: writing %q into %s: %w", nk, dst.URL(), err)
+		if err := copyObject(ctx, src, h, dst, nk); err != nil {
+			return h, fmt.Errorf("storage: savepoint: copying %q from %s into %s: %w", h.Key, src.URL(), dst.URL(), err)
 		}
 		return ObjectHandle{Key: nk, Size: h.Size, CRC: h.CRC}, nil
 	}

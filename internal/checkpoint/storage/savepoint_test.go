@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -79,6 +80,14 @@ func TestWriteSavepoint(t *testing.T) {
 				t.Fatalf("%s: %v", h.Key, err)
 			}
 		}
+		if dir, ok := strings.CutPrefix(root, "file://"); ok {
+			// One file system: the savepoint's objects are links.
+			from := filepath.Join(dir, filepath.FromSlash(m.Operators[1].Subtasks[0].Keyed[0].Object.Key))
+			to := filepath.Join(strings.TrimPrefix(dst.URL(), "file://"), "op-b-0-keyed")
+			if !sameFile(t, from, to) {
+				t.Fatalf("%s is a copy of %s, want a link", to, from)
+			}
+		}
 
 		// A damaged object: the copy fails naming it, the folder is left empty.
 		bad := m
@@ -97,6 +106,11 @@ func TestWriteSavepoint(t *testing.T) {
 		}
 		if got := mustList(t, dst2, ""); len(got) != 0 {
 			t.Fatalf("a failed savepoint left %q", got)
+		}
+		if dir, ok := strings.CutPrefix(dst2.URL(), "file://"); ok {
+			if m, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(m) != 0 {
+				t.Fatalf("a failed savepoint left %q", m)
+			}
 		}
 		if _, _, err := storage.Resolve(ctx, dst2.URL()); err == nil || !strings.Contains(err.Error(), "not a checkpoint directory") {
 			t.Fatalf("resolving a failed savepoint: %v", err)
