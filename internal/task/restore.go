@@ -92,10 +92,10 @@ func (t *Task) restoreKeyed(i int, handles []storage.KeyedHandle) error {
 			if t.contexts[i].State.Dir == "" {
 				return fmt.Errorf("a native (Pebble) snapshot needs the pebble backend, not %q", t.spec.StateBackend)
 			}
+			defer os.RemoveAll(dir) // also after a failed download
 			if err := t.download(h, dir); err != nil {
 				return err
 			}
-			defer os.RemoveAll(dir)
 			sources = append(sources, statebackend.Source{NativeDir: dir})
 			if h.Timers != nil {
 				sr, err := openCanonical(*h.Timers)
@@ -124,6 +124,11 @@ const downloads = 4
 
 // download copies a native snapshot's files into dir, checking each.
 func (t *Task) download(h storage.KeyedHandle, dir string) error {
+	// A fresh directory: files left there (by a process that died while
+	// restoring) may be links to checkpoint objects.
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -311,15 +311,8 @@ func sumNative(ctx context.Context, s *storage.Store, kh storage.KeyedHandle, su
 		if f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." {
 			return &FileError{File: file, Err: fmt.Errorf("bad file name %q in a native snapshot", f.Name)}
 		}
-		out, err := os.Create(filepath.Join(dir, f.Name))
-		if err != nil {
-			return err
-		}
-		err = storage.CopyVerified(ctx, s, f.Object, out)
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		// SSTs may be links (storage.GetFile): Pebble opens them read-only.
+		if err := storage.GetFile(ctx, s, f.Object, filepath.Join(dir, f.Name), filepath.Ext(f.Name) == ".sst"); err != nil {
 			return &FileError{File: file, Err: err}
 		}
 	}

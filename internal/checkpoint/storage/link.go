@@ -113,12 +113,18 @@ func copyObject(ctx context.Context, src *Store, h ObjectHandle, dst *Store, key
 	return w.Close()
 }
 
-// GetFile writes the object of h to path and checks its size
-// and CRC32C (a mismatch is a *CorruptError naming the key, and removes
-// path). When immutable, a file store on path's file system links the
+// GetFile writes the object of h to path, replacing any file there, and
+// checks its size and CRC32C (a mismatch is a *CorruptError naming the
+// key, and removes path). When immutable, a file store on path's file system links the
 // object's file instead of copying it.
 func GetFile(ctx context.Context, s *Store, h ObjectHandle, path string, immutable bool) error {
 	if err := s.begin(ctx, OpGet, h.Key, true); err != nil {
+		return err
+	}
+	// Never write into a file already at path: it may be a link to an
+	// object (a download that failed part way), which a truncating open
+	// would destroy.
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	if immutable && s.dir != "" && os.Link(s.path(h.Key), path) == nil {
@@ -133,7 +139,7 @@ func GetFile(ctx context.Context, s *Store, h ObjectHandle, path string, immutab
 		}
 		return err
 	}
-	out, err := os.Create(path)
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,35 @@ func TestPutFileGetFile(t *testing.T) {
 	})
 }
 
+// TestGetFileOverLink: getting an object onto a file that is a link to it
+// (left by a download that failed part way) must replace the file, not
+// write into it: that would truncate the object.
+func TestGetFileOverLink(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, "file://"+t.TempDir()+"/root")
+	name := filepath.Join(t.TempDir(), "000004.sst")
+	data := bytes.Repeat([]byte("sst bytes "), 10000)
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := storage.PutFile(ctx, s, "job/shared/a.sst", name, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, immutable := range []bool{false, true} {
+		// name is a link to the object: get the object onto it.
+		if err := storage.GetFile(ctx, s, h, name, immutable); err != nil {
+			t.Fatalf("immutable=%v: %v", immutable, err)
+		}
+		if got, err := storage.ReadVerified(ctx, s, h); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("immutable=%v: the object after GetFile onto its link: %d bytes, %v", immutable, len(got), err)
+		}
+		if got, err := os.ReadFile(name); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("immutable=%v: the file got: %d bytes, %v", immutable, len(got), err)
+		}
+	}
+}
+
 // TestGetFileCorrupt: an object whose bytes do not match its handle is a
 // CorruptError naming the key, and leaves no file, linked or copied.
 func TestGetFileCorrupt(t *testing.T) {
