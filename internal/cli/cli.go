@@ -91,7 +91,8 @@ Usage:
                                updating queries; a folder for all); prints a
                                JSON summary per query (events/s per core of
                                process CPU); the last checkpoint is kept in
-                               --checkpoint-dir (default TMPDIR/weir-checkpoints)
+                               --checkpoint-dir if given (by default checkpoints
+                               go to a temporary directory, removed after the run)
   weir help                    print this text
 
 Built-in jobs:

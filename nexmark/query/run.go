@@ -31,7 +31,12 @@ type Options struct {
 	// StateBackend is "hashmap" (default) or "pebble"; StateDir is where
 	// Pebble keeps its files.
 	StateBackend, StateDir string
-	// CheckpointInterval > 0 takes checkpoints that often into CheckpointDir.
+	// CheckpointInterval > 0 takes checkpoints that often into
+	// CheckpointDir, where the last one is kept after the run; with no
+	// CheckpointDir they go to a temporary directory that Run removes (a
+	// run cannot be resumed, and a checkpoint of a large query is
+	// gigabytes: kept, they filled the disk of the machine that ran the
+	// benchmark a few dozen times).
 	CheckpointInterval time.Duration
 	CheckpointDir      string
 	// NetworkMemory bounds the network buffers of the embedded cluster's
@@ -66,7 +71,16 @@ func Run(ctx context.Context, q Query, o Options) (Summary, error) {
 	cfg := weir.Config{Parallelism: o.Parallelism, StateBackend: o.StateBackend, StateDir: o.StateDir, Mode: weir.Streaming,
 		NetworkMemory: o.NetworkMemory, BufferSize: o.BufferSize}
 	if o.CheckpointInterval > 0 {
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: o.CheckpointInterval, Dir: o.CheckpointDir}
+		dir := o.CheckpointDir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "weir-nexmark-checkpoints-")
+			if err != nil {
+				return Summary{}, fmt.Errorf("nexmark %s: a directory for its checkpoints: %w", q.Name, err)
+			}
+			defer os.RemoveAll(tmp)
+			dir = tmp
+		}
+		cfg.Checkpointing = &weir.CheckpointConfig{Interval: o.CheckpointInterval, Dir: dir}
 	}
 	env := weir.NewEnvironment(cfg)
 	events, counted, err := Events(env, o)
