@@ -115,8 +115,8 @@ func copyObject(ctx context.Context, src *Store, h ObjectHandle, dst *Store, key
 
 // GetFile writes the object of h to path, replacing any file there, and
 // checks its size and CRC32C (a mismatch is a *CorruptError naming the
-// key, and removes path). When immutable, a file store on path's file system links the
-// object's file instead of copying it.
+// key, and removes path). When immutable, a file store on path's file
+// system links the object's file instead of copying it.
 func GetFile(ctx context.Context, s *Store, h ObjectHandle, path string, immutable bool) error {
 	if err := s.begin(ctx, OpGet, h.Key, true); err != nil {
 		return err
