@@ -72,15 +72,8 @@ func TestPutFileGetFile(t *testing.T) {
 func TestGetFileOverLink(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, "file://"+t.TempDir()+"/root")
-	name := filepath.Join(t.TempDir(), "000004.sst")
 	data := bytes.Repeat([]byte("sst bytes "), 10000)
-	if err := os.WriteFile(name, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h, err := storage.PutFile(ctx, s, "job/shared/a.sst", name, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	name, h := putLocal(t, s, "job/shared/a.sst", data)
 	for _, immutable := range []bool{false, true} {
 		// name is a link to the object: get the object onto it.
 		if err := storage.GetFile(ctx, s, h, name, immutable); err != nil {
@@ -101,15 +94,8 @@ func TestGetFileCorrupt(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, root string) {
 		ctx := context.Background()
 		s := open(t, root)
-		local := t.TempDir()
-		name := filepath.Join(local, "000004.sst")
-		if err := os.WriteFile(name, []byte("sst bytes"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		h, err := storage.PutFile(ctx, s, "job/shared/x.sst", name, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		name, h := putLocal(t, s, "job/shared/x.sst", []byte("sst bytes"))
+		local := filepath.Dir(name)
 		for _, bad := range []storage.ObjectHandle{{Key: h.Key, Size: h.Size, CRC: h.CRC ^ 1}, {Key: h.Key, Size: h.Size + 1, CRC: h.CRC}} {
 			for _, immutable := range []bool{false, true} {
 				out := filepath.Join(local, "out.sst")
@@ -131,15 +117,8 @@ func TestGetFileCorrupt(t *testing.T) {
 func TestPutFileGetFileFaults(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, "file://"+t.TempDir()+"/root")
-	local := t.TempDir()
-	name := filepath.Join(local, "000004.sst")
-	if err := os.WriteFile(name, []byte("sst bytes"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h, err := storage.PutFile(ctx, s, "job/shared/a.sst", name, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	name, h := putLocal(t, s, "job/shared/a.sst", []byte("sst bytes"))
+	local := filepath.Dir(name)
 	failing := storage.WithFaults(s, func(op, key string) (time.Duration, error) {
 		return 0, storage.ErrInjected
 	})
@@ -191,6 +170,21 @@ func TestPutFileAcrossFileSystems(t *testing.T) {
 	if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("GetFile across file systems: %d bytes, %v", len(got), err)
 	}
+}
+
+// putLocal writes data to a file 000004.sst in a new local directory and
+// stores it, immutable, as key.
+func putLocal(t *testing.T, s *storage.Store, key string, data []byte) (name string, h storage.ObjectHandle) {
+	t.Helper()
+	name = filepath.Join(t.TempDir(), "000004.sst")
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := storage.PutFile(context.Background(), s, key, name, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name, h
 }
 
 func sameFile(t *testing.T, a, b string) bool {
