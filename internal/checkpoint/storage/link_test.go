@@ -141,7 +141,8 @@ func TestPutFileGetFileFaults(t *testing.T) {
 
 // TestPutFileAcrossFileSystems: a file store on another file system than
 // the file (/dev/shm, a tmpfs, against the test's temporary directory)
-// cannot link it and copies it.
+// cannot link it and copies it; so does a savepoint whose folder is on
+// another file system than its checkpoint.
 func TestPutFileAcrossFileSystems(t *testing.T) {
 	local := t.TempDir()
 	shm, err := os.MkdirTemp("/dev/shm", "weir-link-test-")
@@ -153,6 +154,21 @@ func TestPutFileAcrossFileSystems(t *testing.T) {
 		t.Skipf("/dev/shm and %s are on one file system here", local)
 	}
 	ctx := context.Background()
+	src := open(t, "file://"+local+"/checkpoints")
+	m := checkpointWithObjects(t, src, "job1", 7)
+	dst, err := storage.OpenSavepointDir(ctx, "file://"+shm, storage.SavepointDirName("job1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	sp, err := storage.WriteSavepoint(ctx, src, m, dst)
+	if err != nil {
+		t.Fatalf("a savepoint onto another file system: %v", err)
+	}
+	if _, err := storage.ReadVerified(ctx, dst, sp.Operators[1].Subtasks[0].Keyed[0].Object); err != nil {
+		t.Fatal(err)
+	}
+
 	s := open(t, "file://"+shm+"/root")
 	name := filepath.Join(local, "000004.sst")
 	data := bytes.Repeat([]byte("sst"), 100000)
