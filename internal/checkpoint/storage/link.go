@@ -32,7 +32,8 @@ func PutFile(ctx context.Context, s *Store, key, path string, immutable bool) (O
 		return ObjectHandle{}, err
 	}
 	if immutable && s.dir != "" && fault == nil {
-		if h, linked, err := s.linkIn(key, path, checksumFile); linked || err != nil {
+		sum := func(p string) (int64, uint32, error) { return checksumFile(ctx, p) }
+		if h, linked, err := s.linkIn(key, path, sum); linked || err != nil {
 			return h, err
 		}
 	}
@@ -92,7 +93,7 @@ func copyObject(ctx context.Context, src *Store, h ObjectHandle, dst *Store, key
 	}
 	if fault == nil && src.dir != "" && dst.dir != "" {
 		verified := func(path string) (int64, uint32, error) {
-			size, crc, err := checksumDirect(path)
+			size, crc, err := checksumDirect(ctx, path)
 			if err == nil {
 				err = verify(h, size, crc)
 			}
@@ -128,7 +129,7 @@ func GetFile(ctx context.Context, s *Store, h ObjectHandle, path string, immutab
 		return err
 	}
 	if immutable && s.dir != "" && os.Link(s.path(h.Key), path) == nil {
-		size, crc, err := checksumFile(path)
+		size, crc, err := checksumFile(ctx, path)
 		if err != nil {
 			err = s.fail(OpGet, h.Key, err)
 		} else {
@@ -155,27 +156,45 @@ func GetFile(ctx context.Context, s *Store, h ObjectHandle, path string, immutab
 
 // checksumDirect is checksumFile through the direct reader (see
 // fileReader).
-func checksumDirect(path string) (int64, uint32, error) {
+func checksumDirect(ctx context.Context, path string) (int64, uint32, error) {
 	fr, size, err := openFileReader(path)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer fr.Close()
-	crc := crc32.New(crcTable)
-	n, err := io.Copy(crc, io.NewSectionReader(fr, 0, size))
-	return n, crc.Sum32(), err
+	return checksum(ctx, io.NewSectionReader(fr, 0, size))
 }
 
 // checksumFile returns the size and CRC32C of the file at path, read
 // through the page cache (where a file just written, or about to be read,
 // is).
-func checksumFile(path string) (int64, uint32, error) {
+func checksumFile(ctx context.Context, path string) (int64, uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer f.Close()
+	return checksum(ctx, f)
+}
+
+// checksum returns the length and CRC32C of what r reads, stopping with
+// ctx's error when it is done (a large SST takes a while).
+func checksum(ctx context.Context, r io.Reader) (int64, uint32, error) {
 	crc := crc32.New(crcTable)
-	n, err := io.Copy(crc, f)
-	return n, crc.Sum32(), err
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, 0, context.Cause(ctx)
+		}
+		k, err := r.Read(buf)
+		crc.Write(buf[:k])
+		n += int64(k)
+		if err == io.EOF {
+			return n, crc.Sum32(), nil
+		}
+		if err != nil {
+			return n, 0, err
+		}
+	}
 }

@@ -88,6 +88,28 @@ func TestGetFileOverLink(t *testing.T) {
 	}
 }
 
+// TestLinkedFilesHonorContext: a canceled context stops PutFile and
+// GetFile on the linking path too, and leaves neither an object nor a file.
+func TestLinkedFilesHonorContext(t *testing.T) {
+	s := open(t, "file://"+t.TempDir()+"/root")
+	name, h := putLocal(t, s, "job/shared/a.sst", bytes.Repeat([]byte("sst"), 300000))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := storage.PutFile(ctx, s, "job/shared/b.sst", name, true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("PutFile with a canceled context: %v", err)
+	}
+	if _, err := s.Get(context.Background(), "job/shared/b.sst"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a canceled PutFile left an object: %v", err)
+	}
+	out := filepath.Join(filepath.Dir(name), "out.sst")
+	if err := storage.GetFile(ctx, s, h, out, true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("GetFile with a canceled context: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a canceled GetFile left %s (%v)", out, err)
+	}
+}
+
 // TestGetFileCorrupt: an object whose bytes do not match its handle is a
 // CorruptError naming the key, and leaves no file, linked or copied.
 func TestGetFileCorrupt(t *testing.T) {
