@@ -119,7 +119,8 @@ func (t *Task) restoreKeyed(i int, handles []storage.KeyedHandle) error {
 // downloads is how many files of a native snapshot download copies at
 // once: the reads of a file store are direct (not from the page cache), so
 // each file's first read waits for the device; a few at a time overlap
-// those waits. Each copy holds up to three 1 MiB buffers.
+// those waits. Each copy holds up to three 1 MiB buffers (a linked SST,
+// storage.GetFile, none).
 const downloads = 4
 
 // download copies a native snapshot's files into dir, checking each.

@@ -485,7 +485,6 @@ func (s *Store) Open(ctx context.Context, key string) (ReaderAt, error) {
 	return &objectReader{s: s, ctx: ctx, key: key, size: attrs.Size}, nil
 }
 
-// objectReader is the ReaderAt of Store.Open.
 // openFile opens the file of key in a file store for op, an error naming
 // both if it fails (ErrNotFound for a missing one).
 func (s *Store) openFile(op, key string) (*fileReader, int64, error) {
@@ -499,6 +498,7 @@ func (s *Store) openFile(op, key string) (*fileReader, int64, error) {
 	return f, size, nil
 }
 
+// objectReader is the ReaderAt of Store.Open.
 type objectReader struct {
 	s      *Store
 	ctx    context.Context
