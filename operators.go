@@ -326,8 +326,16 @@ func (o *reduceOp[K, T]) ProcessBatch(vs []T, ts int64) {
 		// f reads no state, so an integer key's entry, found where it
 		// usually is, is updated without setting the key: no key group
 		// or image written to the store and read back, no cached entry.
-		if x, kg, ok := core.WordKey(k); ok {
-			if e := t.OwnedWord(kg, x); e != nil {
+		// The table's memo finds a key it found before without even the
+		// key group's hash.
+		if x, ok := core.Word(k); ok {
+			if e := t.MemoWord(x); e != nil {
+				v = f(e.Val, v)
+				e.Val = v
+				buf[i] = v
+				continue
+			}
+			if e := t.OwnedWord(core.WordGroup(x), x); e != nil {
 				v = f(e.Val, v)
 				e.Val = v
 				buf[i] = v

@@ -88,17 +88,20 @@ func (c *Core[K]) Store() state.KeyedStore { return c.st.Backend }
 // Current is the current key.
 func (c *Core[K]) Current() K { return c.current }
 
-// WordKey returns the little-endian word of k and its key group, when k is
-// a 64-bit integer key whose encoding is that word (ok false otherwise):
-// what SetKey would hand the heap store, without setting anything
-// (heap.Table.OwnedWord takes it).
-func (c *Core[K]) WordKey(k K) (x uint64, kg int, ok bool) {
+// Word returns the little-endian word of k when k is a 64-bit integer key
+// whose encoding is that word (ok false otherwise): what SetKey would hand
+// the heap store, without setting anything. WordGroup gives the word's key
+// group apart, for a caller that may not need it (heap.Table.MemoWord
+// does not, heap.Table.OwnedWord does).
+func (c *Core[K]) Word(k K) (x uint64, ok bool) {
 	if !c.word {
-		return 0, 0, false
+		return 0, false
 	}
-	x = *(*uint64)(unsafe.Pointer(&k))
-	return x, c.kgs.KeyGroup(keygroup.HashInt64(int64(x))), true
+	return *(*uint64)(unsafe.Pointer(&k)), true
 }
+
+// WordGroup returns the key group of key word x (see Word).
+func (c *Core[K]) WordGroup(x uint64) int { return c.kgs.KeyGroup(keygroup.HashInt64(int64(x))) }
 
 // SetKey makes k the current key of state and timers.
 //

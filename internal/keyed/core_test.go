@@ -71,6 +71,17 @@ func checkSetKey[K comparable](t *testing.T, c codec.Codec[K], keys []K, wantWor
 					if core.Current() != k {
 						t.Fatalf("current key %v, want %v", core.Current(), k)
 					}
+					// Word and WordGroup: the same bytes and key group, unset.
+					if x, ok := core.Word(k); ok != wantWord {
+						t.Fatalf("key %v: Word ok %v, want %v", k, ok, wantWord)
+					} else if ok {
+						if b := binary.LittleEndian.AppendUint64(nil, x); !bytes.Equal(b, core.KeyBytes()) {
+							t.Fatalf("key %v: Word %x, want %x", k, b, core.KeyBytes())
+						}
+						if kg := core.WordGroup(x); kg != core.kg {
+							t.Fatalf("key %v: WordGroup %d, want %d", k, kg, core.kg)
+						}
+					}
 				}
 			})
 		}

@@ -44,7 +44,14 @@
 // state). Both return only entries no snapshot shares. A Probe names slots
 // by index, so a table that grew or copied a page since it was taken is
 // read as it is now; OwnedWord's entry, like Lookup's, is valid until the
-// table next changes.
+// table next changes. MemoWord answers from a memo of what OwnedWord found
+// (a direct-mapped array from key word to entry, in a table whose user
+// asks it and that has fewer than 16384 keys): a multiplication and a load
+// instead of the key group's hash, the key's image and the probe. A key
+// group that grows or is rebuilt and a snapshot empty the memo, a delete
+// drops the key's place, and an entry a snapshot shares is not returned
+// (its version is old), so the memo never names a moved, freed or shared
+// slot.
 //
 // The map key is uvarint(len(key)) | key | namespace: unambiguous, so the
 // snapshot can split it back into key and namespace.

@@ -15,9 +15,13 @@ import (
 // an entry, that is the key's entry and no snapshot shares it; it returns
 // none for an absent key, a key group outside the range or under a
 // namespace; and it finds most keys of a table no snapshot shares.
+// MemoWord, which answers from what OwnedWord found before, is held to the
+// same, through deletes too (which free slots the memo may name), with
+// few keys (the memo on) and many (the memo resized, then off).
 func TestOwnedWordMatchesLookup(t *testing.T) {
 	r := testseed.Rand(t, 5)
-	for _, prefFirst := range []int{1 << 30, 0} {
+	for _, c := range []struct{ prefFirst, keys, snapshots int }{{1 << 30, 20000, 10}, {0, 20000, 10}, {1 << 30, 3000, 1}} {
+		prefFirst := c.prefFirst
 		rng := keygroup.Range{Start: 4, End: 7}
 		s := NewStore(rng, 128, clock.NewManual(0))
 		tbl, err := NewTable(s, snapshot.StateMeta{Name: "w", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
@@ -27,11 +31,19 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 		tbl.prefFirst = prefFirst
 		kgOf := func(k uint64) int { return 4 + int(k%4) }
 		model := map[uint64]int64{}
+		memoHits := 0
 		check := func(step int, k uint64) {
 			t.Helper()
+			m := tbl.MemoWord(k)
 			e := tbl.OwnedWord(kgOf(k), k)
 			s.SetCurrentKeyWord(k, kgOf(k))
 			want := tbl.Lookup()
+			if m != nil {
+				memoHits++
+				if m != want || m.ver != s.snapVer {
+					t.Fatalf("prefFirst %d, step %d, key %d: MemoWord's entry is not Lookup's or is shared", prefFirst, step, k)
+				}
+			}
 			switch {
 			case e != nil && e != want:
 				t.Fatalf("prefFirst %d, step %d, key %d: OwnedWord's entry is not Lookup's", prefFirst, step, k)
@@ -45,11 +57,13 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 			}
 		}
 		for step := range 60000 {
-			k := uint64(r.IntN(20000)) * 0x9e3779b97f4a7c15 >> 20
-			switch op := r.IntN(100); {
-			case op < 60: // write, through OwnedWord when it finds the entry
+			k := uint64(r.IntN(c.keys)) * 0x9e3779b97f4a7c15 >> 20
+			switch op := r.IntN(1000); {
+			case op < 600: // write, through MemoWord or OwnedWord when one finds the entry
 				v := r.Int64()
-				if e := tbl.OwnedWord(kgOf(k), k); e != nil {
+				if e := tbl.MemoWord(k); e != nil {
+					e.Val = v
+				} else if e := tbl.OwnedWord(kgOf(k), k); e != nil {
 					e.Val = v
 				} else {
 					s.SetCurrentKeyWord(k, kgOf(k))
@@ -57,7 +71,11 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 					e.Val = v
 				}
 				model[k] = v
-			case op < 99:
+			case op < 605:
+				s.SetCurrentKeyWord(k, kgOf(k))
+				tbl.Delete()
+				delete(model, k)
+			case op < 1000-c.snapshots:
 				check(step, k)
 			default:
 				s.Snapshot()
@@ -95,6 +113,9 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 			t.Fatalf("prefFirst %d: OwnedWord found a key under a namespace", prefFirst)
 		}
 		s.SetCurrentNamespace(nil)
-		t.Logf("prefFirst %d: %d keys, %d found, %d groups' slots", prefFirst, len(model), found, tbl.groups[0].t.size())
+		if c.keys < memoMaxKeys && memoHits < 500 {
+			t.Fatalf("prefFirst %d: MemoWord answered %d checks of %d keys", prefFirst, memoHits, c.keys)
+		}
+		t.Logf("prefFirst %d: %d keys, %d found, %d memo hits, %d groups' slots", prefFirst, len(model), found, memoHits, tbl.groups[0].t.size())
 	}
 }

@@ -1,6 +1,7 @@
 package heap
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"github.com/weirhq/weir/internal/snapshot"
@@ -54,6 +55,12 @@ type Table[E any] struct {
 	// epoch (Store.Restore).
 	last      *Entry[E]
 	lastEpoch uint64
+
+	// memo caches OwnedWord's answers by key word (see MemoWord), sized
+	// by memoFor; empty when off.
+	memo      []memoPlace[E]
+	memoShift uint8
+	memoOn    bool
 	_         [64]byte
 }
 
@@ -146,6 +153,98 @@ found:
 // streaming Reduce) updates most elements' entries without setting the key
 // of each. The store must have no current namespace.
 func (t *Table[E]) OwnedWord(kg int, k0 uint64) *Entry[E] {
+	sl := t.ownedWord(kg, k0)
+	if sl == nil {
+		return nil
+	}
+	if len(t.memo) > 0 {
+		t.memo[(k0*memoMul)>>t.memoShift] = memoPlace[E]{k0, &sl.e}
+	}
+	return &sl.e
+}
+
+// memoMul spreads key words over the memo (Fibonacci hashing): runs of
+// integer keys land in distinct places.
+const memoMul = 0x9E3779B97F4A7C15
+
+// MemoWord returns what OwnedWord(kg, k0) would, for the key group kg of
+// k0, when OwnedWord returned that entry before and nothing moved it
+// since; else nil (then call OwnedWord, which remembers its answer). It
+// needs neither the key group nor the key's image: one multiplication
+// and one load, for the keys a subtask updates over and over.
+func (t *Table[E]) MemoWord(k0 uint64) *Entry[E] {
+	if len(t.memo) == 0 {
+		if !t.memoOn {
+			t.memoStart()
+		}
+		return nil
+	}
+	m := &t.memo[(k0*memoMul)>>t.memoShift]
+	if e := m.e; m.k0 == k0 && e != nil && e.ver == t.s.snapVer && len(t.s.ns) == 0 {
+		return e
+	}
+	return nil
+}
+
+// memoStart turns the memo on: only tables whose users ask MemoWord keep
+// one.
+func (t *Table[E]) memoStart() {
+	t.memoOn = true
+	t.memoFor()
+}
+
+// memoFor sizes the memo for the table's keys, when they reach a power
+// of two: four places per key then, two at the next power, so few keys
+// share a place; none from memoMaxKeys on, where the memo would mostly
+// miss and only add its load to every lookup. (At most 512 KB a table.)
+func (t *Table[E]) memoFor() {
+	want := 0
+	if t.memoOn && t.keys < memoMaxKeys {
+		want = max(memoMinPlaces, 1<<bits.Len(uint(2*t.keys)))
+	}
+	if want == len(t.memo) {
+		return
+	}
+	if want == 0 {
+		t.memo = nil
+		return
+	}
+	t.memo, t.memoShift = make([]memoPlace[E], want), uint8(64-bits.TrailingZeros(uint(want)))
+}
+
+// memoPlace is one place of the memo: the owned entry of key word k0
+// under no namespace, or e nil. (Holding the key here, not only in the
+// slot, costs 8 bytes a place and saves loading the slot's key words.)
+type memoPlace[E any] struct {
+	k0 uint64
+	e  *Entry[E]
+}
+
+const (
+	memoMinPlaces = 1 << 9
+	memoMaxKeys   = 1 << 14
+)
+
+// forget empties the memo: slots moved (a key group grew or was
+// rebuilt).
+func (t *Table[E]) forget() {
+	clear(t.memo)
+}
+
+// forgetSlot drops the memo's place of the key in sl, which is about to
+// be freed (and may then hold another key). Only 8-byte keys under no
+// namespace have places: map keys of 9 bytes whose first is 8.
+func (t *Table[E]) forgetSlot(sl *slot[E]) {
+	if len(t.memo) == 0 || sl.hn&0xff != 9 || sl.w0&0xff != 8 {
+		return
+	}
+	k0 := sl.w0>>8 | sl.w1<<56
+	if m := &t.memo[(k0*memoMul)>>t.memoShift]; m.k0 == k0 {
+		*m = memoPlace[E]{}
+	}
+}
+
+func (t *Table[E]) ownedWord(kg int, k0 uint64) *slot[E] {
 	s := t.s
 	idx := kg - s.rng.Start
 	if uint(idx) >= uint(len(t.groups)) || len(s.ns) > 0 {
@@ -161,12 +260,12 @@ func (t *Table[E]) OwnedWord(kg int, k0 uint64) *Entry[E] {
 	p0 := g.t.p0
 	if t.keys > t.prefFirst { // as in lookup
 		if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
-			return t.owned(&sl.e)
+			return t.ownedSlot(sl)
 		}
 	}
 	for m := matchByte(ctrl[home], h2(im.hn)); m != 0; m &= m - 1 {
 		if sl := g.t.atFrom(p0, int(home*8+byteAt(m))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
-			return t.owned(&sl.e)
+			return t.ownedSlot(sl)
 		}
 	}
 	return nil
@@ -246,6 +345,14 @@ func (t *Table[E]) Probed(p *Probe) *Entry[E] {
 	return nil
 }
 
+// ownedSlot is owned for a slot.
+func (t *Table[E]) ownedSlot(sl *slot[E]) *slot[E] {
+	if sl.e.ver == t.s.snapVer {
+		return sl
+	}
+	return nil
+}
+
 // owned returns e if it was created or copied since the last snapshot
 // (so that its page is owned too), else nil.
 func (t *Table[E]) owned(e *Entry[E]) *Entry[E] {
@@ -304,6 +411,9 @@ func (t *Table[E]) insert(idx int, im *keyImage, k []byte) *Entry[E] {
 	e.ver = t.s.snapVer
 	g.n++
 	t.keys++
+	if t.keys&(t.keys-1) == 0 { // at powers of two
+		t.memoFor()
+	}
 	return e
 }
 
@@ -316,7 +426,9 @@ func (t *Table[E]) Delete() {
 		return
 	}
 	g := t.own(s.kgIdx, false)
-	g.t.remove(g.t.find(im, s.cur), s.snapVer)
+	i := g.t.find(im, s.cur)
+	t.forgetSlot(g.t.at(i))
+	g.t.remove(i, s.snapVer)
 	g.n--
 	t.keys--
 	t.last, t.lastEpoch = nil, s.epoch
@@ -330,6 +442,7 @@ func (t *Table[E]) own(idx int, adding bool) *group[E] {
 	switch {
 	case adding && g.t.needsGrow(g.n):
 		g.t = g.t.grown(g.n, t.s.snapVer)
+		t.forget()
 	case g.ver != t.s.snapVer:
 		g.t = g.t.clone()
 	}
@@ -348,6 +461,7 @@ func (t *Table[E]) reserve(kg, n int) {
 	if size := sizeFor(g.n + n); size > g.t.size() {
 		g.t = g.t.rebuilt(size, t.s.snapVer)
 		g.ver = t.s.snapVer
+		t.forget()
 	}
 }
 
@@ -376,6 +490,10 @@ type tableSource[E any] struct {
 }
 
 func (t *Table[E]) source(now int64) snapshot.Source {
+	// The snapshot shares every entry now, so the memo names none that
+	// MemoWord would return; emptied, it holds no pages the next writes
+	// copy away.
+	t.forget()
 	gs := make([]slots[E], len(t.groups))
 	for i := range t.groups {
 		gs[i] = t.groups[i].t
