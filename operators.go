@@ -288,20 +288,44 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 		o.vals = append(o.vals, v)
 		return
 	}
-	o.core.SetKey(k)
 	if t := o.table; t != nil {
-		if e := t.Lookup(); e != nil {
-			v = o.f(e.Val, v)
-		}
-		e, _ := t.Upsert()
-		e.Val = v
+		v = o.reduceHeap(t, k, v)
 	} else {
+		o.core.SetKey(k)
 		if a, ok := o.acc.Value(); ok {
 			v = o.f(a, v)
 		}
 		o.acc.Update(v)
 	}
 	o.out.ProcessElement(v, ts)
+}
+
+// reduceHeap reduces v into the accumulator of key k in the heap table t
+// and returns the new accumulator. f reads no state, so an integer key's
+// entry, found where it usually is, is updated without setting the key:
+// no key group or image written to the store and read back, no cached
+// entry; the table's memo finds a key it found before without even the
+// key group's hash. Other keys are set and looked up as acc.Value and
+// acc.Update would.
+func (o *reduceOp[K, T]) reduceHeap(t *heap.Table[T], k K, v T) T {
+	if x, ok := o.core.Word(k); ok {
+		e := t.MemoWord(x)
+		if e == nil {
+			e = t.OwnedWord(o.core.WordGroup(x), x)
+		}
+		if e != nil {
+			v = o.f(e.Val, v)
+			e.Val = v
+			return v
+		}
+	}
+	o.core.SetKey(k)
+	if e := t.Lookup(); e != nil {
+		v = o.f(e.Val, v)
+	}
+	e, _ := t.Upsert()
+	e.Val = v
+	return v
 }
 
 // ProcessBatch implements operator.BatchInput: like mapOp, the whole batch
@@ -319,36 +343,10 @@ func (o *reduceOp[K, T]) ProcessBatch(vs []T, ts int64) {
 	if cap(o.buf) < len(vs) {
 		o.buf = make([]T, len(vs))
 	}
-	buf, f, key, core := o.buf[:len(vs)], o.f, o.key, o.core
+	buf, key := o.buf[:len(vs)], o.key
 	o.ctx.Enter()
 	for i, v := range vs {
-		k := key(v)
-		// f reads no state, so an integer key's entry, found where it
-		// usually is, is updated without setting the key: no key group
-		// or image written to the store and read back, no cached entry.
-		// The table's memo finds a key it found before without even the
-		// key group's hash.
-		if x, ok := core.Word(k); ok {
-			if e := t.MemoWord(x); e != nil {
-				v = f(e.Val, v)
-				e.Val = v
-				buf[i] = v
-				continue
-			}
-			if e := t.OwnedWord(core.WordGroup(x), x); e != nil {
-				v = f(e.Val, v)
-				e.Val = v
-				buf[i] = v
-				continue
-			}
-		}
-		core.SetKey(k)
-		if e := t.Lookup(); e != nil {
-			v = f(e.Val, v)
-		}
-		e, _ := t.Upsert()
-		e.Val = v
-		buf[i] = v
+		buf[i] = o.reduceHeap(t, key(v), v)
 	}
 	o.outBatch.ProcessBatch(buf, ts)
 	if o.clear {

@@ -18,6 +18,8 @@ import (
 // without a failure and with one after a checkpoint (the heap backend's
 // Reduce updates most entries without setting the key; checkpoints every
 // 20 ms make entries shared with a snapshot, which it must not write).
+// The reduce hands on batches to a Map and single elements to a Process
+// function: two paths through the operator.
 func TestStreamingReduceMatchesRunningSums(t *testing.T) {
 	rng := testseed.Rand(t, 6)
 	const n = 40000
@@ -35,9 +37,14 @@ func TestStreamingReduceMatchesRunningSums(t *testing.T) {
 		want = append(want, fmt.Sprintf("%d %d", k, sums[k]))
 	}
 	slices.Sort(want)
+	format := func(p tuple.T2[int64, int64]) string { return fmt.Sprintf("%d %d", p.F0, p.F1) }
 	for _, backend := range []string{"hashmap", "pebble"} {
-		for _, fail := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/failure=%v", backend, fail), func(t *testing.T) {
+		for _, c := range []struct {
+			fail    bool
+			element bool
+		}{{false, false}, {true, false}, {true, true}} {
+			fail := c.fail
+			t.Run(fmt.Sprintf("%s/failure=%v/element=%v", backend, fail, c.element), func(t *testing.T) {
 				f := newFailOnce(n)
 				cfg := f.config(t, backend)
 				cfg.Parallelism = 2
@@ -52,7 +59,17 @@ func TestStreamingReduceMatchesRunningSums(t *testing.T) {
 				sum := weir.Reduce(weir.KeyBy(src, func(p tuple.T2[int64, int64]) int64 { return p.F0 }),
 					func(a, b tuple.T2[int64, int64]) tuple.T2[int64, int64] { a.F1 += b.F1; return a })
 				dir := t.TempDir()
-				weir.WriteFiles(weir.Map(sum, func(p tuple.T2[int64, int64]) string { return fmt.Sprintf("%d %d", p.F0, p.F1) }), dir, nil)
+				var lines weir.DataStream[string]
+				if !c.element {
+					lines = weir.Map(sum, format)
+				} else {
+					lines = weir.Process(sum, weir.ProcessFunc[tuple.T2[int64, int64], string](
+						func(_ weir.Context, p tuple.T2[int64, int64], out weir.Collector[string]) error {
+							out.Collect(format(p))
+							return nil
+						}))
+				}
+				weir.WriteFiles(lines, dir, nil)
 				if _, err := env.Execute(context.Background(), "reduce-running-sums"); err != nil {
 					t.Fatal(err)
 				}

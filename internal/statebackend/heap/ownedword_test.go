@@ -119,3 +119,42 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 		t.Logf("prefFirst %d: %d keys, %d found, %d memo hits, %d groups' slots", prefFirst, len(model), found, memoHits, tbl.groups[0].t.size())
 	}
 }
+
+// A deleted key's memo place must go with it: its slot is zeroed (an
+// entry of version 0, which is current before the first snapshot) and
+// may then hold another key. Before any snapshot (whose emptying of the
+// memo would hide the bug): MemoWord of the deleted key is nil right after
+// the delete and after another key took its slot.
+func TestMemoWordForgetsDeletedKey(t *testing.T) {
+	s := NewStore(keygroup.Range{Start: 0, End: 1}, 128, clock.NewManual(0))
+	tbl, err := NewTable(s, snapshot.StateMeta{Name: "w", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl.MemoWord(0) // turns the memo on
+	const a = uint64(7)
+	s.SetCurrentKeyWord(a, 0)
+	e, _ := tbl.Upsert()
+	e.Val = 1
+	if tbl.OwnedWord(0, a) != e || tbl.MemoWord(a) != e {
+		t.Fatal("the memo did not take the key's entry")
+	}
+	tbl.Delete()
+	if m := tbl.MemoWord(a); m != nil {
+		t.Fatalf("MemoWord found the deleted key (value %d, version %d)", m.Val, m.ver)
+	}
+	// Another key into the freed slot: try keys until one lands there.
+	for b := uint64(100); b < 10000; b++ {
+		s.SetCurrentKeyWord(b, 0)
+		nb, _ := tbl.Upsert()
+		nb.Val = 2
+		if nb == e {
+			if m := tbl.MemoWord(a); m != nil {
+				t.Fatalf("MemoWord of the deleted key found key %d's entry", b)
+			}
+			return
+		}
+		tbl.Delete()
+	}
+	t.Fatal("no key took the freed slot")
+}

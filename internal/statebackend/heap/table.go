@@ -180,6 +180,9 @@ func (t *Table[E]) MemoWord(k0 uint64) *Entry[E] {
 		return nil
 	}
 	m := &t.memo[(k0*memoMul)>>t.memoShift]
+	// The version check repeats what the snapshot's emptying of the memo
+	// ensures (either alone keeps shared entries out); it costs nothing
+	// beside the load of the entry the caller makes anyway.
 	if e := m.e; m.k0 == k0 && e != nil && e.ver == t.s.snapVer && len(t.s.ns) == 0 {
 		return e
 	}
