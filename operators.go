@@ -343,10 +343,21 @@ func (o *reduceOp[K, T]) ProcessBatch(vs []T, ts int64) {
 	if cap(o.buf) < len(vs) {
 		o.buf = make([]T, len(vs))
 	}
-	buf, key := o.buf[:len(vs)], o.key
+	buf, key, f, core := o.buf[:len(vs)], o.key, o.f, o.core
 	o.ctx.Enter()
 	for i, v := range vs {
-		buf[i] = o.reduceHeap(t, key(v), v)
+		// reduceHeap's first step here, where it inlines: most elements
+		// end with it.
+		k := key(v)
+		if x, ok := core.Word(k); ok {
+			if e := t.MemoWord(x); e != nil {
+				v = f(e.Val, v)
+				e.Val = v
+				buf[i] = v
+				continue
+			}
+		}
+		buf[i] = o.reduceHeap(t, k, v)
 	}
 	o.outBatch.ProcessBatch(buf, ts)
 	if o.clear {

@@ -131,12 +131,11 @@ func TestMemoWordForgetsDeletedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl.MemoWord(0) // turns the memo on
 	const a = uint64(7)
 	s.SetCurrentKeyWord(a, 0)
 	e, _ := tbl.Upsert()
 	e.Val = 1
-	if tbl.OwnedWord(0, a) != e || tbl.MemoWord(a) != e {
+	if tbl.OwnedWord(0, a) != e || tbl.MemoWord(a) != e { // OwnedWord turns the memo on
 		t.Fatal("the memo did not take the key's entry")
 	}
 	tbl.Delete()

@@ -157,6 +157,9 @@ func (t *Table[E]) OwnedWord(kg int, k0 uint64) *Entry[E] {
 	if sl == nil {
 		return nil
 	}
+	if !t.memoOn {
+		t.memoStart()
+	}
 	if len(t.memo) > 0 {
 		t.memo[(k0*memoMul)>>t.memoShift] = memoPlace[E]{k0, &sl.e}
 	}
@@ -174,9 +177,6 @@ const memoMul = 0x9E3779B97F4A7C15
 // and one load, for the keys a subtask updates over and over.
 func (t *Table[E]) MemoWord(k0 uint64) *Entry[E] {
 	if len(t.memo) == 0 {
-		if !t.memoOn {
-			t.memoStart()
-		}
 		return nil
 	}
 	m := &t.memo[(k0*memoMul)>>t.memoShift]
@@ -189,8 +189,8 @@ func (t *Table[E]) MemoWord(k0 uint64) *Entry[E] {
 	return nil
 }
 
-// memoStart turns the memo on: only tables whose users ask MemoWord keep
-// one.
+// memoStart turns the memo on: only tables whose users ask OwnedWord (and
+// so MemoWord) keep one.
 func (t *Table[E]) memoStart() {
 	t.memoOn = true
 	t.memoFor()
