@@ -122,7 +122,7 @@ func (s setup) args(extra ...string) []string {
 func (s setup) start(t *testing.T, env []string, extra ...string) *job {
 	t.Helper()
 	j := &job{cmd: exec.Command(weir(t), s.args(extra...)...), done: make(chan struct{})}
-	j.cmd.Env = append(os.Environ(), env...)
+	j.cmd.Env = append(append(os.Environ(), privateTmp(t)), env...)
 	j.cmd.Stderr = &j.stderr
 	dieWithParent(j.cmd)
 	j.started = time.Now()
@@ -136,6 +136,11 @@ func (s setup) start(t *testing.T, env []string, extra ...string) *job {
 	})
 	return j
 }
+
+// privateTmp gives a weir process a TMPDIR of the test's own: a run the
+// test kills cannot remove its state directory (os.MkdirTemp under TMPDIR),
+// and the test's cleanup then does.
+func privateTmp(t *testing.T) string { return "TMPDIR=" + t.TempDir() }
 
 // wait waits for the run to end (failing the test after limit) and returns
 // its exit code (-1 when killed by a signal) and whether SIGKILL ended it.
@@ -157,6 +162,7 @@ func (j *job) wait(t *testing.T, limit time.Duration) (code int, killed bool) {
 func runWeir(t *testing.T, limit time.Duration, args ...string) (int, string) {
 	t.Helper()
 	j := &job{cmd: exec.Command(weir(t), args...), done: make(chan struct{})}
+	j.cmd.Env = append(os.Environ(), privateTmp(t))
 	j.cmd.Stderr = &j.stderr
 	dieWithParent(j.cmd)
 	j.started = time.Now()
