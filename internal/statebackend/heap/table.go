@@ -199,7 +199,9 @@ func (t *Table[E]) memoStart() {
 // memoFor sizes the memo for the table's keys, when they reach a power
 // of two: four places per key then, two at the next power, so few keys
 // share a place; none from memoMaxKeys on, where the memo would mostly
-// miss and only add its load to every lookup. (At most 512 KB a table.)
+// miss and only add its load to every lookup. So a memo is 1 KB (64
+// places) to 64 bytes a key of its table, at most 512 KB: many subtasks
+// of few keys each keep little.
 func (t *Table[E]) memoFor() {
 	want := 0
 	if t.memoOn && t.keys < memoMaxKeys {
@@ -224,7 +226,7 @@ type memoPlace[E any] struct {
 }
 
 const (
-	memoMinPlaces = 1 << 9
+	memoMinPlaces = 1 << 6
 	memoMaxKeys   = 1 << 14
 )
 
