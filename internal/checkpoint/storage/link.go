@@ -181,7 +181,11 @@ func checksumFile(ctx context.Context, path string) (int64, uint32, error) {
 // ctx's error when it is done (a large SST takes a while).
 func checksum(ctx context.Context, r io.Reader) (int64, uint32, error) {
 	crc := crc32.New(crcTable)
-	buf := make([]byte, 256<<10)
+	// A pooled buffer, not 256 KiB made per file; read a quarter at a time
+	// so that ctx is checked every 256 KiB.
+	pooled := fileBuffers.Get().(*[]byte)
+	defer fileBuffers.Put(pooled)
+	buf := (*pooled)[:256<<10]
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
