@@ -17,7 +17,7 @@ import (
 
 func TestFaultOps(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, "mem://faultops/root")
+	s := open(t, fmt.Sprintf("mem://faultops%d/root", uniq.Add(1)))
 	rec := &recorder{}
 	f := storage.WithFaults(s, rec.fault)
 	f.Put(ctx, "a/p", []byte("x"))
@@ -94,7 +94,7 @@ func TestInjectedFailuresLeaveNothing(t *testing.T) {
 }
 
 func TestFaultDelayHonoursContext(t *testing.T) {
-	s := open(t, "mem://faultdelay")
+	s := open(t, fmt.Sprintf("mem://faultdelay%d", uniq.Add(1))) // fresh under -count
 	f := storage.WithFaults(s, func(op, key string) (time.Duration, error) { return time.Hour, nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()

@@ -245,7 +245,7 @@ func TestReaderAtRanges(t *testing.T) {
 }
 
 func TestBadKeys(t *testing.T) {
-	s := open(t, "mem://badkeys")
+	s := open(t, fmt.Sprintf("mem://badkeys%d", uniq.Add(1)))
 	ctx := context.Background()
 	for _, key := range []string{"", "/a", "a/", "a//b", "./a", "a/../b", "a\\b", "a\x00b", "x.attrs", "a/b.19af3e.tmp", "\xff"} {
 		if err := s.Put(ctx, key, nil); err == nil {
