@@ -113,10 +113,22 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 			t.Fatalf("prefFirst %d: OwnedWord found a key under a namespace", prefFirst)
 		}
 		s.SetCurrentNamespace(nil)
-		if c.keys < memoMaxKeys && memoHits < 500 {
-			t.Fatalf("prefFirst %d: MemoWord answered %d checks of %d keys", prefFirst, memoHits, c.keys)
+		// The random phase's hits depend on the seed (a snapshot empties
+		// the memo, and a key must be found twice between snapshots), so
+		// the memo's worth is held on a quiet table: every key was found
+		// once above, so a second pass is answered by the memo, except
+		// keys whose place another key took (about a sixth at 2-4 places
+		// a key).
+		quiet := 0
+		for k := range model {
+			before := memoHits
+			check(-2, k)
+			quiet += memoHits - before
 		}
-		t.Logf("prefFirst %d: %d keys, %d found, %d memo hits, %d groups' slots", prefFirst, len(model), found, memoHits, tbl.groups[0].t.size())
+		if c.keys < memoMaxKeys && quiet < len(model)*7/10 {
+			t.Fatalf("prefFirst %d: MemoWord answered %d of %d keys of a quiet table", prefFirst, quiet, len(model))
+		}
+		t.Logf("prefFirst %d: %d keys, %d found, %d memo hits (%d on the quiet table), %d groups' slots", prefFirst, len(model), found, memoHits, quiet, tbl.groups[0].t.size())
 	}
 }
 
