@@ -53,21 +53,34 @@ func TestSinceIgnoresSleep(t *testing.T) {
 	}
 }
 
+// work burns a fixed amount of CPU: 100 M dependent multiply-adds, some
+// 400 M cycles (80-150 ms on any current core), however busy the machine
+// is (a wall-clock spin gets less CPU the busier it is).
+func work() {
+	x := uint64(1)
+	for i := 0; i < 100_000_000; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	sink += x
+}
+
 func TestSinceCountsOtherThreads(t *testing.T) {
 	// The work happens on another OS thread while this goroutine blocks: the
-	// process-wide measure must still see it.
+	// process-wide measure must still see it. (It spun 200 ms of wall time
+	// once and failed on a loaded machine, where that thread got less than
+	// a quarter of a core.)
 	start := Now()
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		spin(200 * time.Millisecond)
+		work()
 		close(done)
 	}()
 	<-done
 	cpu, wall := Now().Since(start)
-	if cpu < 50*time.Millisecond {
-		t.Fatalf("cpu = %v (wall %v) for a goroutine spinning 200ms on another thread", cpu, wall)
+	if cpu < 30*time.Millisecond {
+		t.Fatalf("cpu = %v (wall %v) for a goroutine doing 400 M cycles of work on another thread", cpu, wall)
 	}
 }
 

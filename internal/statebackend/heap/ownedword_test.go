@@ -99,7 +99,10 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 				t.Fatalf("prefFirst %d: OwnedWord found key %d outside the store's key groups", prefFirst, k)
 			}
 		}
-		if found < len(model)*9/10 {
+		// Over 1,300 processes (each with its own hash seeds) the 3,000-key
+		// case found 91.9-97% (mean 94.5%): the floor leaves room for that
+		// tail, which one seed does not reproduce.
+		if found < len(model)*85/100 {
 			t.Fatalf("prefFirst %d: OwnedWord found %d of %d keys", prefFirst, found, len(model))
 		}
 		var some uint64
