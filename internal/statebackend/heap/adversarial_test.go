@@ -99,8 +99,9 @@ func checkSlots[E any](t *testing.T, where string, sl *slots[E], n int) {
 				t.Fatalf("%s: bad ctrl byte %#x at %d", where, c, i)
 			}
 			full++
-			if s.hn == 0 || c != h2(s.hn) {
-				t.Fatalf("%s: slot %d ctrl %#x, hn %#x", where, i, c, s.hn)
+			hn := sl.hashOf(s)
+			if s.hn == 0 || c != h2(hn) || uint32(hn) != s.hn {
+				t.Fatalf("%s: slot %d ctrl %#x, hn %#x, the key's %#x", where, i, c, s.hn, hn)
 			}
 			if s.hn&0xff == longKey {
 				if usedLong[s.w0] {
@@ -110,13 +111,13 @@ func checkSlots[E any](t *testing.T, where string, sl *slots[E], n int) {
 			}
 			// No group between home and here may have an empty byte.
 			gmask := uint64(len(sl.ctrl) - 1)
-			for g := homeGroup(s.hn, gmask); g != uint64(i/8); g = (g + 1) & gmask {
+			for g := homeGroup(hn, gmask); g != uint64(i/8); g = (g + 1) & gmask {
 				if matchEmpty(sl.ctrl[g]) != 0 {
-					t.Fatalf("%s: slot %d (home %d) is behind group %d with an empty byte", where, i, homeGroup(s.hn, gmask), g)
+					t.Fatalf("%s: slot %d (home %d) is behind group %d with an empty byte", where, i, homeGroup(hn, gmask), g)
 				}
 			}
 			// find must reach it.
-			im := keyImage{hn: s.hn, w0: s.w0, w1: s.w1}
+			im := keyImage{hn: hn, w0: s.w0, w1: s.w1}
 			var buf []byte
 			if j := sl.find(&im, sl.key(i, &buf)); j != i {
 				t.Fatalf("%s: find of slot %d's key gives %d", where, i, j)

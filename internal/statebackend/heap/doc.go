@@ -37,6 +37,13 @@
 // is rebuilt whole, snapshot or not.
 // Between snapshots, updating an existing key allocates nothing.
 //
+// A slot keeps the low 32 bits of its entry's version beside 32 bits of
+// its key's hash (a slot of an 8-byte value is 32 bytes, two to a cache
+// line), so a version comes round after 2^32 snapshots: every 2^31
+// snapshots, Snapshot first gives every entry the current version, which
+// the snapshot then makes old (Table.ageVersions, copying the pages a
+// snapshot still shares), so no entry ever looks newer than it is.
+//
 // Two lookups leave the current key alone: Probe/Touch/Probed (the current
 // key's place taken first, so that an operator can load the slots of a run
 // of elements before it updates them) and OwnedWord (an 8-byte key's entry

@@ -40,14 +40,14 @@ func TestOwnedWordMatchesLookup(t *testing.T) {
 			want := tbl.Lookup()
 			if m != nil {
 				memoHits++
-				if m != want || m.ver != s.snapVer {
+				if m != want || slotOf(m).ver != uint32(s.snapVer) {
 					t.Fatalf("prefFirst %d, step %d, key %d: MemoWord's entry is not Lookup's or is shared", prefFirst, step, k)
 				}
 			}
 			switch {
 			case e != nil && e != want:
 				t.Fatalf("prefFirst %d, step %d, key %d: OwnedWord's entry is not Lookup's", prefFirst, step, k)
-			case e != nil && e.ver != s.snapVer:
+			case e != nil && slotOf(e).ver != uint32(s.snapVer):
 				t.Fatalf("prefFirst %d, step %d, key %d: OwnedWord returned an entry a snapshot shares", prefFirst, step, k)
 			case e != nil && e.Val != model[k]:
 				t.Fatalf("prefFirst %d, step %d, key %d: value %d, want %d", prefFirst, step, k, e.Val, model[k])
@@ -155,7 +155,7 @@ func TestMemoWordForgetsDeletedKey(t *testing.T) {
 	}
 	tbl.Delete()
 	if m := tbl.MemoWord(a); m != nil {
-		t.Fatalf("MemoWord found the deleted key (value %d, version %d)", m.Val, m.ver)
+		t.Fatalf("MemoWord found the deleted key (value %d, version %d)", m.Val, slotOf(m).ver)
 	}
 	// Another key into the freed slot: try keys until one lands there.
 	for b := uint64(100); b < 10000; b++ {

@@ -168,13 +168,31 @@ func prefAt(hn uint64) uint64 { return (hn >> 54) & 7 }
 func byteAt(m uint64) uint64 { return uint64(bits.TrailingZeros64(m)) / 8 }
 
 // slot is one place of a table: the key's image and the entry. For an
-// 8-byte value (and no TTL) it is 40 bytes, so a lookup reads one or two
-// adjacent cache lines. A long key is kept in slots.long, and w0 is its
-// index there, so that slots stay small. A free slot is all zero.
+// 8-byte value (and no TTL) it is 32 bytes, two to a cache line and never
+// across two (with a 64-bit hash and version it was 40: half the slots
+// spanned two lines, and the table was a quarter larger;
+// docs/benchmarks.md, "Window path (issue 12)"). A long key is kept in
+// slots.long, and w0 is its index there, so that slots stay small. A free
+// slot is all zero.
+//
+// The slot keeps the low half of the image's hash word, its length byte
+// and 24 bits of hash: enough to tell most other keys apart before the
+// words are compared; what a lookup needs of the rest (home group,
+// preferred place, control byte) comes from the key's own image, and
+// rebuilt recomputes the whole word from the key (hashOf).
 type slot[E any] struct {
-	hn     uint64 // 0: free
+	hn     uint32 // uint32(keyImage.hn); 0: free
+	ver    uint32 // see Table.owned
 	w0, w1 uint64 // as in keyImage
 	e      Entry[E]
+}
+
+// hashOf returns the hash word (keyImage.hn) of the key in sl.
+func (t *slots[E]) hashOf(sl *slot[E]) uint64 {
+	if sl.hn&0xff == longKey {
+		return maphash.String(hashSeed, t.long[sl.w0])<<8 | longKey
+	}
+	return shortImage(sl.w0, sl.w1, int(sl.hn&0xff)).hn
 }
 
 // pageBits sets the slots per page: a snapshot shares a table's pages, and
@@ -245,7 +263,7 @@ func (t *slots[E]) writable(i int, ver uint64) *slot[E] {
 func (t *slots[E]) key(i int, scratch *[]byte) []byte {
 	sl := t.at(i)
 	if sl.hn&0xff != longKey {
-		*scratch = appendShort((*scratch)[:0], sl.hn, sl.w0, sl.w1)
+		*scratch = appendShort((*scratch)[:0], uint64(sl.hn), sl.w0, sl.w1)
 		return *scratch
 	}
 	l := t.long[sl.w0]
@@ -265,7 +283,7 @@ func (t *slots[E]) find(im *keyImage, k []byte) int {
 		for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
 			i := int(g*8 + byteAt(m))
 			sl := t.at(i)
-			if sl.hn != im.hn {
+			if sl.hn != uint32(im.hn) {
 				continue
 			}
 			if long && t.long[sl.w0] == string(k) || !long && sl.w0 == im.w0 && sl.w1 == im.w1 {
@@ -319,7 +337,7 @@ func (t *slots[E]) rebuilt(size int, ver uint64) slots[E] {
 	for _, pg := range t.pages {
 		for i := range pg {
 			if pg[i].hn != 0 {
-				*nt.at(nt.place(pg[i].hn)) = pg[i]
+				*nt.at(nt.place(t.hashOf(&pg[i]))) = pg[i]
 			}
 		}
 	}
@@ -353,7 +371,7 @@ func (t *slots[E]) place(hn uint64) int {
 func (t *slots[E]) insert(im *keyImage, k []byte, ver uint64) int {
 	i := t.place(im.hn)
 	sl := t.writable(i, ver)
-	sl.hn, sl.w0, sl.w1 = im.hn, im.w0, im.w1
+	sl.hn, sl.w0, sl.w1 = uint32(im.hn), im.w0, im.w1
 	if im.hn&0xff == longKey {
 		if n := len(t.free); n > 0 {
 			sl.w0, t.free = t.free[n-1], t.free[:n-1]

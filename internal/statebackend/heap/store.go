@@ -65,6 +65,7 @@ type erased interface {
 	source(now int64) snapshot.Source
 	restore(kg int, mapKey []byte, e snapshot.Entry, restoredTS bool) error
 	reserve(kg, n int)
+	ageVersions(v uint64)
 	Probe(p *Probe) bool
 	Touch(p *Probe) uint64
 	Len() int
@@ -293,10 +294,22 @@ func (s *Store) Entries() int {
 	return n
 }
 
+// verAge masks the snapshot versions at which Snapshot ages every
+// entry's version first (Table.ageVersions): once every 2^31, half the
+// round of the 32 bits a slot keeps.
+const verAge = 1<<31 - 1
+
 // Snapshot freezes every table (see the package doc) and returns sources
 // that can be written from another goroutine. Expired TTL entries (by now)
 // are left out.
 func (s *Store) Snapshot() []snapshot.Source {
+	if (s.snapVer+1)&verAge == 0 {
+		// Slots keep 32 bits of version (Table.owned): every 2^31
+		// snapshots, age them all.
+		for _, t := range s.list {
+			t.ageVersions(s.snapVer)
+		}
+	}
 	s.snapVer++
 	now := s.clock.NowMillis()
 	var out []snapshot.Source

@@ -2,6 +2,7 @@ package heap
 
 import (
 	"math/bits"
+	"slices"
 	"unsafe"
 
 	"github.com/weirhq/weir/internal/snapshot"
@@ -9,9 +10,47 @@ import (
 
 // Entry is the state of one key (and namespace) in one table.
 // TTL timestamps are part of E where a state has TTL.
+//
+// An Entry lives in a table's slot, whose header holds its version (see
+// Table.owned): a pointer to an Entry is only ever one into a slot.
 type Entry[E any] struct {
 	Val E
-	ver uint64 // store snapshot version this entry was created at; older entries are shared with a snapshot
+}
+
+// slotOf returns the slot holding e.
+func slotOf[E any](e *Entry[E]) *slot[E] {
+	var sl slot[E]
+	return (*slot[E])(unsafe.Add(unsafe.Pointer(e), -int(unsafe.Offsetof(sl.e))))
+}
+
+// ageVersions gives every entry version v, which must be the store's
+// current one, just before a snapshot makes it older: then no entry's
+// version (the low 32 bits of one) is equal to one of the next 2^31
+// snapshots'. It writes only pages it owns, copying those a snapshot
+// shares, as a first write after a snapshot does; the lookup cache and
+// the memo, which may name entries of the copied pages, are emptied.
+func (t *Table[E]) ageVersions(v uint64) {
+	for idx := range t.groups {
+		if t.groups[idx].t.size() == 0 {
+			continue
+		}
+		g := t.own(idx, false)
+		for p := range g.t.pages {
+			if g.t.pver[p] != v {
+				g.t.pages[p] = slices.Clone(g.t.pages[p])
+				g.t.pver[p] = v
+			}
+			pg := g.t.pages[p]
+			for i := range pg {
+				if pg[i].hn != 0 {
+					pg[i].ver = uint32(v)
+				}
+			}
+		}
+		g.t.setP0()
+	}
+	t.forget()
+	t.last, t.lastEpoch = nil, 0
 }
 
 // group is one key group's table.
@@ -117,7 +156,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 		if t.keys > t.prefFirst {
 			// A table larger than the caches: the preferred slot's
 			// address needs no load, and most keys are there.
-			if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+			if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
 				e = &sl.e
 				goto found
 			}
@@ -127,7 +166,7 @@ func (t *Table[E]) lookup() *Entry[E] {
 			w := ctrl[gi]
 			for m := matchByte(w, h2(im.hn)); m != 0; m &= m - 1 {
 				sl := g.t.atFrom(p0, int(gi*8+byteAt(m)))
-				if sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+				if sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
 					e = &sl.e
 					break probe
 				}
@@ -183,7 +222,7 @@ func (t *Table[E]) MemoWord(k0 uint64) *Entry[E] {
 	// The version check repeats what the snapshot's emptying of the memo
 	// ensures (either alone keeps shared entries out); it costs nothing
 	// beside the load of the entry the caller makes anyway.
-	if e := m.e; m.k0 == k0 && e != nil && e.ver == t.s.snapVer && len(t.s.ns) == 0 {
+	if e := m.e; m.k0 == k0 && e != nil && slotOf(e).ver == uint32(t.s.snapVer) && len(t.s.ns) == 0 {
 		return e
 	}
 	return nil
@@ -264,12 +303,12 @@ func (t *Table[E]) ownedWord(kg int, k0 uint64) *slot[E] {
 	home := homeGroup(im.hn, uint64(len(ctrl)-1))
 	p0 := g.t.p0
 	if t.keys > t.prefFirst { // as in lookup
-		if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+		if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
 			return t.ownedSlot(sl)
 		}
 	}
 	for m := matchByte(ctrl[home], h2(im.hn)); m != 0; m &= m - 1 {
-		if sl := g.t.atFrom(p0, int(home*8+byteAt(m))); sl.hn == im.hn && sl.w0 == im.w0 && sl.w1 == im.w1 {
+		if sl := g.t.atFrom(p0, int(home*8+byteAt(m))); sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
 			return t.ownedSlot(sl)
 		}
 	}
@@ -319,14 +358,19 @@ func (t *Table[E]) Probe(p *Probe) bool {
 	return true
 }
 
-// Touch loads the first and last words of the slots p names (a 40-byte
-// slot may span two cache lines) and returns their sum (keep it
+// Touch loads the first and last words of the slots p names (a slot of
+// a large value may span two cache lines) and returns their sum (keep it
 // somewhere, so that the loads are not dropped); what they hold means
 // nothing. p must be of this table, probed since it last changed.
 func (t *Table[E]) Touch(p *Probe) uint64 {
 	g := &t.groups[p.kg]
 	a, b := g.t.at(int(p.a)), g.t.at(int(p.b))
-	return a.hn + a.e.ver + b.hn + b.e.ver
+	return a.w0 + lastWord(a) + b.w0 + lastWord(b)
+}
+
+// lastWord loads the last 8 bytes of sl.
+func lastWord[E any](sl *slot[E]) uint64 {
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(sl), unsafe.Sizeof(*sl)-8))
 }
 
 // Probed returns the entry of the key p was taken for, ready to be
@@ -338,12 +382,12 @@ func (t *Table[E]) Probed(p *Probe) *Entry[E] {
 	g := &t.groups[p.kg]
 	n := int32(g.t.size())
 	if p.a < n {
-		if sl := g.t.at(int(p.a)); sl.hn == p.im.hn && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
+		if sl := g.t.at(int(p.a)); sl.hn == uint32(p.im.hn) && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
 			return t.owned(&sl.e)
 		}
 	}
 	if p.b != p.a && p.b < n {
-		if sl := g.t.at(int(p.b)); sl.hn == p.im.hn && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
+		if sl := g.t.at(int(p.b)); sl.hn == uint32(p.im.hn) && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
 			return t.owned(&sl.e)
 		}
 	}
@@ -352,7 +396,7 @@ func (t *Table[E]) Probed(p *Probe) *Entry[E] {
 
 // ownedSlot is owned for a slot.
 func (t *Table[E]) ownedSlot(sl *slot[E]) *slot[E] {
-	if sl.e.ver == t.s.snapVer {
+	if sl.ver == uint32(t.s.snapVer) {
 		return sl
 	}
 	return nil
@@ -360,8 +404,13 @@ func (t *Table[E]) ownedSlot(sl *slot[E]) *slot[E] {
 
 // owned returns e if it was created or copied since the last snapshot
 // (so that its page is owned too), else nil.
+//
+// A slot keeps the low 32 bits of the version its entry was written at,
+// so an entry untouched for a multiple of 2^32 snapshots would look
+// written now: Store.Snapshot rewrites every slot's version before its
+// low half wraps around (ageVersions).
 func (t *Table[E]) owned(e *Entry[E]) *Entry[E] {
-	if e.ver == t.s.snapVer {
+	if slotOf(e).ver == uint32(t.s.snapVer) {
 		return e
 	}
 	return nil
@@ -370,7 +419,7 @@ func (t *Table[E]) owned(e *Entry[E]) *Entry[E] {
 // Writable returns e, the current key's entry from Lookup, ready to be
 // modified in place: e itself unless a snapshot shares it.
 func (t *Table[E]) Writable(e *Entry[E]) *Entry[E] {
-	if e.ver == t.s.snapVer {
+	if slotOf(e).ver == uint32(t.s.snapVer) {
 		// Created or copied since the last snapshot, so its page is
 		// owned too: nothing shares it.
 		return e
@@ -385,8 +434,9 @@ func (t *Table[E]) writable() *Entry[E] {
 	s := t.s
 	g := t.own(s.kgIdx, false)
 	im := s.image() // before reading cur, which image may build
-	ne := &g.t.writable(g.t.find(im, s.cur), s.snapVer).e
-	ne.Val, ne.ver = t.ops.Clone(ne.Val), s.snapVer
+	sl := g.t.writable(g.t.find(im, s.cur), s.snapVer)
+	ne := &sl.e
+	ne.Val, sl.ver = t.ops.Clone(ne.Val), uint32(s.snapVer)
 	t.last, t.lastEpoch = ne, s.epoch
 	return ne
 }
@@ -412,8 +462,9 @@ func (t *Table[E]) Insert() *Entry[E] {
 
 func (t *Table[E]) insert(idx int, im *keyImage, k []byte) *Entry[E] {
 	g := t.own(idx, true)
-	e := &g.t.at(g.t.insert(im, k, t.s.snapVer)).e
-	e.ver = t.s.snapVer
+	sl := g.t.at(g.t.insert(im, k, t.s.snapVer))
+	sl.ver = uint32(t.s.snapVer)
+	e := &sl.e
 	g.n++
 	t.keys++
 	if t.keys&(t.keys-1) == 0 { // at powers of two
@@ -476,9 +527,10 @@ func (t *Table[E]) restore(kg int, mk []byte, se snapshot.Entry, restoredTTL boo
 	var e *Entry[E]
 	if i := t.groups[idx].t.find(&im, mk); i >= 0 {
 		g := t.own(idx, false)
-		if e = &g.t.writable(i, t.s.snapVer).e; e.ver != t.s.snapVer {
+		sl := g.t.writable(i, t.s.snapVer)
+		if e = &sl.e; sl.ver != uint32(t.s.snapVer) {
 			// Restore may modify the value in place.
-			e.Val, e.ver = t.ops.Clone(e.Val), t.s.snapVer
+			e.Val, sl.ver = t.ops.Clone(e.Val), uint32(t.s.snapVer)
 		}
 	} else {
 		e = t.insert(idx, &im, mk)

@@ -98,9 +98,16 @@ func TestTableAgainstModel(t *testing.T) {
 }
 
 func testTableAgainstModel(t *testing.T, rng keygroup.Range, parts []keygroup.Range, prefFirst bool) {
+	testTableAgainstModelFrom(t, rng, parts, prefFirst, 0)
+}
+
+// testTableAgainstModelFrom is testTableAgainstModel from snapshot
+// version ver.
+func testTableAgainstModelFrom(t *testing.T, rng keygroup.Range, parts []keygroup.Range, prefFirst bool, ver uint64) {
 	r := testseed.Rand(t, 0)
 	meta := snapshot.StateMeta{Name: "list", Kind: snapshot.KindValue}
 	s := NewStore(rng, 128, clock.NewManual(0))
+	fastForward(s, ver)
 	tbl, err := NewTable(s, meta, listOps())
 	if err != nil {
 		t.Fatal(err)
@@ -455,4 +462,58 @@ func TestTouchCurrentDoesNotAllocate(t *testing.T) {
 		t.Fatalf("TouchCurrent: %.1f allocations per call", a)
 	}
 	_ = sum
+}
+
+// fastForward stands for snapshots taken and dropped until the store's
+// version is v (none of them takes place: no entry changes).
+func fastForward(s *Store, v uint64) { s.snapVer = v }
+
+// TestVersionsComeRound: a slot keeps 32 bits of the snapshot version,
+// so a version comes round after 2^32 snapshots; Store.Snapshot ages
+// every slot's version every 2^31 snapshots, before that can make an old
+// entry look written since the last snapshot (and then modified in place
+// under a snapshot that shares it). Snapshots fast-forwarded through
+// whole rounds of versions, each up to the next aging: an entry untouched
+// since a snapshot that is still being read is copied on its first write,
+// and the snapshot reads as it was taken. (Without the aging, this fails.)
+// The model test then runs across an aging.
+func TestVersionsComeRound(t *testing.T) {
+	rng := keygroup.Range{Start: 0, End: 1}
+	for _, rounds := range []int{1, 2, 3, 5} { // aging steps of 2^31 versions
+		s := NewStore(rng, 128, clock.NewManual(0))
+		fastForward(s, 5)
+		tbl, err := NewTable(s, snapshot.StateMeta{Name: "list", Kind: snapshot.KindValue}, listOps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := map[string][]int64{}
+		for k := range 50 { // enough keys for several pages
+			key := []byte{byte(k)}
+			s.SetCurrentKey(key, k%2)
+			tbl.Insert().Val = []int64{int64(k)}
+			model[modelKey(k%2, key, nil)] = []int64{int64(k)}
+		}
+		first := takeSnapshot(s, model) // version 6; the entries' is 5
+		for r := 1; r <= rounds; r++ {
+			fastForward(s, uint64(r)<<31-1)
+			s.Snapshot() // ages every entry, then version r<<31
+		}
+		// The version of the entries' 32 bits again (5 + 2^32 for two
+		// rounds and more), or not (one round): writing each in place must
+		// not change the first snapshot.
+		fastForward(s, 5+1<<32-1)
+		if rounds == 1 {
+			fastForward(s, 1<<31+4)
+		}
+		s.Snapshot()
+		for k := range 50 {
+			s.SetCurrentKey([]byte{byte(k)}, k%2)
+			e := tbl.Writable(tbl.Lookup())
+			e.Val[0] = -1
+		}
+		checkSnapshot(t, rounds, rng, first)
+	}
+	t.Run("model", func(t *testing.T) {
+		testTableAgainstModelFrom(t, keygroup.Range{Start: 3, End: 10}, []keygroup.Range{{Start: 3, End: 6}, {Start: 7, End: 10}}, false, 1<<31-30)
+	})
 }
