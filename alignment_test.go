@@ -321,7 +321,16 @@ func TestAlignedSourceWaitsAndStaysResponsive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Until the fast source has emitted and stopped (not a fixed time: a
+	// loaded machine may take longer to start the job).
+	for deadline, last := time.Now().Add(20*time.Second), int64(-1); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		n := got.Load()
+		if n > 0 && n == last {
+			break
+		}
+		last = n
+	}
 	polls, cps, records := fastPolls.Load(), checkpoints.Load(), got.Load()
 	time.Sleep(300 * time.Millisecond)
 	if p := fastPolls.Load(); p != polls {

@@ -185,10 +185,16 @@ func TestProcessResumeSkipsCorruptCheckpoint(t *testing.T) {
 	args := []string{"run", "keyed-count", "--input", in, "--output", out, "--checkpoint-dir", ck, "--checkpoint-interval", "100ms",
 		"--retained", "3", "--rate", "2000", "--parallelism", "2", "--rest-address", "", "--from", "latest"}
 	pr := startWeir(t, "", args...)
-	time.Sleep(1200 * time.Millisecond)
+	// Killed once two checkpoints completed, however long the start took
+	// (a fixed 1.2 s sleep assumed an idle machine).
+	var metas []string
+	for deadline := time.Now().Add(30 * time.Second); len(metas) < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		metas, _ = filepath.Glob(filepath.Join(ck, "*", "chk-*", "_metadata"))
+	}
 	pr.cmd.Process.Signal(syscall.SIGKILL)
 	pr.wait(t, 30*time.Second)
-	metas, _ := filepath.Glob(filepath.Join(ck, "*", "chk-*", "_metadata"))
+	metas, _ = filepath.Glob(filepath.Join(ck, "*", "chk-*", "_metadata"))
 	if len(metas) < 2 {
 		t.Fatalf("want at least 2 retained checkpoints, found %v", metas)
 	}
