@@ -61,8 +61,11 @@ func TestCrashWindows(t *testing.T) {
 		brokers := cluster(t)
 		dir := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWindows$")
+		// Its own TMPDIR: the killed child cannot remove its job's
+		// temporary state directory (each run left one in /tmp); the
+		// test's cleanup does.
 		cmd.Env = append(os.Environ(), "KAFKA_SINK_CRASH_CHILD=1", "KAFKA_SINK_BROKERS="+strings.Join(brokers, ","),
-			"KAFKA_SINK_CK="+dir, crashpoint.EnvVar+"="+point)
+			"KAFKA_SINK_CK="+dir, crashpoint.EnvVar+"="+point, "TMPDIR="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(err.Error(), "signal: killed") {
 			t.Fatalf("%s: the child was not killed at the crash point (%v):\n%s", point, err, out)
