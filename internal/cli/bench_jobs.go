@@ -41,7 +41,7 @@ func benchJobCheck(fs *flag.FlagSet, name string, f benchJobFlags) error {
 	if err := onlyFlags(fs, "bench "+name, "events", "parallelism", "keys", "backend", "cpuprofile"); err != nil {
 		return err
 	}
-	if *f.keys == 0 {
+	if !setFlag(fs, "keys") { // an explicit --keys 0 is an error below
 		*f.keys = 100_000
 		if name == "keyed" {
 			*f.keys = 10_000

@@ -32,6 +32,7 @@ func TestBenchJobsFlagValidation(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "keyed", "--keys", "-1"}, "--keys must be between 1 and 1000000000, got -1"},
+		{[]string{"bench", "window", "--keys", "0"}, "--keys must be between 1 and 1000000000, got 0"},
 		{[]string{"bench", "window", "--keys", "1000000001"}, "--keys must be between 1 and 1000000000"},
 		{[]string{"bench", "keyed", "--backend", "rocksdb"}, `--backend "rocksdb": want hashmap or pebble`},
 		{[]string{"bench", "intervaljoin", "--events", "0"}, "--events must be at least 1"},

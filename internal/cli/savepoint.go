@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -42,7 +41,7 @@ func savepointClient(name string, args []string, stop bool) (*rest.Client, strin
 		return nil, "", f, err
 	}
 	if restAddr != "" {
-		if setFlagNamed(fs, "address") {
+		if setFlag(fs, "address") {
 			return nil, "", f, usagef("give --address or --rest-address, not both")
 		}
 		if err := checkAddress("rest-address", restAddr); err != nil {
@@ -59,12 +58,6 @@ func savepointClient(name string, args []string, stop bool) (*rest.Client, strin
 		return nil, "", f, usagef("--format must be canonical or native, got %q", f.format)
 	}
 	return c, strings.TrimSpace(pos[0]), f, nil
-}
-
-func setFlagNamed(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // takeSavepoint runs weir savepoint <job-id> [--dir URL]: it triggers a
