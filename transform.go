@@ -2,11 +2,13 @@ package weir
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/weirhq/weir/codec"
 
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/shortkey"
 )
 
 // Map applies f to every element.
@@ -98,7 +100,11 @@ func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataS
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		op := &reduceOp[K, T]{f: f, key: ks.key, out: out.(operator.Input[T]), ctx: ctx}
 		if ctx.Mode == operator.Batch {
-			op.batch = map[K]int{}
+			if reflect.TypeFor[K]().Kind() == reflect.String {
+				op.strs = new(shortkey.Index)
+			} else {
+				op.batch = map[K]int{}
+			}
 		} else {
 			if ks.keyCodec == nil {
 				return operator.Instance{}, fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for the key: %w (use KeyByWithCodec)", ks.codecErr)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"unsafe"
+
+	"github.com/weirhq/weir/internal/shortkey"
 )
 
 // inlineKey is how many bytes of map key a slot holds in place. Longer keys
@@ -65,7 +67,7 @@ func imageOf(k []byte) keyImage {
 	if len(k) > inlineKey {
 		return keyImage{hn: maphash.Bytes(hashSeed, k)<<8 | longKey}
 	}
-	w0, w1 := words(k)
+	w0, w1 := shortkey.Words(k)
 	return shortImage(w0, w1, len(k))
 }
 
@@ -74,16 +76,8 @@ func imageOf(k []byte) keyImage {
 func plainImage(key []byte) keyImage {
 	n := len(key)
 	// The map key is key's bytes one byte later.
-	k0, k1 := words(key)
+	k0, k1 := shortkey.Words(key)
 	return shortImage(uint64(n)|k0<<8, k0>>56|k1<<8, n+1)
-}
-
-// words loads up to inlineKey bytes as little-endian words, zero-padded.
-func words(k []byte) (w0, w1 uint64) {
-	if len(k) > 8 {
-		return le64(k), tail(k[8:])
-	}
-	return tail(k), 0
 }
 
 func shortImage(w0, w1 uint64, n int) keyImage {
@@ -95,24 +89,6 @@ func shortImage(w0, w1 uint64, n int) keyImage {
 	// keys are spread, for every seed.
 	h := mix(mix(w0^seed0, w1^seed1^uint64(n)*seed2)^seed3, seed4)
 	return keyImage{hn: h<<8 | uint64(n), w0: w0, w1: w1}
-}
-
-func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
-
-// tail loads up to 8 bytes as a little-endian word, zero-padded, with no
-// stores (a byte-wise copy into a word and reading it back stalls store
-// forwarding; this is on every state access).
-func tail(b []byte) uint64 {
-	switch n := len(b); {
-	case n >= 8:
-		return le64(b)
-	case n >= 4:
-		// Two overlapping 4-byte loads; the overlap ORs equal bytes.
-		return uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(8*(n-4))
-	case n > 0:
-		return uint64(b[0]) | uint64(b[n/2])<<(8*(n/2)) | uint64(b[n-1])<<(8*(n-1))
-	}
-	return 0
 }
 
 // appendShort appends the map key of a short image with words w0, w1 and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/shortkey"
 	"github.com/weirhq/weir/internal/snapshot"
 )
 
@@ -98,7 +99,7 @@ func (s *Store) SetCurrentKey(key []byte, kg int) {
 		// Every record of a keyed operator comes here: the image is all
 		// the tables need, and cur is built only if asked for.
 		n := len(key)
-		k0, k1 := words(key)
+		k0, k1 := shortkey.Words(key)
 		s.kw0, s.kw1, s.keyEnd = uint64(n)|k0<<8, k0>>56|k1<<8, n+1
 		if n+1+len(s.ns) <= inlineKey {
 			s.im, s.imEpoch = s.shortNsImage(), s.epoch
@@ -185,7 +186,7 @@ func (s *Store) materialize() {
 func (s *Store) SetCurrentNamespace(ns []byte) {
 	if s.keyShort && s.keyEnd+len(ns) <= inlineKey {
 		s.ns = append(s.ns[:0], ns...)
-		s.nw0, s.nw1 = words(ns)
+		s.nw0, s.nw1 = shortkey.Words(ns)
 		s.epoch++
 		s.im, s.imEpoch = s.shortNsImage(), s.epoch
 		s.curStale = true
@@ -194,7 +195,7 @@ func (s *Store) SetCurrentNamespace(ns []byte) {
 	s.materialize()
 	s.ns = append(s.ns[:0], ns...)
 	if len(ns) <= inlineKey {
-		s.nw0, s.nw1 = words(ns)
+		s.nw0, s.nw1 = shortkey.Words(ns)
 	}
 	s.cur = append(s.cur[:s.keyEnd], ns...)
 	s.epoch++
