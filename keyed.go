@@ -2,10 +2,12 @@ package weir
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/prefetch"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
@@ -194,13 +196,14 @@ type keyedProcessOp[K comparable, T, U any] struct {
 	// (runs), the heap backend (heap) and, at the last watermark, at
 	// least holdMinEntries entries in its tables (hold), elements are held
 	// back in runs of up to runLen, and the places in every table where
-	// their keys' entries probably are are touched before the first is
+	// their keys' entries probably are are prefetched before the first is
 	// processed, so that the cache misses of a run overlap.
-	runs    bool
-	hold    bool
-	heap    *heap.Store
-	pend    []pending[K, T]
-	touched uint64
+	runs   bool
+	hold   bool
+	heap   *heap.Store
+	pend   []pending[K, T]
+	runLen int       // runLenFor
+	lines  []uintptr // EndRun's prefetches
 }
 
 func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
@@ -211,7 +214,8 @@ func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
 		o.runs = false
 	}
 	if o.runs {
-		o.pend = make([]pending[K, T], 0, runLen)
+		o.runLen = runLenFor(unsafe.Sizeof(pending[K, T]{}), o.heap.SlotBytes())
+		o.pend = make([]pending[K, T], 0, o.runLen)
 	}
 	o.setHold() // a restored state may be large
 	return nil
@@ -226,7 +230,7 @@ func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
 	o.col.ctx.Enter()
 	if o.hold {
 		o.pend = append(o.pend, pending[K, T]{v: v, ts: ts, key: o.key(v)})
-		if len(o.pend) == runLen {
+		if len(o.pend) == o.runLen {
 			o.EndRun()
 		}
 		return
@@ -249,12 +253,13 @@ func (o *keyedProcessOp[K, T, U]) EndRun() {
 		return
 	}
 	o.col.ctx.Enter()
-	var sum uint64
+	lines := o.lines[:0]
 	for i := range o.pend {
 		o.core.SetKey(o.pend[i].key)
-		sum += o.heap.TouchCurrent()
+		lines = o.heap.CurrentLines(lines)
 	}
-	o.touched += sum
+	prefetch.Lines(lines)
+	o.lines = lines
 	for i := range o.pend {
 		p := &o.pend[i]
 		o.processElement(p.v, p.ts, p.key)

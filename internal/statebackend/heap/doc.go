@@ -44,9 +44,9 @@
 // the snapshot then makes old (Table.ageVersions, copying the pages a
 // snapshot still shares), so no entry ever looks newer than it is.
 //
-// Two lookups leave the current key alone: Probe/Touch/Probed (the current
-// key's place taken first, so that an operator can load the slots of a run
-// of elements before it updates them) and OwnedWord (an 8-byte key's entry
+// Two lookups leave the current key alone: Probe/Lines/Probed (the current
+// key's place taken first, so that an operator can prefetch the slots of a
+// run of elements before it updates them) and OwnedWord (an 8-byte key's entry
 // from its key group and word, for an operator whose function reads no
 // state). Both return only entries no snapshot shares. A Probe names slots
 // by index, so a table that grew or copied a page since it was taken is

@@ -54,7 +54,7 @@ type Store struct {
 	tables  map[string]erased
 	list    []erased        // the tables in order of registration
 	pending map[string]*raw // restored states not registered yet
-	// probe is TouchCurrent's scratch: a local one escaped to the heap
+	// probe is CurrentLines' scratch: a local one escaped to the heap
 	// through the erased interface, an allocation per element.
 	probe Probe
 	_     [64]byte
@@ -68,7 +68,8 @@ type erased interface {
 	reserve(kg, n int)
 	ageVersions(v uint64)
 	Probe(p *Probe) bool
-	Touch(p *Probe) uint64
+	Lines(dst []uintptr, p *Probe) []uintptr
+	SlotBytes() uintptr
 	Len() int
 }
 
@@ -268,21 +269,30 @@ func (s *Store) image() *keyImage {
 	return &s.im
 }
 
-// TouchCurrent loads, in each of the store's tables, the slots where a
-// lookup of the current key and namespace probably finds its entry
-// (Table.Probe, Table.Touch), and returns the sum of what it read (keep
-// it, so that the loads are not dropped): for an operator that does not
-// know which of its function's states an element will read, touching the
-// keys of a run of elements first makes their cache misses overlap.
-func (s *Store) TouchCurrent() uint64 {
+// CurrentLines appends to dst, for each of the store's tables, the cache
+// lines of the slots where a lookup of the current key and namespace
+// probably finds its entry (Table.Probe, Table.Lines), and returns it: for
+// an operator that does not know which of its function's states an
+// element will read, prefetching the lines of a run of elements' keys
+// first makes their cache misses overlap.
+func (s *Store) CurrentLines(dst []uintptr) []uintptr {
 	p := &s.probe
-	var sum uint64
 	for _, t := range s.list {
 		if t.Probe(p) {
-			sum += t.Touch(p)
+			dst = t.Lines(dst, p)
 		}
 	}
-	return sum
+	return dst
+}
+
+// SlotBytes is the sum of the slot sizes of the store's tables: what
+// CurrentLines names per key, give or take a cache line per table.
+func (s *Store) SlotBytes() uintptr {
+	var n uintptr
+	for _, t := range s.list {
+		n += t.SlotBytes()
+	}
+	return n
 }
 
 // Entries is the number of entries of all keys and namespaces in all the

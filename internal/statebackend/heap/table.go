@@ -321,10 +321,11 @@ func (t *Table[E]) ownedWord(kg int, k0 uint64) *slot[E] {
 // computes, for the current key, where the entry probably is (the key's
 // preferred place, which lookup reads first, and the first slot of its
 // home group whose control byte matches, if another) from the key's
-// control word, not the slots; Table.Touch loads those slots; Table.Probed
+// control word, not the slots; Table.Lines names those slots' cache lines,
+// for the caller to prefetch; Table.Probed
 // returns the entry if it is in one of them. (The table of 100,000 keys
 // is larger than the L2 cache: a lookup is a miss, and misses of a run
-// overlap only if their loads come before the lookups.)
+// overlap only if they are started before the lookups.)
 //
 // A Probe names slots by key group and index, not by address (it holds no
 // pointer, so writing one costs no write barrier), and it needs no
@@ -358,19 +359,27 @@ func (t *Table[E]) Probe(p *Probe) bool {
 	return true
 }
 
-// Touch loads the first and last words of the slots p names (a slot of
-// a large value may span two cache lines) and returns their sum (keep it
-// somewhere, so that the loads are not dropped); what they hold means
-// nothing. p must be of this table, probed since it last changed.
-func (t *Table[E]) Touch(p *Probe) uint64 {
+// Lines appends to dst the addresses of the cache lines of the slots p
+// names, for prefetch.Lines, and returns it. p must be of this table,
+// probed since it last changed.
+func (t *Table[E]) Lines(dst []uintptr, p *Probe) []uintptr {
 	g := &t.groups[p.kg]
 	a, b := g.t.at(int(p.a)), g.t.at(int(p.b))
-	return a.w0 + lastWord(a) + b.w0 + lastWord(b)
+	dst = slotLines(dst, a)
+	if b != a {
+		dst = slotLines(dst, b)
+	}
+	return dst
 }
 
-// lastWord loads the last 8 bytes of sl.
-func lastWord[E any](sl *slot[E]) uint64 {
-	return *(*uint64)(unsafe.Add(unsafe.Pointer(sl), unsafe.Sizeof(*sl)-8))
+// slotLines appends the address of each cache line sl spans.
+func slotLines[E any](dst []uintptr, sl *slot[E]) []uintptr {
+	const line = 64
+	at := uintptr(unsafe.Pointer(sl))
+	for l, end := at&^(line-1), at+unsafe.Sizeof(*sl); l < end; l += line {
+		dst = append(dst, l)
+	}
+	return dst
 }
 
 // Probed returns the entry of the key p was taken for, ready to be
@@ -508,6 +517,10 @@ func (t *Table[E]) own(idx int, adding bool) *group[E] {
 
 // Len returns the number of keys (with namespace) in the table.
 func (t *Table[E]) Len() int { return t.keys }
+
+// SlotBytes is the size of the table's slots: what Lines names for one
+// slot, give or take a cache line.
+func (t *Table[E]) SlotBytes() uintptr { return unsafe.Sizeof(slot[E]{}) }
 
 // reserve makes room in key group kg for n more keys at once, so that a
 // restore does not grow the table step by step (each step rehashes it).

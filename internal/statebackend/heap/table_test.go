@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -338,7 +339,6 @@ func TestProbe(t *testing.T) {
 		if !tbl.Probe(&probes[k]) {
 			t.Fatalf("key %d: no probe", k)
 		}
-		tbl.Touch(&probes[k])
 	}
 	check := func(what string, snapshotted, stale bool) {
 		t.Helper()
@@ -417,7 +417,6 @@ func TestProbeFull(t *testing.T) {
 		if !tbl.Probe(&p) {
 			t.Fatalf("key %d: no probe", k)
 		}
-		tbl.Touch(&p)
 		set(n + k) // another key is current
 		if e := tbl.Probed(&p); e != nil {
 			if e.Val != int64(k) {
@@ -434,34 +433,79 @@ func TestProbeFull(t *testing.T) {
 		set(k)
 		var p Probe
 		tbl.Probe(&p)
-		if tbl.Touch(&p); tbl.Probed(&p) != nil {
+		if tbl.Probed(&p) != nil {
 			t.Fatalf("absent key %d: Probed found an entry", k)
 		}
 	}
 }
 
-// TouchCurrent runs once per element of a keyed process function's run:
-// it must not allocate (its probe once escaped through the erased tables).
-func TestTouchCurrentDoesNotAllocate(t *testing.T) {
+// CurrentLines runs once per element of a keyed process function's run:
+// it must not allocate (its probe once escaped through the erased
+// tables), and the lines it names must hold the entry that Probed then
+// finds, whole (an entry of a large value spans several lines).
+func TestCurrentLinesNamesTheEntry(t *testing.T) {
 	s := NewStore(keygroup.Range{Start: 0, End: 3}, 128, clock.NewManual(0))
 	tbl, err := NewTable(s, snapshot.StateMeta{Name: "p", Kind: snapshot.KindValue}, Ops[int64]{Clone: func(v int64) int64 { return v }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := NewTable(s, snapshot.StateMeta{Name: "big", Kind: snapshot.KindValue}, Ops[[200]byte]{Clone: func(v [200]byte) [200]byte { return v }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := range uint64(100) {
 		s.SetCurrentKeyWord(k, int(k%4))
 		tbl.Insert().Val = int64(k)
+		big.Insert().Val[0] = byte(k)
+	}
+	lines := make([]uintptr, 0, 64)
+	found := 0
+	for k := range uint64(100) {
+		s.SetCurrentKeyWord(k, int(k%4))
+		lines = s.CurrentLines(lines[:0])
+		var p Probe
+		for _, c := range []struct {
+			tab interface{ Probe(*Probe) bool }
+			at  func() (uintptr, uintptr)
+		}{
+			{tbl, func() (uintptr, uintptr) {
+				e := tbl.Probed(&p)
+				return uintptr(unsafe.Pointer(e)), unsafe.Sizeof(*e)
+			}},
+			{big, func() (uintptr, uintptr) {
+				e := big.Probed(&p)
+				return uintptr(unsafe.Pointer(e)), unsafe.Sizeof(*e)
+			}},
+		} {
+			c.tab.Probe(&p)
+			at, size := c.at()
+			if at == 0 {
+				continue // not where the probe looks
+			}
+			found++
+			for l := at &^ 63; l < at+size; l += 64 {
+				if !slices.Contains(lines, l) {
+					t.Fatalf("key %d: the entry's line %#x is not among %#x", k, l, lines)
+				}
+			}
+		}
+		for _, l := range lines {
+			if l%64 != 0 {
+				t.Fatalf("key %d: %#x is not a line's address", k, l)
+			}
+		}
+	}
+	if found < 150 {
+		t.Fatalf("Probed found %d of 200 entries", found)
 	}
 	k := uint64(0)
-	var sum uint64
 	if a := testing.AllocsPerRun(1000, func() {
 		s.SetCurrentKeyWord(k%100, int(k%4))
-		sum += s.TouchCurrent()
+		lines = s.CurrentLines(lines[:0])
 		k++
 	}); a != 0 {
-		t.Fatalf("TouchCurrent: %.1f allocations per call", a)
+		t.Fatalf("CurrentLines: %.1f allocations per call", a)
 	}
-	_ = sum
 }
 
 // fastForward stands for snapshots taken and dropped until the store's
