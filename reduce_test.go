@@ -116,8 +116,10 @@ func TestBatchReduceStringKeysMatchesMap(t *testing.T) {
 	src := weir.FromSlice(env, in)
 	sums := weir.Collect(weir.Reduce(weir.KeyBy(src, func(r rec) batchKey { return r.F0 }),
 		func(a, b rec) rec { a.F1 += b.F1; return a }))
-	done := make(chan error, 1)
-	go func() { _, err := env.Execute(context.Background(), "batch-reduce-strings"); done <- err }()
+	job, err := env.ExecuteAsync(context.Background(), "batch-reduce-strings")
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := map[batchKey]int64{}
 	for r := range sums.All() {
 		if _, dup := got[r.F0]; dup {
@@ -125,7 +127,7 @@ func TestBatchReduceStringKeysMatchesMap(t *testing.T) {
 		}
 		got[r.F0] = r.F1
 	}
-	if err := <-done; err != nil {
+	if _, err := job.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(want) {
