@@ -140,6 +140,8 @@ func (c *Collected[T]) attach(done <-chan struct{}) { c.done = done }
 
 // Collect adds a sink whose elements the program reads with All while the job
 // runs. The sink blocks (and so backpressures the job) while nobody reads.
+// Start the job before calling All (ExecuteAsync, then All, then Wait): All
+// learns of the job's end from what Execute attaches.
 func Collect[T any](s DataStream[T]) *Collected[T] {
 	c := &Collected[T]{ch: make(chan []T, 16)}
 	s.env.collects = append(s.env.collects, c)

@@ -13,8 +13,8 @@ const MaxInline = 15
 // Index numbers the distinct string keys it is given: Index(s, next)
 // returns the number recorded for s, or records next. A key of up to
 // MaxInline bytes lives in a slot as two words with its length, found by
-// linear probing from a seeded hash, so finding it reads one slot (two
-// at worst, when the slot spans cache lines or the probe goes on). The
+// linear probing from a seeded hash, so finding it mostly reads one slot
+// (more where the probe passes other keys' slots, at most half full). The
 // zero Index is empty and ready.
 type Index struct {
 	slots []slot // a power of two of them, at most half full
