@@ -2,7 +2,6 @@ package heap
 
 import (
 	"math/bits"
-	"slices"
 	"unsafe"
 
 	"github.com/weirhq/weir/internal/snapshot"
@@ -36,10 +35,7 @@ func (t *Table[E]) ageVersions(v uint64) {
 		}
 		g := t.own(idx, false)
 		for p := range g.t.pages {
-			if g.t.pver[p] != v {
-				g.t.pages[p] = slices.Clone(g.t.pages[p])
-				g.t.pver[p] = v
-			}
+			g.t.writable(p<<pageBits, v) // own the page
 			pg := g.t.pages[p]
 			for i := range pg {
 				if pg[i].hn != 0 {
@@ -47,7 +43,6 @@ func (t *Table[E]) ageVersions(v uint64) {
 				}
 			}
 		}
-		g.t.setP0()
 	}
 	t.forget()
 	t.last, t.lastEpoch = nil, 0
