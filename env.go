@@ -274,6 +274,22 @@ func (j *Job) NetworkBuffers() (maxInUse, allocated, capacity int64) {
 // ExecuteAsync starts the job on a new embedded local cluster and returns at
 // once. Canceling ctx cancels the job. The cluster shuts down when the job ends.
 func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, error) {
+	// The job's Collect sinks learn of its end, or of its failure to start,
+	// so that their readers never wait for a job that does not run.
+	collects := slices.Clone(e.collects)
+	for _, cs := range collects {
+		cs.begin()
+	}
+	j, err := e.executeAsync(ctx, name, collects)
+	if err != nil {
+		for _, cs := range collects {
+			cs.end()
+		}
+	}
+	return j, err
+}
+
+func (e *Environment) executeAsync(ctx context.Context, name string, collects []collectSink) (*Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -348,9 +364,6 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 	tmJob.StateDir = stateDir
 	c.RegisterJob(tmJob)
 	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{}), restoredFrom: spec.Restore}
-	for _, cs := range e.collects {
-		cs.attach(j.done)
-	}
 	if err := c.JM.Submit(spec); err != nil {
 		c.Close(context.Background())
 		closeStores()
@@ -403,6 +416,9 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*Job, erro
 		closeStores()
 		if removeDir {
 			os.RemoveAll(stateDir)
+		}
+		for _, cs := range collects {
+			cs.end()
 		}
 		close(j.done)
 	}()

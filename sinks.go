@@ -130,20 +130,54 @@ func (w *printWriter[T]) Close() error     { return nil }
 
 // Collected gives the elements of a Collect sink back to the program.
 type Collected[T any] struct {
-	ch   chan []T
-	done <-chan struct{} // closed when the job has ended
+	ch chan []T
+
+	mu    sync.Mutex
+	done  chan struct{} // closed when the run feeding ch has ended or failed to start
+	ended bool          // done is closed
 }
 
-type collectSink interface{ attach(done <-chan struct{}) }
+// collectSink is what ExecuteAsync tells a Collect sink: a run begins, and
+// it has ended (or never started, when ExecuteAsync failed).
+type collectSink interface {
+	begin()
+	end()
+}
 
-func (c *Collected[T]) attach(done <-chan struct{}) { c.done = done }
+// begin readies the sink for a run: the first run keeps the channel made by
+// Collect, so that an All called before it waits for it; a later run of the
+// same environment gets a new one.
+func (c *Collected[T]) begin() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		c.done, c.ended = make(chan struct{}), false
+	}
+}
+
+func (c *Collected[T]) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ended {
+		close(c.done)
+		c.ended = true
+	}
+}
+
+func (c *Collected[T]) runDone() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
 
 // Collect adds a sink whose elements the program reads with All while the job
 // runs. The sink blocks (and so backpressures the job) while nobody reads.
-// Start the job before calling All (ExecuteAsync, then All, then Wait): All
-// learns of the job's end from what Execute attaches.
+// All may be called before or after the job starts: it returns once the job
+// has ended (or failed to start) and every collected element was read. When
+// the environment runs again, call All after ExecuteAsync: before it, All
+// still speaks of the run that ended.
 func Collect[T any](s DataStream[T]) *Collected[T] {
-	c := &Collected[T]{ch: make(chan []T, 16)}
+	c := &Collected[T]{ch: make(chan []T, 16), done: make(chan struct{})}
 	s.env.collects = append(s.env.collects, c)
 	SinkTo[T](s, collectFactory[T]{c}, "Collect")
 	return c
@@ -153,6 +187,7 @@ func Collect[T any](s DataStream[T]) *Collected[T] {
 // one sink subtask arrive in order.
 func (c *Collected[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
+		done := c.runDone()
 		for {
 			select {
 			case batch := <-c.ch:
@@ -161,7 +196,7 @@ func (c *Collected[T]) All() iter.Seq[T] {
 						return
 					}
 				}
-			case <-c.done:
+			case <-done:
 				for {
 					select {
 					case batch := <-c.ch:
