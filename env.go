@@ -470,6 +470,16 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			return nil, nil, closeStores, fmt.Errorf("opening the checkpoint storage: %w", err)
 		}
 		stores = append(stores, store)
+		mem := cp.WriteMemory
+		if mem == 0 {
+			mem = DefaultCheckpointWriteMemory
+		}
+		if mem < 0 {
+			return nil, nil, closeStores, fmt.Errorf("Config.Checkpointing.WriteMemory is %d bytes: want a positive number, or 0 for the default (%d)", mem, DefaultCheckpointWriteMemory)
+		}
+		if err := store.LimitWriteMemory(mem); err != nil {
+			return nil, nil, closeStores, fmt.Errorf("Config.Checkpointing.WriteMemory: %w", err)
+		}
 		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: cp.SavepointDir}
 		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental,
 			Interval: time.Duration(settings.Interval) * time.Millisecond}

@@ -132,6 +132,11 @@ func (jm *JobManager) TriggerSavepoint(jobID string, opts SavepointOptions) (str
 		st.Close()
 		return "", err
 	}
+	// The savepoint's writes count against the job's bound of checkpoint
+	// write memory.
+	if cs := j.spec.Checkpoints; cs != nil && cs.Store != nil {
+		st.ShareWriteMemory(cs.Store)
+	}
 	r := &SavepointRequest{id: newRequestID(), jobID: jobID, opts: opts, target: target, store: st, started: jm.clockOf(j).Now(),
 		polled: make(chan struct{})}
 	jm.rememberSavepointLocked(r)

@@ -109,6 +109,7 @@ type Store struct {
 	view   bool         // a WithFaults copy: Close does nothing
 	closed *atomic.Bool // shared with WithFaults copies
 	fault  FaultFunc    // nil, or decides injected delays and failures
+	budget *writeBudget // the bound of LimitWriteMemory; shared with WithFaults copies
 }
 
 // Open opens the store at rawURL:
@@ -182,7 +183,7 @@ func Intercept(prefix string, wrap func(*Store) *Store) (undo func()) {
 
 // openLocation opens the store at loc, creating a missing file root if create.
 func openLocation(ctx context.Context, loc location, create bool) (*Store, error) {
-	s := &Store{url: loc.String(), closed: new(atomic.Bool)}
+	s := &Store{url: loc.String(), closed: new(atomic.Bool), budget: &writeBudget{}}
 	switch loc.scheme {
 	case "file":
 		info, err := os.Stat(loc.path)
@@ -288,6 +289,8 @@ func (s *Store) check(op, key string, isKey bool) error {
 var writeOptions = &blob.WriterOptions{
 	ContentType:                 "application/octet-stream",
 	DisableContentTypeDetection: true,
+	BufferSize:                  blobWriteBuffer,
+	MaxConcurrency:              1, // one buffer per writer (WriterMemory)
 }
 
 // Put writes data to key atomically: readers see the old object (or none) or
@@ -298,6 +301,14 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	}
 	if err := s.prepare(key); err != nil {
 		return s.fail(OpPut, key, err)
+	}
+	if s.dir == "" {
+		// A bucket's upload buffers the data again (a file store's does
+		// not): it counts as a writer.
+		if err := s.budget.acquire(ctx, s.WriterMemory()); err != nil {
+			return s.fail(OpPut, key, err)
+		}
+		defer s.budget.release(s.WriterMemory())
 	}
 	if err := s.bucket.WriteAll(ctx, s.prefix+key, data, writeOptions); err != nil {
 		return s.fail(OpPut, key, err)
@@ -342,11 +353,18 @@ func (s *Store) startWrite(ctx context.Context, key string) (fault error, err er
 }
 
 // openWriter is NewWriter after startWrite.
+// It waits for the writer's memory within the store's bound
+// (LimitWriteMemory); Close gives it back.
 func (s *Store) openWriter(ctx context.Context, key string, fault error) (io.WriteCloser, error) {
+	mem := s.WriterMemory()
+	if err := s.budget.acquire(ctx, mem); err != nil {
+		return nil, s.fail(OpWrite, key, err)
+	}
 	var ow objectWriter
 	if s.dir != "" {
 		fw, err := newFileWriter(s.path(key))
 		if err != nil {
+			s.budget.release(mem)
 			return nil, s.fail(OpWrite, key, err)
 		}
 		ow = fw
@@ -355,11 +373,12 @@ func (s *Store) openWriter(ctx context.Context, key string, fault error) (io.Wri
 		bw, err := s.bucket.NewWriter(wctx, s.prefix+key, writeOptions)
 		if err != nil {
 			cancel()
+			s.budget.release(mem)
 			return nil, s.fail(OpWrite, key, err)
 		}
 		ow = blobWriter{bw, cancel}
 	}
-	return &writer{s: s, key: key, ctx: ctx, w: ow, fault: fault}, nil
+	return &writer{s: s, key: key, ctx: ctx, w: ow, fault: fault, mem: mem}, nil
 }
 
 // objectWriter is how a writer writes its object: Close publishes it,
@@ -397,6 +416,7 @@ type writer struct {
 	w     objectWriter    // a fileWriter in file stores, else a blobWriter
 	err   error           // the first Write error; Close aborts when set
 	fault error           // an injected failure, returned by Close after aborting
+	mem   int64           // of the store's write budget, released by Close
 	done  bool
 }
 
@@ -420,6 +440,7 @@ func (w *writer) Close() error {
 		return w.s.fail(OpWrite, w.key, errors.New("closed twice"))
 	}
 	w.done = true
+	defer w.s.budget.release(w.mem)
 	if w.err == nil && w.ctx.Err() != nil {
 		w.err = w.s.fail(OpWrite, w.key, context.Cause(w.ctx))
 	}
