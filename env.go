@@ -95,6 +95,14 @@ type Config struct {
 	// firing merges its slices from state). Past it, windows of further keys
 	// merge from state; the first time, an Info log names this setting.
 	WindowSliceCache int
+	// BatchStateMemory bounds, per subtask, the memory of a batch-mode
+	// keyed Reduce's accumulators (Mode Batch; default 1 GiB), counted for
+	// each distinct key as the sizes of its key and value (and a string
+	// key's bytes) plus 32 bytes of table; memory that values point to is
+	// not counted. A subtask past it fails, naming this setting: for more
+	// keys than memory holds, run the job in streaming mode on the pebble
+	// state backend.
+	BatchStateMemory int64
 	// Clock is processing time (default: the system clock).
 	Clock clock.Clock
 	// Checkpointing turns on checkpoints (nil: none).

@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/weirhq/weir/codec"
@@ -251,13 +252,16 @@ type reduceOp[K comparable, T any] struct {
 	// short keys in its slots: a Go map compares a string key by loading
 	// its bytes, a cache miss of its own at tens of thousands of keys
 	// (the wordcount's reduce spent a third of the job's CPU in the map).
-	batch      map[K]int
-	strs       *shortkey.Index
-	vals       []T
-	keyCodec   codec.Codec[K]
-	valueCodec codec.Codec[T]
-	core       *keyed.Core[K]
-	acc        state.ValueState[T]
+	batch map[K]int
+	strs  *shortkey.Index
+	vals  []T
+	// The batch accumulators' memory, as Config.BatchStateMemory counts
+	// it: perKey for each key, and a string key's bytes.
+	mem, memLimit, perKey int64
+	keyCodec              codec.Codec[K]
+	valueCodec            codec.Codec[T]
+	core                  *keyed.Core[K]
+	acc                   state.ValueState[T]
 	// table is acc's heap table when acc is a plain heap ValueState: then
 	// ProcessElement does what acc.Value and acc.Update do, with direct calls.
 	table *heap.Table[T]
@@ -288,10 +292,12 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 	o.ctx.Enter()
 	k := o.key(v)
 	if o.strs != nil {
-		if i, found := o.strs.Index(*(*string)(unsafe.Pointer(&k)), len(o.vals)); found {
+		s := *(*string)(unsafe.Pointer(&k))
+		if i, found := o.strs.Index(s, len(o.vals)); found {
 			o.vals[i] = o.f(o.vals[i], v)
 		} else {
 			o.vals = append(o.vals, v)
+			o.count(int64(len(s)))
 		}
 		return
 	}
@@ -302,6 +308,7 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 		}
 		o.batch[k] = len(o.vals)
 		o.vals = append(o.vals, v)
+		o.count(0)
 		return
 	}
 	if t := o.table; t != nil {
@@ -314,6 +321,15 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 		o.acc.Update(v)
 	}
 	o.out.ProcessElement(v, ts)
+}
+
+// count adds a new key's accumulator to the batch's memory, and fails
+// the subtask once that passes Config.BatchStateMemory.
+func (o *reduceOp[K, T]) count(extra int64) {
+	if o.mem += o.perKey + extra; o.mem > o.memLimit {
+		operator.Fail(fmt.Errorf("batch Reduce: %d distinct keys take about %d bytes of accumulators in this subtask, more than Config.BatchStateMemory (%d bytes): raise it, or run the job in streaming mode with the pebble state backend",
+			len(o.vals), o.mem, o.memLimit))
+	}
 }
 
 // reduceHeap reduces v into the accumulator of key k in the heap table t

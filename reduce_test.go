@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/weirhq/weir"
@@ -137,5 +138,44 @@ func TestBatchReduceStringKeysMatchesMap(t *testing.T) {
 		if got[k] != w {
 			t.Fatalf("key %q: sum %d, want %d", k, got[k], w)
 		}
+	}
+}
+
+// A batch Reduce whose accumulators pass Config.BatchStateMemory fails,
+// naming the setting, for integer and string keys; the same job with the
+// bound raised (or with few keys) succeeds. Each key counts at least the
+// 32 bytes of table besides its key and value, so 10,000 distinct keys
+// over two subtasks need more than 64 KiB.
+func TestBatchReduceMemoryBound(t *testing.T) {
+	type rec = tuple.T2[int64, int64]
+	in := make([]rec, 20000)
+	for i := range in {
+		in[i] = tuple.Of2(int64(i%10000), int64(1))
+	}
+	sum := func(a, b rec) rec { a.F1 += b.F1; return a }
+	run := func(mem int64, strings bool) (int, error) {
+		env := weir.NewEnvironment(weir.Config{Mode: weir.Batch, Parallelism: 2, BatchStateMemory: mem})
+		src := weir.FromSlice(env, in)
+		var out []rec
+		var err error
+		if strings {
+			ks := weir.KeyBy(src, func(r rec) string { return fmt.Sprint(r.F0) })
+			out, err = weir.ExecuteAndCollect(context.Background(), env, weir.Reduce(ks, sum), "bounded-reduce")
+		} else {
+			ks := weir.KeyBy(src, func(r rec) int64 { return r.F0 })
+			out, err = weir.ExecuteAndCollect(context.Background(), env, weir.Reduce(ks, sum), "bounded-reduce")
+		}
+		return len(out), err
+	}
+	for _, strs := range []bool{false, true} {
+		if _, err := run(64<<10, strs); err == nil || !strings.Contains(err.Error(), "Config.BatchStateMemory") {
+			t.Fatalf("string keys %t, 10,000 keys under a bound of 64 KiB: %v, want a failure naming Config.BatchStateMemory", strs, err)
+		}
+		if n, err := run(4<<20, strs); err != nil || n != 10000 {
+			t.Fatalf("string keys %t, under a bound of 4 MiB: %d keys, %v; want 10000", strs, n, err)
+		}
+	}
+	if _, err := run(-1, false); err == nil || !strings.Contains(err.Error(), "Config.BatchStateMemory") {
+		t.Fatalf("a negative bound: %v, want an error naming Config.BatchStateMemory", err)
 	}
 }

@@ -3,6 +3,7 @@ package weir
 import (
 	"fmt"
 	"reflect"
+	"unsafe"
 
 	"github.com/weirhq/weir/codec"
 
@@ -92,6 +93,14 @@ func KeyByWithCodec[T any, K comparable](s DataStream[T], key func(T) K, c codec
 	return KeyedStream[K, T]{DataStream: keyed, key: key, keyCodec: c}
 }
 
+// DefaultBatchStateMemory is Config.BatchStateMemory's default.
+const DefaultBatchStateMemory = 1 << 30
+
+// batchKeyOverhead is what Config.BatchStateMemory counts for a batch
+// Reduce's table per key besides the key and the value: a Go map's entry
+// overhead, or an index slot's, and the slack of growing slices.
+const batchKeyOverhead = 32
+
 // Reduce combines the elements of each key with f. In streaming mode it emits
 // the updated value after every element (a rolling reduce); in batch mode it
 // emits the final value of each key at the end of input.
@@ -100,6 +109,13 @@ func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataS
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		op := &reduceOp[K, T]{f: f, key: ks.key, out: out.(operator.Input[T]), ctx: ctx}
 		if ctx.Mode == operator.Batch {
+			switch op.memLimit = ks.env.cfg.BatchStateMemory; {
+			case op.memLimit == 0:
+				op.memLimit = DefaultBatchStateMemory
+			case op.memLimit < 0:
+				return operator.Instance{}, fmt.Errorf("Config.BatchStateMemory is %d bytes: want a positive number, or 0 for the default (%d)", op.memLimit, DefaultBatchStateMemory)
+			}
+			op.perKey = int64(unsafe.Sizeof(*new(K))+unsafe.Sizeof(*new(T))) + batchKeyOverhead
 			if reflect.TypeFor[K]().Kind() == reflect.String {
 				op.strs = new(shortkey.Index)
 			} else {
