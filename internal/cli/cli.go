@@ -159,6 +159,10 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
                          default 1)
   --savepoint-dir URL    default target of weir savepoint and weir stop without --dir
                          (state.savepoints.dir)
+  --checkpoint-write-memory S
+                         most memory the job's checkpoint and savepoint writes
+                         buffer at once (default 64mb, at least 5mb; a write holds
+                         2mb on a file store, 5mb on S3; past it subtasks upload in turns)
   --from latest|PATH     resume from the newest complete checkpoint of the job in
                          --checkpoint-dir (none: start from the beginning), or from
                          a checkpoint's or a savepoint's path (also moved, or in
@@ -332,6 +336,7 @@ type jobFlags struct {
 	bufferTimeout    time.Duration
 	bufferSize       sizeFlag
 	networkMemory    sizeFlag
+	writeMemory      sizeFlag // --checkpoint-write-memory
 	logLevel         string
 	backend          string
 	input, output    string
@@ -378,6 +383,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.incremental, "incremental", false, "")
 	fs.StringVar(&f.from, "from", "", "")
 	fs.IntVar(&f.retained, "retained", 1, "")
+	fs.Var(&f.writeMemory, "checkpoint-write-memory", "")
 	fs.BoolVar(&f.allowNonRestored, "allow-non-restored-state", false, "")
 	fs.StringVar(&f.window, "window", "", "")
 	fs.StringVar(&f.watermarks, "watermarks", "punctuated", "")
@@ -410,7 +416,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("fraud-detection needs --input and --output")
 		}
 	case "keyed-count", "window-agg", "kafka-keyed-count":
-		flags := append(commonRunFlags, "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state")
+		flags := append(commonRunFlags, "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state", "checkpoint-write-memory")
 		switch job {
 		case "window-agg":
 			flags = append(flags, "input", "output", "rate", "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
@@ -444,6 +450,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("--allow-non-restored-state needs --from")
 		case f.interval < 10*time.Millisecond:
 			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
+		case f.checkpointDir == "" && setFlag(fs, "checkpoint-write-memory"):
+			err = usagef("--checkpoint-write-memory needs --checkpoint-dir")
+		case setFlag(fs, "checkpoint-write-memory") && f.writeMemory.bytes < 5<<20:
+			err = usagef("--checkpoint-write-memory must be at least 5mb (the buffers of one write to S3), got %d bytes", f.writeMemory.bytes)
 		case f.retained < 1 || f.retained > 1000:
 			err = usagef("--retained must be between 1 and 1000, got %d", f.retained)
 		case f.rate < 0 || f.rate > 1e9 || f.rate != f.rate:
@@ -473,11 +483,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "kafka-keyed-count":
 		return runKafkaKeyedCount(ctx, f, cfg, stderr)
 	case "keyed-count":
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
-			SavepointDir: f.savepointDir, Incremental: f.incremental}
-		cfg.ResumeFrom = f.from
-		cfg.AllowNonRestoredState = f.allowNonRestored
-		announceCheckpoints(&cfg, stderr)
+		f.checkpointing(&cfg, stderr)
 		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg})
 	default: // clicks
 		if f.rate <= 0 || f.rate > 1e9 || f.rate != f.rate {
@@ -488,6 +494,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return clicks.Run(ctx, clicks.Options{RatePerSecond: f.rate, Count: f.count, Parallelism: f.parallelism, Config: cfg})
 	}
+}
+
+// checkpointing turns on the checkpoints that the flags ask for, and says
+// where the job starts from.
+func (f *jobFlags) checkpointing(cfg *weir.Config, stderr io.Writer) {
+	cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
+		SavepointDir: f.savepointDir, Incremental: f.incremental, WriteMemory: f.writeMemory.bytes}
+	cfg.ResumeFrom = f.from
+	cfg.AllowNonRestoredState = f.allowNonRestored
+	announceCheckpoints(cfg, stderr)
 }
 
 func setFlag(fs *flag.FlagSet, name string) bool {
@@ -516,11 +532,7 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 		return usagef("--late-output and --output are both %q; they must differ", f.output)
 	}
 	if f.checkpointDir != "" {
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
-			SavepointDir: f.savepointDir, Incremental: f.incremental}
-		cfg.ResumeFrom = f.from
-		cfg.AllowNonRestoredState = f.allowNonRestored
-		announceCheckpoints(&cfg, stderr)
+		f.checkpointing(&cfg, stderr)
 	}
 	return windowagg.Run(ctx, windowagg.Options{Input: f.input, Output: f.output, LateOutput: f.lateOutput, Window: spec,
 		OutOfOrderness: f.outOfOrderness, AllowedLateness: f.lateness, Punctuated: f.watermarks == "punctuated",

@@ -83,11 +83,7 @@ func runKafkaKeyedCount(ctx context.Context, f jobFlags, cfg weir.Config, stderr
 	brokers, _ := brokerList(f.brokers)
 	g, _ := kafka.ParseGuarantee(f.guarantee)
 	if f.checkpointDir != "" {
-		cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
-			SavepointDir: f.savepointDir, Incremental: f.incremental}
-		cfg.ResumeFrom = f.from
-		cfg.AllowNonRestoredState = f.allowNonRestored
-		announceCheckpoints(&cfg, stderr)
+		f.checkpointing(&cfg, stderr)
 	}
 	return kafkakeyedcount.Run(ctx, kafkakeyedcount.Options{Brokers: brokers, InputTopic: f.inputTopic, OutputTopic: f.outputTopic,
 		Group: f.group, Guarantee: g, TransactionalIDPrefix: f.txnPrefix, Bounded: f.bounded, Config: cfg})
