@@ -161,8 +161,9 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
                          (state.savepoints.dir)
   --checkpoint-write-memory S
                          most memory the job's checkpoint and savepoint writes
-                         buffer at once (default 64mb, at least 5mb; a write holds
-                         2mb on a file store, 5mb on S3; past it subtasks upload in turns)
+                         buffer at once (default 64mb, at least 5mb): a write
+                         holds 2mb on a file store, 5mb on S3; past the bound,
+                         subtasks upload in turns
   --from latest|PATH     resume from the newest complete checkpoint of the job in
                          --checkpoint-dir (none: start from the beginning), or from
                          a checkpoint's or a savepoint's path (also moved, or in
