@@ -153,12 +153,12 @@ func TestBatchReduceMemoryBound(t *testing.T) {
 		in[i] = tuple.Of2(int64(i%10000), int64(1))
 	}
 	sum := func(a, b rec) rec { a.F1 += b.F1; return a }
-	run := func(mem int64, strings bool) (int, error) {
+	run := func(mem int64, stringKeys bool) (int, error) {
 		env := weir.NewEnvironment(weir.Config{Mode: weir.Batch, Parallelism: 2, BatchStateMemory: mem})
 		src := weir.FromSlice(env, in)
 		var out []rec
 		var err error
-		if strings {
+		if stringKeys {
 			ks := weir.KeyBy(src, func(r rec) string { return fmt.Sprint(r.F0) })
 			out, err = weir.ExecuteAndCollect(context.Background(), env, weir.Reduce(ks, sum), "bounded-reduce")
 		} else {

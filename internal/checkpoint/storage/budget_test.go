@@ -112,7 +112,7 @@ func TestWriteMemoryBoundUnderLoad(t *testing.T) {
 		for i := range data {
 			data[i] = bytes.Repeat([]byte{byte(i)}, rng.IntN(200_000))
 		}
-		var open, peak atomic.Int64
+		var inUse, peak atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, writes)
 		for i := range writes {
@@ -127,12 +127,12 @@ func TestWriteMemoryBoundUnderLoad(t *testing.T) {
 					errs <- err
 					return
 				}
-				n := open.Add(1)
+				n := inUse.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
 				time.Sleep(time.Millisecond)
 				_, err = w.Write(data[i])
-				open.Add(-1)
+				inUse.Add(-1)
 				errs <- errors.Join(err, w.Close())
 			})
 		}
