@@ -12,32 +12,34 @@ import (
 
 // roundRobin starts each producer subtask at a different channel so that
 // small streams do not all land on channel 0.
-func roundRobin[T any](channels, subtask, _ int) any {
-	next := subtask % channels
+func roundRobin[T any](r operator.Route) any {
+	next := r.Subtask % r.Channels
 	return func(T) int {
 		c := next
 		next++
-		if next == channels {
+		if next == r.Channels {
 			next = 0
 		}
 		return c
 	}
 }
 
-func shuffleSelector[T any](channels, subtask, _ int) any {
-	rng := rand.New(rand.NewPCG(uint64(subtask)+1, 0x5eed))
-	return func(T) int { return rng.IntN(channels) }
+func shuffleSelector[T any](r operator.Route) any {
+	rng := rand.New(rand.NewPCG(uint64(r.Subtask)+1, 0x5eed))
+	return func(T) int { return rng.IntN(r.Channels) }
 }
 
-// keySelector sends each record to the subtask that owns its key's key group,
-// through a table from key group to channel (no division per record).
-func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, maxP int) any {
-	return func(channels, _, maxP int) any {
-		hash := keyed.Hasher[K]()
+// keySelector sends each record to the subtask that owns its key's key group
+// (under the job's key hash version), through a table from key group to
+// channel (no division per record).
+func keySelector[T any, K comparable](key func(T) K) operator.SelectorFactory {
+	return func(r operator.Route) any {
+		maxP := r.MaxParallelism
+		hash := keyed.Hasher[K](r.KeyHash)
 		kgs := keygroup.NewAssigner(maxP)
 		owner := make([]int32, maxP)
 		for kg := range owner {
-			owner[kg] = int32(keygroup.OperatorIndex(kg, channels, maxP))
+			owner[kg] = int32(keygroup.OperatorIndex(kg, r.Channels, maxP))
 		}
 		// The common key kinds hash inline: one indirect call (the user's key
 		// function) per record instead of two. A batch is routed in one loop
@@ -70,16 +72,31 @@ func keySelector[T any, K comparable](key func(T) K) func(channels, subtask, max
 			// A key whose memory is its encoding (a struct of integers):
 			// its bytes are hashed where they are, with no call to the
 			// codec, and a batch is routed in one loop.
+			if r.KeyHash == keygroup.HashFNV {
+				return operator.Selector[T]{
+					One: func(v T) int {
+						k := key(v)
+						return int(owner[kgs.KeyGroup(keyed.HashRawFNV(&k))])
+					},
+					Batch: func(vs []T, chs []int32) {
+						chs = chs[:len(vs)]
+						for i := range vs {
+							k := key(vs[i])
+							chs[i] = owner[kgs.KeyGroup(keyed.HashRawFNV(&k))]
+						}
+					},
+				}
+			}
 			return operator.Selector[T]{
 				One: func(v T) int {
 					k := key(v)
-					return int(owner[kgs.KeyGroup(keyed.HashRaw(&k))])
+					return int(owner[kgs.KeyGroup(keyed.HashRawWords(&k))])
 				},
 				Batch: func(vs []T, chs []int32) {
 					chs = chs[:len(vs)]
 					for i := range vs {
 						k := key(vs[i])
-						chs[i] = owner[kgs.KeyGroup(keyed.HashRaw(&k))]
+						chs[i] = owner[kgs.KeyGroup(keyed.HashRawWords(&k))]
 					}
 				},
 			}

@@ -101,7 +101,7 @@ func (s DataStream[T]) repartition(k graph.PartitionKind, sel operator.SelectorF
 // Forward sends each element to the next operator's subtask of the same index
 // (the parallelism must match).
 func (s DataStream[T]) Forward() DataStream[T] {
-	return s.repartition(graph.Forward, func(int, int, int) any { return func(T) int { return 0 } })
+	return s.repartition(graph.Forward, func(operator.Route) any { return func(T) int { return 0 } })
 }
 
 // Rebalance spreads elements round-robin over all subtasks of the next operator.
@@ -115,7 +115,7 @@ func (s DataStream[T]) Rescale() DataStream[T] { return s.repartition(graph.Resc
 
 // Broadcast sends every element to every subtask of the next operator.
 func (s DataStream[T]) Broadcast() DataStream[T] {
-	return s.repartition(graph.Broadcast, func(int, int, int) any { return nil })
+	return s.repartition(graph.Broadcast, func(operator.Route) any { return nil })
 }
 
 // Shuffle sends each element to a random subtask of the next operator.
@@ -125,7 +125,8 @@ func (s DataStream[T]) Shuffle() DataStream[T] {
 
 // PartitionCustom sends each element to the subtask part(key(v), n) returns.
 func PartitionCustom[T any, K any](s DataStream[T], part func(key K, numPartitions int) int, key func(T) K) DataStream[T] {
-	return s.repartition(graph.Custom, func(channels, _, _ int) any {
+	return s.repartition(graph.Custom, func(r operator.Route) any {
+		channels := r.Channels
 		return func(v T) int {
 			p := part(key(v), channels)
 			if p < 0 || p >= channels {

@@ -414,7 +414,7 @@ func sharedKeys(p *pendingCheckpoint) []string {
 func (jm *JobManager) metadataLocked(j *job, id int64, p *pendingCheckpoint, now int64) *storage.Metadata {
 	g := j.spec.Graph
 	m := &storage.Metadata{JobID: j.spec.ID, JobName: j.spec.Name, CheckpointID: id, TriggerMillis: p.trigger.Timestamp,
-		CompleteMillis: now, Fingerprint: g.Fingerprint}
+		CompleteMillis: now, Fingerprint: g.Fingerprint, KeyHash: j.keyHash}
 	byOp := map[string]*storage.OperatorState{}
 	for _, v := range g.Vertices {
 		for _, n := range v.Nodes {

@@ -14,6 +14,7 @@ import (
 	"github.com/weirhq/weir/internal/checkpoint/coordinator"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
@@ -130,6 +131,8 @@ type job struct {
 	restore *storage.Metadata
 	// restoreStore is the store restore's handles are in.
 	restoreStore *storage.Store
+	// keyHash is the current attempt's key hash version (keyHashFor).
+	keyHash keygroup.HashVersion
 	// io counts the background writes and deletions in the checkpoint
 	// storage, so that the stores are closed only after them (Drain).
 	io sync.WaitGroup
@@ -240,7 +243,7 @@ func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRe
 	for i, e := range j.execs {
 		j.tmOf[i] = jm.tms[j.slotTM[e.Subtask]]
 		j.state.tasks[i] = rest.TaskDeploying
-		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, Restore: plan[e]}
+		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, KeyHash: j.keyHash, Restore: plan[e]}
 	}
 	j.deployed = make([]bool, len(deps))
 	go jm.deploy(j, j.attempt, deps)

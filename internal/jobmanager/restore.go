@@ -3,6 +3,7 @@ package jobmanager
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -14,9 +15,11 @@ import (
 // from j.restore: operators are matched by their stable ID; keyed state goes
 // by key-group range (so the parallelism may differ), operator state is
 // redistributed as its kind says, and channel state (unaligned checkpoints)
-// needs the same parallelism. It returns nil for a fresh start.
+// needs the same parallelism. It returns nil for a fresh start. It sets the
+// attempt's key hash version.
 func (jm *JobManager) planRestore(j *job) (map[ExecutionID]*protocol.TaskRestore, error) {
 	m := j.restore
+	j.keyHash = keyHashFor(m)
 	if m == nil {
 		return nil, nil
 	}
@@ -103,6 +106,39 @@ func (jm *JobManager) planRestore(j *job) (map[ExecutionID]*protocol.TaskRestore
 			m.CheckpointID, what, fix)
 	}
 	return plan, nil
+}
+
+// freshKeyHash overrides the key hash version of a fresh start (0: none).
+var freshKeyHash atomic.Uint32
+
+// SetFreshKeyHash makes jobs that start without state use key hash version
+// v (0: keygroup.CurrentHash). Tests use it to write checkpoints as a build
+// of an older version did.
+func SetFreshKeyHash(v keygroup.HashVersion) { freshKeyHash.Store(uint32(v)) }
+
+// keyHashFor is the key hash version of an attempt that restores m (nil: a
+// fresh start): the one m's key groups were computed with, since every key
+// must find its state where the old job put it. Metadata that names no
+// version comes from a build before versions were recorded, which used
+// keygroup.HashFNV; without keyed state nothing depends on the old hash,
+// and the attempt takes the current one.
+func keyHashFor(m *storage.Metadata) keygroup.HashVersion {
+	fresh := keygroup.HashVersion(freshKeyHash.Load())
+	if fresh == 0 {
+		fresh = keygroup.CurrentHash
+	}
+	if m == nil {
+		return fresh
+	}
+	if m.KeyHash != 0 {
+		return m.KeyHash
+	}
+	for i := range m.Operators {
+		if hasKeyed(&m.Operators[i]) {
+			return keygroup.HashFNV
+		}
+	}
+	return fresh
 }
 
 func hasKeyed(os *storage.OperatorState) bool {

@@ -61,7 +61,7 @@ func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Cor
 	if st == nil {
 		return nil, fmt.Errorf("keyed: operator %q has no keyed state (its factory must mark the instance Keyed)", ctx.OperatorName)
 	}
-	c := &Core[K]{ctx: ctx, keyCodec: keyCodec, hash: Hasher[K](), kgs: keygroup.NewAssigner(ctx.MaxParallelism),
+	c := &Core[K]{ctx: ctx, keyCodec: keyCodec, hash: Hasher[K](ctx.KeyHash), kgs: keygroup.NewAssigner(ctx.MaxParallelism),
 		st: st, wm: math.MinInt64}
 	switch reflect.TypeFor[K]().Kind() {
 	case reflect.Int64, reflect.Int, reflect.Uint64, reflect.Uint:

@@ -29,7 +29,7 @@ func (bigEndianInt64) Decode(src []byte) (int64, int, error) {
 	return int64(binary.BigEndian.Uint64(src)), 8, nil
 }
 
-func newTestCore[K comparable](t *testing.T, kind string, c codec.Codec[K], maxP int) *Core[K] {
+func newTestCore[K comparable](t *testing.T, kind string, c codec.Codec[K], maxP int, v keygroup.HashVersion) *Core[K] {
 	t.Helper()
 	rng := keygroup.Range{Start: 0, End: maxP - 1}
 	be, err := statebackend.New(statebackend.Config{Kind: kind, Dir: t.TempDir(), MaxParallelism: maxP, Range: rng})
@@ -37,7 +37,7 @@ func newTestCore[K comparable](t *testing.T, kind string, c codec.Codec[K], maxP
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { be.Close() })
-	ctx := &operator.Context{OperatorName: "test", MaxParallelism: maxP}
+	ctx := &operator.Context{OperatorName: "test", MaxParallelism: maxP, KeyHash: v}
 	ctx.SetKeyed(&operator.KeyedState{Backend: be, Range: rng})
 	core, err := NewCore(ctx, c)
 	if err != nil {
@@ -47,43 +47,48 @@ func newTestCore[K comparable](t *testing.T, kind string, c codec.Codec[K], maxP
 }
 
 // checkSetKey checks that SetKey's key bytes and key group are the codec's
-// encoding and Flink's key group of Hasher's hash, whichever path it takes.
+// encoding and Flink's key group of Hasher's hash under the context's key
+// hash version, whichever path it takes.
 func checkSetKey[K comparable](t *testing.T, c codec.Codec[K], keys []K, wantWord bool) {
 	for _, kind := range []string{statebackend.KindHashMap, statebackend.KindPebble} {
 		for _, maxP := range []int{128, 100, 1 << 15} {
-			t.Run(fmt.Sprintf("%s/maxP=%d", kind, maxP), func(t *testing.T) {
-				core := newTestCore(t, kind, c, maxP)
-				if core.word != wantWord {
-					t.Fatalf("word path %v, want %v", core.word, wantWord)
-				}
-				if (core.heap != nil) != (kind == statebackend.KindHashMap) {
-					t.Fatalf("direct heap store %v on %s", core.heap != nil, kind)
-				}
-				hash := Hasher[K]()
-				for _, k := range keys {
-					core.SetKey(k)
-					if want := c.AppendEncode(nil, k); !bytes.Equal(core.KeyBytes(), want) {
-						t.Fatalf("key %v: bytes %x, want %x", k, core.KeyBytes(), want)
-					}
-					if want := keygroup.ForHash(hash(k), maxP); core.kg != want {
-						t.Fatalf("key %v: key group %d, want %d", k, core.kg, want)
-					}
-					if core.Current() != k {
-						t.Fatalf("current key %v, want %v", core.Current(), k)
-					}
-					// Word and WordGroup: the same bytes and key group, unset.
-					if x, ok := core.Word(k); ok != wantWord {
-						t.Fatalf("key %v: Word ok %v, want %v", k, ok, wantWord)
-					} else if ok {
-						if b := binary.LittleEndian.AppendUint64(nil, x); !bytes.Equal(b, core.KeyBytes()) {
-							t.Fatalf("key %v: Word %x, want %x", k, b, core.KeyBytes())
-						}
-						if kg := core.WordGroup(x); kg != core.kg {
-							t.Fatalf("key %v: WordGroup %d, want %d", k, kg, core.kg)
-						}
-					}
-				}
-			})
+			for _, v := range []keygroup.HashVersion{keygroup.HashFNV, keygroup.HashWords} {
+				t.Run(fmt.Sprintf("%s/maxP=%d/hash=v%d", kind, maxP, v), func(t *testing.T) { checkSetKeyIn(t, kind, maxP, v, c, keys, wantWord) })
+			}
+		}
+	}
+}
+
+func checkSetKeyIn[K comparable](t *testing.T, kind string, maxP int, v keygroup.HashVersion, c codec.Codec[K], keys []K, wantWord bool) {
+	core := newTestCore(t, kind, c, maxP, v)
+	if core.word != wantWord {
+		t.Fatalf("word path %v, want %v", core.word, wantWord)
+	}
+	if (core.heap != nil) != (kind == statebackend.KindHashMap) {
+		t.Fatalf("direct heap store %v on %s", core.heap != nil, kind)
+	}
+	hash := Hasher[K](v)
+	for _, k := range keys {
+		core.SetKey(k)
+		if want := c.AppendEncode(nil, k); !bytes.Equal(core.KeyBytes(), want) {
+			t.Fatalf("key %v: bytes %x, want %x", k, core.KeyBytes(), want)
+		}
+		if want := keygroup.ForHash(hash(k), maxP); core.kg != want {
+			t.Fatalf("key %v: key group %d, want %d", k, core.kg, want)
+		}
+		if core.Current() != k {
+			t.Fatalf("current key %v, want %v", core.Current(), k)
+		}
+		// Word and WordGroup: the same bytes and key group, unset.
+		if x, ok := core.Word(k); ok != wantWord {
+			t.Fatalf("key %v: Word ok %v, want %v", k, ok, wantWord)
+		} else if ok {
+			if b := binary.LittleEndian.AppendUint64(nil, x); !bytes.Equal(b, core.KeyBytes()) {
+				t.Fatalf("key %v: Word %x, want %x", k, b, core.KeyBytes())
+			}
+			if kg := core.WordGroup(x); kg != core.kg {
+				t.Fatalf("key %v: WordGroup %d, want %d", k, kg, core.kg)
+			}
 		}
 	}
 }
@@ -127,26 +132,49 @@ func TestSetKeyRepeated(t *testing.T) {
 }
 
 // TestHashRaw checks that a key whose memory is its encoding hashes in
-// place to the hash of its encoding, the key group partitioners and state
-// agree on (and that savepoints hold).
+// place to the hash of its encoding under each key hash version: the key
+// group partitioners and state agree on (and that savepoints hold). Keys
+// hashed from their encoding take the version's byte hash; integers and
+// strings hash as they always did.
 func TestHashRaw(t *testing.T) {
 	if !RawKey[pairKey]() || RawKey[struct{ S string }]() {
 		t.Fatal("RawKey: pairKey is raw, a string struct is not")
 	}
 	c := codec.MustFor[pairKey]()
-	hash := Hasher[pairKey]()
-	for _, k := range []pairKey{{}, {1, 2}, {-1, 1 << 62}, {42, -7}} {
-		want := keygroup.HashBytes(c.AppendEncode(nil, k))
-		if got := HashRaw(&k); got != want {
-			t.Fatalf("%v: HashRaw %#x, want %#x", k, got, want)
-		}
-		if got := hash(k); got != want {
-			t.Fatalf("%v: Hasher %#x, want %#x", k, got, want)
-		}
-	}
 	type arr [3]int32
 	a := arr{1, -2, 3}
-	if got, want := HashRaw(&a), keygroup.HashBytes(codec.MustFor[arr]().AppendEncode(nil, a)); got != want {
-		t.Fatalf("array: HashRaw %#x, want %#x", got, want)
+	type named struct {
+		S string
+		N int64
+	}
+	raw := map[keygroup.HashVersion]func(*pairKey) uint32{keygroup.HashFNV: HashRawFNV[pairKey], keygroup.HashWords: HashRawWords[pairKey]}
+	rawArr := map[keygroup.HashVersion]func(*arr) uint32{keygroup.HashFNV: HashRawFNV[arr], keygroup.HashWords: HashRawWords[arr]}
+	for _, v := range []keygroup.HashVersion{keygroup.HashFNV, keygroup.HashWords} {
+		hash := Hasher[pairKey](v)
+		for _, k := range []pairKey{{}, {1, 2}, {-1, 1 << 62}, {42, -7}} {
+			want := v.Bytes(c.AppendEncode(nil, k))
+			if got := raw[v](&k); got != want {
+				t.Fatalf("v%d %v: raw hash %#x, want %#x", v, k, got, want)
+			}
+			if got := hash(k); got != want {
+				t.Fatalf("v%d %v: Hasher %#x, want %#x", v, k, got, want)
+			}
+		}
+		if got, want := rawArr[v](&a), v.Bytes(codec.MustFor[arr]().AppendEncode(nil, a)); got != want {
+			t.Fatalf("v%d array: raw hash %#x, want %#x", v, got, want)
+		}
+		n := named{"bidder", 7}
+		if got, want := Hasher[named](v)(n), v.Bytes(codec.MustFor[named]().AppendEncode(nil, n)); got != want {
+			t.Fatalf("v%d encoded key: Hasher %#x, want %#x", v, got, want)
+		}
+		if got, want := Hasher[string](v)("k"), keygroup.HashString("k"); got != want {
+			t.Fatalf("v%d string: Hasher %#x, want %#x", v, got, want)
+		}
+		if got, want := Hasher[int64](v)(-3), keygroup.HashInt64(-3); got != want {
+			t.Fatalf("v%d int64: Hasher %#x, want %#x", v, got, want)
+		}
+	}
+	if HashRawFNV(&a) == HashRawWords(&a) {
+		t.Fatal("both versions hash the array alike")
 	}
 }

@@ -10,12 +10,16 @@ import (
 	"github.com/weirhq/weir/internal/keygroup"
 )
 
-// Hasher returns the 32-bit key hash of K that decides key groups. It is
-// stable across processes and runs (no per-process seed), because every
-// process of a job must send a key to the same subtask. Integers and strings
-// (and named types over them) hash directly; other keys hash their encoding.
+// Hasher returns the 32-bit key hash of K that decides key groups, under
+// hash version v (the job's: see keygroup.HashVersion). It is stable across
+// processes and runs (no per-process seed), because every process of a job
+// must send a key to the same subtask. Integers and strings (and named types
+// over them) hash directly; other keys hash their encoding.
 // The returned function is for one goroutine (it may reuse a buffer).
-func Hasher[K comparable]() func(K) uint32 {
+func Hasher[K comparable](v keygroup.HashVersion) func(K) uint32 {
+	if !v.Valid() {
+		panic(fmt.Sprintf("keyed: key hash version %d is unknown", v))
+	}
 	t := reflect.TypeFor[K]()
 	switch t.Kind() {
 	case reflect.String:
@@ -42,18 +46,21 @@ func Hasher[K comparable]() func(K) uint32 {
 		panic(fmt.Sprintf("keyed: key type %s cannot be hashed: %v", t, err))
 	}
 	if _, raw := codec.MemorySize(c); raw {
-		return func(k K) uint32 { return HashRaw(&k) }
+		if v == keygroup.HashFNV {
+			return func(k K) uint32 { return HashRawFNV(&k) }
+		}
+		return func(k K) uint32 { return HashRawWords(&k) }
 	}
 	var buf []byte
 	return func(k K) uint32 {
 		buf = c.AppendEncode(buf[:0], k)
-		return keygroup.HashBytes(buf)
+		return v.Bytes(buf)
 	}
 }
 
 // RawKey reports whether K's derived encoding is its memory (a struct or
 // array of integers with no padding, on a little-endian machine): then
-// HashRaw hashes it as Hasher does.
+// HashRawFNV and HashRawWords hash it as Hasher does.
 func RawKey[K comparable]() bool {
 	c, err := codec.For[K]()
 	if err != nil {
@@ -63,8 +70,13 @@ func RawKey[K comparable]() bool {
 	return raw
 }
 
-// HashRaw is Hasher's hash of a key for which RawKey holds: the hash of
-// its encoding, which is its memory, read in place.
-func HashRaw[K comparable](k *K) uint32 {
+// HashRawFNV is Hasher's hash under keygroup.HashFNV of a key for which
+// RawKey holds: the hash of its encoding, which is its memory, read in place.
+func HashRawFNV[K comparable](k *K) uint32 {
 	return keygroup.HashBytes(unsafe.Slice((*byte)(unsafe.Pointer(k)), unsafe.Sizeof(*k)))
+}
+
+// HashRawWords is HashRawFNV under keygroup.HashWords.
+func HashRawWords[K comparable](k *K) uint32 {
+	return keygroup.HashWordBytes(unsafe.Slice((*byte)(unsafe.Pointer(k)), unsafe.Sizeof(*k)))
 }

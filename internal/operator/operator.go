@@ -130,6 +130,9 @@ type Context struct {
 	Attempt        int
 	Mode           Mode
 	Clock          clock.Clock
+	// KeyHash is the job's key hash version (keyed operators hash their
+	// keys with it); NewContext sets keygroup.CurrentHash.
+	KeyHash keygroup.HashVersion
 	// Index is this operator's position in its task's chain.
 	Index int
 	// current is shared by every operator of a task: the index of the
@@ -251,7 +254,7 @@ func (c *Context) WakeUp() int64 { return c.wakeAt }
 // NewContext returns a context for the operator at position index of a chain
 // whose operators share current.
 func NewContext(current *int, index int) *Context {
-	return &Context{Index: index, current: current, wakeAt: NoWakeUp}
+	return &Context{Index: index, current: current, wakeAt: NoWakeUp, KeyHash: keygroup.CurrentHash}
 }
 
 // Enter marks this operator as the one running. Operators call it before user

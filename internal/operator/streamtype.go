@@ -5,13 +5,26 @@ import (
 	"reflect"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/network"
 )
 
 // SelectorFactory creates, for one producer subtask, the function that picks
-// the channel (0..channels-1) of a record of type T. It returns a func(T) int,
-// a Selector[T], or nil to broadcast every record to all channels.
-type SelectorFactory func(channels, subtask, maxParallelism int) any
+// the channel (0..r.Channels-1) of a record of type T. It returns a
+// func(T) int, a Selector[T], or nil to broadcast every record to all
+// channels.
+type SelectorFactory func(r Route) any
+
+// Route is the producer subtask a selector is made for.
+type Route struct {
+	Channels int // the consumer subtasks it writes to
+	Subtask  int // the producer's index
+	// MaxParallelism is the consumer's number of key groups, and KeyHash
+	// the job's key hash version: a key selector must give each key the
+	// key group the consumer's keyed state gives it.
+	MaxParallelism int
+	KeyHash        keygroup.HashVersion
+}
 
 // Selector is a channel selector that can also route a whole batch in one
 // call: Batch(vs, chs) sets chs[i] to One(vs[i]) for every i (len(chs) ==
@@ -32,8 +45,9 @@ type StreamType interface {
 	// CodecErr is non-nil when no codec could be found for T; it only matters
 	// when the stream crosses a network edge.
 	CodecErr() error
-	// NewWriter returns an Input[T] that writes into rp, and its control side.
-	NewWriter(rp *network.ResultPartition, sel SelectorFactory, subtask, maxParallelism int, cancel <-chan struct{}, stats *IOStats) (any, PartitionWriter)
+	// NewWriter returns an Input[T] that writes into rp, and its control
+	// side; r.Channels is taken from rp.
+	NewWriter(rp *network.ResultPartition, sel SelectorFactory, r Route, cancel <-chan struct{}, stats *IOStats) (any, PartitionWriter)
 	// NewReader decodes T records for in (an Input[T]).
 	NewReader(in any, channels int, stats *IOStats, name string) RecordReader
 	// Fanout combines several Input[T] into one (none: a discarding one).
@@ -80,11 +94,12 @@ func NewStreamType[T any](c codec.Codec[T]) StreamType {
 func (s *streamType[T]) TypeName() string { return reflect.TypeFor[T]().String() }
 func (s *streamType[T]) CodecErr() error  { return s.err }
 
-func (s *streamType[T]) NewWriter(rp *network.ResultPartition, sel SelectorFactory, subtask, maxP int, cancel <-chan struct{}, stats *IOStats) (any, PartitionWriter) {
+func (s *streamType[T]) NewWriter(rp *network.ResultPartition, sel SelectorFactory, r Route, cancel <-chan struct{}, stats *IOStats) (any, PartitionWriter) {
 	var f func(T) int
 	var batch func([]T, []int32)
 	if sel != nil {
-		switch g := sel(len(rp.Subs), subtask, maxP).(type) {
+		r.Channels = len(rp.Subs)
+		switch g := sel(r).(type) {
 		case nil:
 		case Selector[T]:
 			f, batch = g.One, g.Batch

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/rest"
 )
 
@@ -26,6 +27,9 @@ func (e ExecutionID) String() string {
 type Deployment struct {
 	Exec ExecutionID
 	Slot int
+	// KeyHash is the attempt's key hash version: the one of the state it
+	// restores, which every task of the attempt must use.
+	KeyHash keygroup.HashVersion
 	// Restore is the state to restore before the task opens; nil for a
 	// fresh start.
 	Restore *TaskRestore

@@ -69,6 +69,7 @@ func (t *Task) build() error {
 		ctx.Subtask = t.spec.Exec.Subtask
 		ctx.Parallelism = v.Parallelism
 		ctx.MaxParallelism = v.MaxParallelism
+		ctx.KeyHash = t.spec.KeyHash
 		ctx.Attempt = t.spec.Exec.Attempt
 		ctx.Checkpointing = t.spec.Checkpoints != nil
 		if t.spec.Checkpoints != nil {
@@ -177,7 +178,8 @@ func (t *Task) outputs(i int, insts []operator.Instance) (out any, sides map[str
 			if o.Edge.Selector != nil {
 				sel = o.Edge.Selector.(operator.SelectorFactory)
 			}
-			w, pw := st.NewWriter(o.Partition, sel, t.spec.Exec.Subtask, o.Edge.Target.MaxParallelism, t.cancel, &t.Stats)
+			route := operator.Route{Subtask: t.spec.Exec.Subtask, MaxParallelism: o.Edge.Target.MaxParallelism, KeyHash: t.spec.KeyHash}
+			w, pw := st.NewWriter(o.Partition, sel, route, t.cancel, &t.Stats)
 			outs = append(outs, w)
 			t.writers = append(t.writers, pw)
 			o.Partition.Pool.NotifyOn(t.outputReady)

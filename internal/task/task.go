@@ -13,6 +13,7 @@ import (
 	"github.com/weirhq/weir/internal/barrier"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
@@ -71,6 +72,8 @@ type Spec struct {
 	MaxParallelism int
 	Mode           operator.Mode
 	Clock          clock.Clock
+	// KeyHash is the job's key hash version (protocol.Deployment.KeyHash).
+	KeyHash keygroup.HashVersion
 	// BufferTimeout: partly filled buffers are flushed at least this often;
 	// 0 flushes after every batch the task handles, negative only when full.
 	BufferTimeout time.Duration

@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"slices"
 	"strings"
+
+	"github.com/weirhq/weir/internal/keygroup"
 )
 
 // Metadata describes one complete checkpoint or savepoint: everything needed
@@ -23,6 +25,10 @@ type Metadata struct {
 	Savepoint      bool            `json:"savepoint,omitempty"`
 	Fingerprint    string          `json:"fingerprint"` // of the job graph
 	Operators      []OperatorState `json:"operators"`   // sorted by OperatorID, unique
+	// KeyHash is the key hash version the keyed state's key groups were
+	// computed with; 0 in metadata written before it was recorded, whose
+	// builds used keygroup.HashFNV.
+	KeyHash keygroup.HashVersion `json:"keyHash,omitempty"`
 }
 
 // OperatorState is the state of one operator (Flink's OperatorState).
@@ -231,6 +237,9 @@ func (m *Metadata) Validate() error {
 	}
 	if m.CheckpointID <= 0 {
 		return fmt.Errorf("checkpoint ID %d is not positive", m.CheckpointID)
+	}
+	if m.KeyHash != 0 && !m.KeyHash.Valid() {
+		return fmt.Errorf("key hash version %d is unknown to this build (it knows 1 to %d): a newer Weir wrote this checkpoint", m.KeyHash, keygroup.CurrentHash)
 	}
 	for i := range m.Operators {
 		op := &m.Operators[i]

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/testseed"
 )
 
@@ -171,6 +172,9 @@ func TestMetadataValidate(t *testing.T) {
 		{"no job", func(m *storage.Metadata) { m.JobID = "" }, "job ID"},
 		{"job with slash", func(m *storage.Metadata) { m.JobID = "a/b" }, "job ID"},
 		{"zero id", func(m *storage.Metadata) { m.CheckpointID = 0 }, "not positive"},
+		{"fnv keys", func(m *storage.Metadata) { m.KeyHash = keygroup.HashFNV }, ""},
+		{"word keys", func(m *storage.Metadata) { m.KeyHash = keygroup.HashWords }, ""},
+		{"newer key hash", func(m *storage.Metadata) { m.KeyHash = keygroup.CurrentHash + 1 }, "key hash version 3 is unknown"},
 		{"unsorted", func(m *storage.Metadata) { m.Operators[0], m.Operators[1] = m.Operators[1], m.Operators[0] }, "sorted"},
 		{"duplicate op", func(m *storage.Metadata) { m.Operators[1].OperatorID = m.Operators[0].OperatorID }, "sorted"},
 		{"no op id", func(m *storage.Metadata) { m.Operators[0].OperatorID = "" }, "no ID"},
