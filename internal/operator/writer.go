@@ -77,12 +77,12 @@ func NewWriter[T any](c codec.Codec[T], rp *network.ResultPartition, sel func(T)
 // written, their order per channel and the requests for buffers (and so the
 // backpressure) are those of ProcessElement for each record.
 func (w *Writer[T]) ProcessBatch(vs []T, ts int64) {
-	if w.selBatch == nil || w.memSize == 0 {
-		// Broadcasts, codec-encoded records, and stateful or failing
-		// selectors (round robin, a custom partitioner) go record by record,
-		// the selector interleaved with the writes as before.
-		for _, v := range vs {
-			w.ProcessElement(v, ts)
+	if w.selBatch == nil {
+		// Broadcasts and stateful or failing selectors (round robin, a
+		// custom partitioner) go record by record, the selector
+		// interleaved with the writes as before.
+		for i := range vs {
+			w.ProcessElement(vs[i], ts)
 		}
 		return
 	}
@@ -92,6 +92,15 @@ func (w *Writer[T]) ProcessBatch(vs []T, ts int64) {
 	chs := w.chs[:len(vs)]
 	w.selBatch(vs, chs)
 	w.stats.RecordsOut += int64(len(vs))
+	if w.memSize == 0 {
+		// Codec-encoded records: routed in one loop too, and written from
+		// where they are (a large record, such as q18's 240-byte bid, was
+		// copied for the selector's call and again for the write's).
+		for i := range vs {
+			w.write(int(chs[i]), &vs[i], ts)
+		}
+		return
+	}
 	h := network.HeaderLen(ts)
 	rec := h + w.memSize
 	var hdr [network.MaxHeader]byte
@@ -115,7 +124,7 @@ func (w *Writer[T]) ProcessBatch(vs []T, ts int64) {
 				continue
 			}
 		}
-		w.write(int(ch), vs[i], ts)
+		w.write(int(ch), &vs[i], ts)
 	}
 	w.stats.BytesOut += int64(fast * rec)
 }
@@ -141,15 +150,17 @@ func (w *Writer[T]) ProcessElement(v T, ts int64) {
 				return
 			}
 		}
-		w.write(ch, v, ts)
+		w.write(ch, &v, ts)
 		return
 	}
 	for ch := range w.cur {
-		w.write(ch, v, ts)
+		w.write(ch, &v, ts)
 	}
 }
 
-func (w *Writer[T]) write(ch int, v T, ts int64) {
+// write appends *v to channel ch's buffers (v by pointer: records may be
+// large, and the caller's copy is read in place).
+func (w *Writer[T]) write(ch int, v *T, ts int64) {
 	b := w.cur[ch]
 	if b == nil {
 		b = w.request()
@@ -167,13 +178,13 @@ func (w *Writer[T]) write(ch int, v T, ts int64) {
 		}
 		b.Data = b.Data[:end]
 		network.PutHeader(b.Data[start:], w.memSize, ts)
-		copyMemory(b.Data[start+h:end], unsafe.Pointer(&v), unsafe.Sizeof(v))
+		copyMemory(b.Data[start+h:end], unsafe.Pointer(v), unsafe.Sizeof(*v))
 		w.stats.BytesOut += int64(h + w.memSize)
 		return
 	}
 	if cap(b.Data)-start >= w.bigRecord+network.MaxHeader {
 		h := network.HeaderLen(ts)
-		out := w.codec.AppendEncode(b.Data[:start+h], v)
+		out := w.codec.AppendEncode(b.Data[:start+h], *v)
 		if unsafe.SliceData(out) == unsafe.SliceData(b.Data) {
 			n := len(out) - start - h
 			network.PutHeader(out[start:], n, ts)
@@ -190,7 +201,7 @@ func (w *Writer[T]) write(ch int, v T, ts int64) {
 		w.writeBytes(ch, payload, ts)
 		return
 	}
-	w.scratch = w.codec.AppendEncode(w.scratch[:0], v)
+	w.scratch = w.codec.AppendEncode(w.scratch[:0], *v)
 	w.writeBytes(ch, w.scratch, ts)
 }
 
