@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/internal/checkpoint/inspect"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/keygroup"
@@ -142,6 +143,14 @@ func TestResumeKeepsKeyHashVersion(t *testing.T) {
 			m.KeyHash = 0
 			if err := storage.WriteMetadata(context.Background(), s, *m); err != nil {
 				t.Fatal(err)
+			}
+			// weir savepoint inspect tells the version a resume will use.
+			r, err := inspect.Inspect(context.Background(), filepath.Join(dir, m.JobID, fmt.Sprintf("chk-%d", m.CheckpointID)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.KeyHash != int(keygroup.HashFNV) {
+				t.Fatalf("inspect reports key hash %d for keyed state without a version, want %d", r.KeyHash, keygroup.HashFNV)
 			}
 			got = runBidCount(t, path, dir, weir.Config{Parallelism: 3, StateBackend: backend, ResumeFrom: "latest"})
 			check(t, "resumed run", got, 2)

@@ -35,6 +35,11 @@ type Report struct {
 	TriggerMillis  int64      `json:"triggerMillis"`
 	CompleteMillis int64      `json:"completeMillis"`
 	Operators      []Operator `json:"operators"`
+	// KeyHash is the key hash version the keyed state's key groups were
+	// computed with (keygroup.HashVersion; a restore keeps it): the
+	// metadata's, 1 for keyed state written before versions were
+	// recorded, 0 when nothing is keyed.
+	KeyHash int `json:"keyHash"`
 }
 
 // Operator is the state of one operator.
@@ -112,11 +117,14 @@ func Inspect(ctx context.Context, path string) (*Report, error) {
 	}
 	defer s.Close()
 	r := &Report{Path: path, StoreURL: s.URL(), JobID: m.JobID, JobName: m.JobName, CheckpointID: m.CheckpointID,
-		Savepoint: m.Savepoint, TriggerMillis: m.TriggerMillis, CompleteMillis: m.CompleteMillis}
+		Savepoint: m.Savepoint, TriggerMillis: m.TriggerMillis, CompleteMillis: m.CompleteMillis, KeyHash: int(m.KeyHash)}
 	for i := range m.Operators {
 		op, err := inspectOperator(ctx, s, &m.Operators[i])
 		if err != nil {
 			return nil, err
+		}
+		if r.KeyHash == 0 && len(op.KeyedRanges) > 0 {
+			r.KeyHash = int(keygroup.HashFNV) // metadata before versions
 		}
 		r.Operators = append(r.Operators, op)
 	}

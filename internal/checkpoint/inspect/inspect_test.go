@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/checkpoint/inspect"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/testseed"
 	"github.com/weirhq/weir/jobs/keyedcount"
 )
@@ -112,6 +113,9 @@ func TestInspectCanonical(t *testing.T) {
 			}
 			if r.JobName != "keyed-count" || r.CheckpointID < 1 {
 				t.Errorf("job %q checkpoint %d", r.JobName, r.CheckpointID)
+			}
+			if r.KeyHash != int(keygroup.CurrentHash) {
+				t.Errorf("key hash version %d, want %d", r.KeyHash, keygroup.CurrentHash)
 			}
 			count := operatorByUID(t, r, "count")
 			if count.Name != "Count" || count.Parallelism != 2 || count.MaxParallelism != 128 || len(count.OperatorID) != 32 {
