@@ -327,7 +327,7 @@ func (o *reduceOp[K, T]) ProcessElement(v T, ts int64) {
 // the subtask once that passes Config.BatchStateMemory.
 func (o *reduceOp[K, T]) count(extra int64) {
 	if o.mem += o.perKey + extra; o.mem > o.memLimit {
-		operator.Fail(fmt.Errorf("batch Reduce: %d distinct keys take about %d bytes of accumulators in this subtask, more than Config.BatchStateMemory (%d bytes): raise it, or run the job in streaming mode with the pebble state backend",
+		operator.Fail(fmt.Errorf("batch Reduce: %d distinct keys take about %d bytes of accumulators in this subtask, more than Config.BatchStateMemory (%d bytes; weir run's --batch-state-memory): raise it, or run the job in streaming mode with the pebble state backend",
 			len(o.vals), o.mem, o.memLimit))
 	}
 }

@@ -98,7 +98,8 @@ Usage:
 Built-in jobs:
   wordcount   count words: [--input PATH] [--output PATH]
               (without --input: counts a sample text; without --output: prints
-              the top 20 words)
+              the top 20 words); it runs in batch mode: --batch-state-memory S
+              bounds its counts' memory per subtask (default 1gb)
   clicks      a live stream of page clicks with a rolling count per page;
               runs until Ctrl-C or --count: [--rate N] [--count N]
   fraud-detection
@@ -338,6 +339,7 @@ type jobFlags struct {
 	bufferSize       sizeFlag
 	networkMemory    sizeFlag
 	writeMemory      sizeFlag // --checkpoint-write-memory
+	batchMemory      sizeFlag // --batch-state-memory
 	logLevel         string
 	backend          string
 	input, output    string
@@ -385,6 +387,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.from, "from", "", "")
 	fs.IntVar(&f.retained, "retained", 1, "")
 	fs.Var(&f.writeMemory, "checkpoint-write-memory", "")
+	fs.Var(&f.batchMemory, "batch-state-memory", "")
 	fs.BoolVar(&f.allowNonRestored, "allow-non-restored-state", false, "")
 	fs.StringVar(&f.window, "window", "", "")
 	fs.StringVar(&f.watermarks, "watermarks", "punctuated", "")
@@ -408,7 +411,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	job := pos[0]
 	switch job {
 	case "wordcount":
-		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output")...)
+		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "batch-state-memory")...)
 	case "clicks":
 		err = onlyFlags(fs, job, append(commonRunFlags, "rate", "count")...)
 	case "fraud-detection":
@@ -600,6 +603,9 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	if given["network-memory"] && f.networkMemory.bytes < 1<<20 {
 		return weir.Config{}, usagef("--network-memory must be at least 1mb, got %d bytes", f.networkMemory.bytes)
 	}
+	if given["batch-state-memory"] && f.batchMemory.bytes < 1<<20 {
+		return weir.Config{}, usagef("--batch-state-memory must be at least 1mb, got %d bytes", f.batchMemory.bytes)
+	}
 	if given["rest-address"] && f.restAddr != "" {
 		if err := checkAddress("rest-address", f.restAddr); err != nil {
 			return weir.Config{}, err
@@ -612,7 +618,8 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	cfg := weir.Config{
 		Parallelism: f.parallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["rest-address"],
 		BufferTimeout: bt, BufferSize: int(f.bufferSize.bytes), NetworkMemory: f.networkMemory.bytes, StateBackend: f.backend,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		BatchStateMemory: f.batchMemory.bytes,
+		Logger:           slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	cfg.OnSubmit = func(j *weir.Job) {
 		msg := fmt.Sprintf("weir: job %s started", j.ID())

@@ -59,6 +59,34 @@ func TestRunWordcountFiles(t *testing.T) {
 	}
 }
 
+// --batch-state-memory bounds wordcount's counts (a batch Reduce): 20,000
+// distinct words do not fit in 1mb and the run fails naming the flag; in
+// 16mb they are all counted.
+func TestRunWordcountBatchStateMemory(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	var sb strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&sb, "w%dx\n", i)
+	}
+	os.WriteFile(in, []byte(sb.String()), 0o644)
+	code, _, errOut := runCLI("run", "wordcount", "--input", in, "--output", filepath.Join(dir, "small"), "--batch-state-memory", "1mb", "--rest-address", "")
+	if code != 1 || !strings.Contains(errOut, "--batch-state-memory") || !strings.Contains(errOut, "Config.BatchStateMemory (1048576 bytes") {
+		t.Fatalf("code %d under 1mb, want 1 and an error naming the flag: %s", code, errOut)
+	}
+	out := filepath.Join(dir, "big")
+	if code, _, errOut := runCLI("run", "wordcount", "--input", in, "--output", out, "--batch-state-memory", "16mb", "--rest-address", ""); code != 0 {
+		t.Fatalf("code %d under 16mb: %s", code, errOut)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\t1\n"); n != 20000 {
+		t.Fatalf("%d words counted once, want 20000", n)
+	}
+}
+
 func TestRunReportsMissingInput(t *testing.T) {
 	code, _, errOut := runCLI("run", "wordcount", "--input", "/nonexistent/in.txt", "--output", filepath.Join(t.TempDir(), "o"), "--rest-address", "")
 	if code != 1 || !strings.Contains(errOut, "/nonexistent/in.txt") {
@@ -135,6 +163,9 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--checkpoint-write-memory", "many"}, `--checkpoint-write-memory "many"`},
 		{[]string{"run", "window-agg", "--input", "a", "--output", "b", "--window", "tumbling:1s", "--checkpoint-write-memory", "8mb"}, "--checkpoint-write-memory needs --checkpoint-dir"},
 		{[]string{"run", "wordcount", "--checkpoint-write-memory", "8mb"}, "--checkpoint-write-memory does not apply to wordcount"},
+		{[]string{"run", "wordcount", "--batch-state-memory", "100kb"}, "--batch-state-memory must be at least 1mb"},
+		{[]string{"run", "wordcount", "--batch-state-memory", "lots"}, `--batch-state-memory "lots"`},
+		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--batch-state-memory", "8mb"}, "--batch-state-memory does not apply to keyed-count"},
 		{[]string{"run"}, "run needs exactly one job name"},
 		{[]string{"run", "wordcount", "extra"}, "run needs exactly one job name"},
 		{[]string{"run", "wordcount", "--nope"}, "unknown flag --nope"},
