@@ -40,7 +40,7 @@ func (jm *JobManager) planRestore(j *job) (map[ExecutionID]*protocol.TaskRestore
 			}
 			// Only keyed state is cut by key group; operator state and a
 			// source's splits redistribute whatever the max parallelism.
-			if os.MaxParallelism != v.MaxParallelism && hasKeyed(os) {
+			if os.MaxParallelism != v.MaxParallelism && os.HasKeyed() {
 				return nil, fmt.Errorf("%s had max parallelism %d in checkpoint %d and has %d now; "+
 					"max parallelism (the number of key groups) is fixed when a job first runs and cannot change across a restore: "+
 					"set it back to %d (Config.MaxParallelism, or the operator's own)",
@@ -117,37 +117,19 @@ var freshKeyHash atomic.Uint32
 func SetFreshKeyHash(v keygroup.HashVersion) { freshKeyHash.Store(uint32(v)) }
 
 // keyHashFor is the key hash version of an attempt that restores m (nil: a
-// fresh start): the one m's key groups were computed with, since every key
-// must find its state where the old job put it. Metadata that names no
-// version comes from a build before versions were recorded, which used
-// keygroup.HashFNV; without keyed state nothing depends on the old hash,
-// and the attempt takes the current one.
+// fresh start): the one m's key groups were computed with
+// (storage.Metadata.KeyHashVersion), since every key must find its state
+// where the old job put it; the current one when m holds no keyed state.
 func keyHashFor(m *storage.Metadata) keygroup.HashVersion {
-	fresh := keygroup.HashVersion(freshKeyHash.Load())
-	if fresh == 0 {
-		fresh = keygroup.CurrentHash
-	}
-	if m == nil {
-		return fresh
-	}
-	if m.KeyHash != 0 {
-		return m.KeyHash
-	}
-	for i := range m.Operators {
-		if hasKeyed(&m.Operators[i]) {
-			return keygroup.HashFNV
+	if m != nil {
+		if v := m.KeyHashVersion(); v != 0 {
+			return v
 		}
 	}
-	return fresh
-}
-
-func hasKeyed(os *storage.OperatorState) bool {
-	for _, st := range os.Subtasks {
-		if len(st.Keyed) > 0 {
-			return true
-		}
+	if v := keygroup.HashVersion(freshKeyHash.Load()); v != 0 {
+		return v
 	}
-	return false
+	return keygroup.CurrentHash
 }
 
 // describeOperator names an operator of a checkpoint for an error: by its

@@ -46,10 +46,7 @@ func Hasher[K comparable](v keygroup.HashVersion) func(K) uint32 {
 		panic(fmt.Sprintf("keyed: key type %s cannot be hashed: %v", t, err))
 	}
 	if _, raw := codec.MemorySize(c); raw {
-		if v == keygroup.HashFNV {
-			return func(k K) uint32 { return HashRawFNV(&k) }
-		}
-		return func(k K) uint32 { return HashRawWords(&k) }
+		return func(k K) uint32 { return HashRaw(&k, v) }
 	}
 	var buf []byte
 	return func(k K) uint32 {
@@ -60,7 +57,7 @@ func Hasher[K comparable](v keygroup.HashVersion) func(K) uint32 {
 
 // RawKey reports whether K's derived encoding is its memory (a struct or
 // array of integers with no padding, on a little-endian machine): then
-// HashRawFNV and HashRawWords hash it as Hasher does.
+// HashRaw hashes it as Hasher does.
 func RawKey[K comparable]() bool {
 	c, err := codec.For[K]()
 	if err != nil {
@@ -70,13 +67,13 @@ func RawKey[K comparable]() bool {
 	return raw
 }
 
-// HashRawFNV is Hasher's hash under keygroup.HashFNV of a key for which
-// RawKey holds: the hash of its encoding, which is its memory, read in place.
-func HashRawFNV[K comparable](k *K) uint32 {
-	return keygroup.HashBytes(unsafe.Slice((*byte)(unsafe.Pointer(k)), unsafe.Sizeof(*k)))
-}
-
-// HashRawWords is HashRawFNV under keygroup.HashWords.
-func HashRawWords[K comparable](k *K) uint32 {
-	return keygroup.HashWordBytes(unsafe.Slice((*byte)(unsafe.Pointer(k)), unsafe.Sizeof(*k)))
+// HashRaw is Hasher's hash under version v of a key for which RawKey
+// holds: the hash of its encoding, which is its memory, read in place.
+// (One call per key: both hashes inline here, which v.Bytes would not.)
+func HashRaw[K comparable](k *K, v keygroup.HashVersion) uint32 {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(k)), unsafe.Sizeof(*k))
+	if v == keygroup.HashFNV {
+		return keygroup.HashBytes(b)
+	}
+	return keygroup.HashWordBytes(b)
 }

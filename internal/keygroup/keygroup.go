@@ -139,7 +139,7 @@ func HashBytes(b []byte) uint32 {
 // first. FNV-1a is one dependent multiply per byte (16 for a key of two
 // int64s); this is one per word, and Assigner.KeyGroup's Murmur finishes the
 // mixing. Key groups are kept in checkpoints, so this function must never
-// change: keygroup_golden_test.go pins its values.
+// change: hash_test.go pins its values.
 func HashWordBytes(b []byte) uint32 {
 	h := uint64(len(b)) * 0x9e3779b97f4a7c15
 	for len(b) >= 8 {
@@ -178,6 +178,17 @@ const (
 
 // Valid reports whether v is a version this build knows.
 func (v HashVersion) Valid() bool { return v >= HashFNV && v <= CurrentHash }
+
+// String says what v hashes how, for people (weir savepoint inspect).
+func (v HashVersion) String() string {
+	switch v {
+	case HashFNV:
+		return "version 1 (FNV-1a over each key's encoding)"
+	case HashWords:
+		return "version 2 (struct and encoded keys hashed by words)"
+	}
+	return fmt.Sprintf("version %d (unknown to this build)", uint8(v))
+}
 
 // Bytes is v's hash of a key given by its encoded bytes.
 func (v HashVersion) Bytes(b []byte) uint32 {

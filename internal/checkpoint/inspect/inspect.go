@@ -117,14 +117,11 @@ func Inspect(ctx context.Context, path string) (*Report, error) {
 	}
 	defer s.Close()
 	r := &Report{Path: path, StoreURL: s.URL(), JobID: m.JobID, JobName: m.JobName, CheckpointID: m.CheckpointID,
-		Savepoint: m.Savepoint, TriggerMillis: m.TriggerMillis, CompleteMillis: m.CompleteMillis, KeyHash: int(m.KeyHash)}
+		Savepoint: m.Savepoint, TriggerMillis: m.TriggerMillis, CompleteMillis: m.CompleteMillis, KeyHash: int(m.KeyHashVersion())}
 	for i := range m.Operators {
 		op, err := inspectOperator(ctx, s, &m.Operators[i])
 		if err != nil {
 			return nil, err
-		}
-		if r.KeyHash == 0 && len(op.KeyedRanges) > 0 {
-			r.KeyHash = int(keygroup.HashFNV) // metadata before versions
 		}
 		r.Operators = append(r.Operators, op)
 	}

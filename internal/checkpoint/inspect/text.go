@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/weirhq/weir/internal/keygroup"
 )
 
 // WriteText writes r for people: one block per operator.
@@ -19,14 +21,8 @@ func WriteText(w io.Writer, r *Report) error {
 	if r.CompleteMillis > 0 {
 		fmt.Fprintf(&b, "  completed: %s\n", time.UnixMilli(r.CompleteMillis).UTC().Format(time.RFC3339))
 	}
-	switch r.KeyHash {
-	case 0:
-	case 1:
-		fmt.Fprintf(&b, "  key hash: version 1 (FNV-1a over each key's encoding; a resumed job keeps it)\n")
-	case 2:
-		fmt.Fprintf(&b, "  key hash: version 2 (struct and encoded keys hashed by words)\n")
-	default:
-		fmt.Fprintf(&b, "  key hash: version %d (unknown to this build)\n", r.KeyHash)
+	if r.KeyHash != 0 {
+		fmt.Fprintf(&b, "  key hash: %s; a resumed job keeps it\n", keygroup.HashVersion(r.KeyHash))
 	}
 	fmt.Fprintf(&b, "  operators with state: %d\n", len(r.Operators))
 	for _, op := range r.Operators {

@@ -31,6 +31,22 @@ type Metadata struct {
 	KeyHash keygroup.HashVersion `json:"keyHash,omitempty"`
 }
 
+// KeyHashVersion is the key hash version m's keyed state was written with:
+// m.KeyHash, or keygroup.HashFNV when m names none (it was written before
+// versions were recorded) and holds keyed state; 0 when it names none and
+// holds none (nothing depends on the hash then).
+func (m *Metadata) KeyHashVersion() keygroup.HashVersion {
+	if m.KeyHash != 0 {
+		return m.KeyHash
+	}
+	for i := range m.Operators {
+		if m.Operators[i].HasKeyed() {
+			return keygroup.HashFNV
+		}
+	}
+	return 0
+}
+
 // OperatorState is the state of one operator (Flink's OperatorState).
 type OperatorState struct {
 	OperatorID     string         `json:"operatorId"`
@@ -40,6 +56,16 @@ type OperatorState struct {
 	MaxParallelism int            `json:"maxParallelism"`        // >= Parallelism: the number of key groups
 	Coordinator    []byte         `json:"coordinator,omitempty"` // the coordinator's state (a source's split enumerator), nil if none
 	Subtasks       []SubtaskState `json:"subtasks,omitempty"`    // sorted by Subtask, unique; subtasks without state may be left out
+}
+
+// HasKeyed reports whether any subtask of op has keyed state.
+func (op *OperatorState) HasKeyed() bool {
+	for _, st := range op.Subtasks {
+		if len(st.Keyed) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // InlineLimit is the largest operator (non-keyed) state that is inlined into
@@ -239,7 +265,7 @@ func (m *Metadata) Validate() error {
 		return fmt.Errorf("checkpoint ID %d is not positive", m.CheckpointID)
 	}
 	if m.KeyHash != 0 && !m.KeyHash.Valid() {
-		return fmt.Errorf("key hash version %d is unknown to this build (it knows 1 to %d): a newer Weir wrote this checkpoint", m.KeyHash, keygroup.CurrentHash)
+		return fmt.Errorf("key hash version %d is unknown to this build (it knows %d to %d): a newer Weir wrote this checkpoint", m.KeyHash, keygroup.HashFNV, keygroup.CurrentHash)
 	}
 	for i := range m.Operators {
 		op := &m.Operators[i]
