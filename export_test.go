@@ -13,11 +13,11 @@ func ForceGeneralWindowOp(force bool) (restore func()) {
 func SlicedOpsOpened() int64 { return slicedOpsOpened.Load() }
 
 // HoldWindowElements makes sliced window operators and keyed process
-// operators opened after it hold elements back (operator.RunEnder)
-// whatever the size of their state, so that tests with a few keys run that
-// path, until restore is called.
-func HoldWindowElements() (restore func()) {
+// operators opened after it hold elements back (operator.RunEnder) from a
+// state of from entries on (0: from the start), so that tests with a few
+// keys run that path and the switch to it, until restore is called.
+func HoldWindowElements(from int) (restore func()) {
 	old := holdMinEntries
-	holdMinEntries = 0
+	holdMinEntries = from
 	return func() { holdMinEntries = old }
 }

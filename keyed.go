@@ -229,8 +229,7 @@ func (o *keyedProcessOp[K, T, U]) setHold() { o.hold = o.runs && o.heap.Entries(
 func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
 	o.col.ctx.Enter()
 	if o.hold {
-		o.pend = append(o.pend, pending[K, T]{v: v, ts: ts, key: o.key(v)})
-		if len(o.pend) == o.runLen {
+		if holdBack(&o.pend, v, ts, o.key(v)) == o.runLen {
 			o.EndRun()
 		}
 		return

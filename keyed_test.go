@@ -228,7 +228,7 @@ func TestKeyedProcessHeldRuns(t *testing.T) {
 	for _, hold := range []bool{false, true} {
 		restore := func() {}
 		if hold {
-			restore = weir.HoldWindowElements()
+			restore = weir.HoldWindowElements(0)
 		}
 		env := weir.NewEnvironment(weir.Config{Parallelism: 3})
 		// One source subtask: each key's elements reach their subtask in order.

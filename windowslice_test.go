@@ -152,8 +152,11 @@ func TestSlicedWindowsMatchGeneralOperator(t *testing.T) {
 			}
 			in[i] = keyTs{F0: fmt.Sprintf("k%d", rng.IntN(4)), F1: ts}
 		}
+		// From how many state entries on the sliced operator holds elements
+		// back (0: from the start; else it switches in the middle of a run).
+		holdFrom := rng.IntN(3) * rng.IntN(8)
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			t.Logf("case %v, %d elements, disorder %d", c, n, disorder)
+			t.Logf("case %v, %d elements, disorder %d, holding from %d entries", c, n, disorder, holdFrom)
 			for _, backend := range []string{"hashmap", "pebble"} {
 				for _, p := range []int{1, 3} {
 					restore := weir.ForceGeneralWindowOp(true)
@@ -167,7 +170,7 @@ func TestSlicedWindowsMatchGeneralOperator(t *testing.T) {
 					// (heap backend), as it does on a large state.
 					restore = func() {}
 					if p == 3 {
-						restore = weir.HoldWindowElements()
+						restore = weir.HoldWindowElements(holdFrom)
 					}
 					got, gotLate := runSliceCase(t, c, in, ms(disorder), backend, p)
 					restore()
@@ -239,7 +242,7 @@ func TestSlicedWindowsSurviveFailure(t *testing.T) {
 
 	// The heap backend's operators hold elements back in runs, as they do
 	// on a large state: every barrier must find none held.
-	defer weir.HoldWindowElements()()
+	defer weir.HoldWindowElements(0)()
 	for _, backend := range []string{"hashmap", "pebble"} {
 		t.Run(backend, func(t *testing.T) {
 			f := newFailOnce(int64(n))

@@ -67,8 +67,7 @@ type erased interface {
 	restore(kg int, mapKey []byte, e snapshot.Entry, restoredTS bool) error
 	reserve(kg, n int)
 	ageVersions(v uint64)
-	Probe(p *Probe) bool
-	Lines(dst []uintptr, p *Probe) []uintptr
+	ProbeLines(p *Probe, dst []uintptr) ([]uintptr, bool)
 	SlotBytes() uintptr
 	Len() int
 }
@@ -271,16 +270,14 @@ func (s *Store) image() *keyImage {
 
 // CurrentLines appends to dst, for each of the store's tables, the cache
 // lines of the slots where a lookup of the current key and namespace
-// probably finds its entry (Table.Probe, Table.Lines), and returns it: for
+// probably finds its entry (Table.ProbeLines), and returns it: for
 // an operator that does not know which of its function's states an
 // element will read, prefetching the lines of a run of elements' keys
 // first makes their cache misses overlap.
 func (s *Store) CurrentLines(dst []uintptr) []uintptr {
 	p := &s.probe
 	for _, t := range s.list {
-		if t.Probe(p) {
-			dst = t.Lines(dst, p)
-		}
+		dst, _ = t.ProbeLines(p, dst)
 	}
 	return dst
 }
