@@ -494,34 +494,43 @@ func (o *slicedOp[K, T, R, U]) EndRun() {
 	}
 	prefetch.Lines(lines)
 	o.lines = lines
+	// Whether an element can take addProbed's path depends on its slice
+	// alone (and the watermark, which does not move here): the last slice
+	// asked is remembered until the full path runs, which may fire windows
+	// and so change the answer.
 	wm := o.core.CurrentWatermark()
+	fast, fastSlice, fastSet := false, int64(0), false
 	for i := range o.pend {
 		p := &o.pend[i]
-		if !p.probed || !o.addProbed(p, wm) {
-			o.processElement(p.v, p.ts, p.key)
+		if p.probed {
+			if !fastSet || p.slice != fastSlice {
+				fast, fastSlice, fastSet = o.probedPath(p.ts, p.slice, wm), p.slice, true
+			}
+			if fast && o.contents.addProbed(&p.pr, p.v) {
+				continue
+			}
 		}
+		o.processElement(p.v, p.ts, p.key)
+		fastSet = false
 	}
 	clear(o.pend) // let go of what the elements reference
 	o.pend = o.pend[:0]
 }
 
-// addProbed is processElement for an element whose slice's accumulator
-// its probe found, in the common case: on time, in a slice the watermark
-// has not passed, not the slice's first element, and nothing for the
-// combiner to drop. It does nothing and returns false in every other
-// case, for processElement to take. The key and namespace of state are
-// not set (the probe holds their image), and no other state is read.
-func (o *slicedOp[K, T, R, U]) addProbed(p *pending[K, T], wm int64) bool {
-	t, s := p.ts, p.slice
+// probedPath says whether the elements of slice s (t one of their
+// timestamps) can be added to their accumulator as their probe found it
+// (sliceContents.addProbed), which is processElement in the common case:
+// on time, in a slice the watermark has not passed, and nothing for the
+// combiner to drop. The rest (and a slice's first element, which the
+// probe does not find) take processElement. The answer is the same for
+// every element of the slice: windows start and end on slice boundaries.
+func (o *slicedOp[K, T, R, U]) probedPath(t, s, wm int64) bool {
 	lastStart := s // the slice starts with the window when slide is a whole slice
 	if o.sp.g != o.sp.slide {
 		lastStart = o.sp.start(t, o.sp.slide, o.sp.slideOff)
 	}
 	last := window.Window{Start: lastStart, End: sliceEnd(lastStart, o.sp.size)}
-	if last.End <= t || o.isLate(last, wm) || sliceEnd(s, o.sp.g)-1 <= wm || !o.comb.quiet(s) {
-		return false
-	}
-	return o.contents.addProbed(&p.pr, p.v)
+	return last.End > t && !o.isLate(last, wm) && sliceEnd(s, o.sp.g)-1 > wm && o.comb.quiet(s)
 }
 
 func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
