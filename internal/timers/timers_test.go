@@ -524,3 +524,110 @@ func TestMovedTimersAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// TestFiringCallbacksAgainstReference fires many timers at once (as a
+// window operator's timers of one window are due together) while the
+// firing callbacks register later timers, delete timers (some due in this
+// advance, some moved: deleted and registered later, which forwards) and
+// snapshots are taken: every timer fires once, in (timestamp, key group,
+// id) order, and nothing else fires.
+func TestFiringCallbacksAgainstReference(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(seed(t), 11))
+	all := keygroup.Range{Start: 0, End: maxPar - 1}
+	s := New(all)
+	type tmr struct {
+		ts      int64
+		key, ns string
+	}
+	model := map[tmr]bool{}
+	var live []tmr // model's keys, possibly stale (checked against model)
+	set := func(x tmr) {
+		s.SetCurrentKey([]byte(x.key), kgOf(x.key))
+		s.SetCurrentNamespace([]byte(x.ns))
+	}
+	register := func(x tmr) {
+		set(x)
+		s.RegisterEventTime(x.ts)
+		if !model[x] {
+			model[x] = true
+			live = append(live, x)
+		}
+	}
+	remove := func() {
+		for range 4 {
+			if len(live) == 0 {
+				return
+			}
+			i := rnd.IntN(len(live))
+			x := live[i]
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+			if model[x] {
+				set(x)
+				s.DeleteEventTime(x.ts)
+				delete(model, x)
+				return
+			}
+		}
+	}
+	newTimer := func(ts int64) tmr {
+		// Long keys share their first 8 id bytes: the order falls back to whole ids.
+		return tmr{ts, fmt.Sprint([]string{"k", "kkkkkkkkkk"}[rnd.IntN(2)], rnd.IntN(2000)), []string{"", "w"}[rnd.IntN(2)]}
+	}
+	wm := int64(0)
+	for round := range 40 {
+		spread := 1 + rnd.Int64N(40) // a few timestamps (windows) or many
+		for range 200 + rnd.IntN(3000) {
+			register(newTimer(wm + 1 + rnd.Int64N(spread)))
+		}
+		for range rnd.IntN(300) {
+			remove()
+		}
+		wm += 1 + rnd.Int64N(spread*2)
+		var prev tmr
+		var prevKG int
+		first := true
+		s.AdvanceWatermark(wm, func(tm Timer) {
+			x := tmr{tm.Timestamp, string(tm.Key), string(tm.Namespace)}
+			if !model[x] || tm.Timestamp > wm {
+				t.Fatalf("round %d: fired %v at watermark %d, in the model: %v", round, x, wm, model[x])
+			}
+			id := func(x tmr) string {
+				return string(binary.AppendUvarint(nil, uint64(len(x.key)))) + x.key + x.ns
+			}
+			if !first && (x.ts < prev.ts || x.ts == prev.ts && (tm.KeyGroup < prevKG || tm.KeyGroup == prevKG && id(x) <= id(prev))) {
+				t.Fatalf("round %d: fired %v (key group %d) after %v (key group %d)", round, x, tm.KeyGroup, prev, prevKG)
+			}
+			first, prev, prevKG = false, x, tm.KeyGroup
+			delete(model, x)
+			switch rnd.IntN(8) {
+			case 0: // a later timer, due in this advance or not
+				register(newTimer(x.ts + 1 + rnd.Int64N(spread)))
+			case 1, 2: // delete one, maybe among those taken out
+				remove()
+			case 3: // move one later: deleted, then registered again later
+				if len(live) > 0 {
+					y := live[rnd.IntN(len(live))]
+					if model[y] {
+						set(y)
+						s.DeleteEventTime(y.ts)
+						delete(model, y)
+						register(tmr{max(y.ts, x.ts) + 1 + rnd.Int64N(spread), y.key, y.ns})
+					}
+				}
+			case 4:
+				if rnd.IntN(20) == 0 {
+					s.Snapshot()
+				}
+			}
+		})
+		for x := range model {
+			if x.ts <= wm {
+				t.Fatalf("round %d: %v not fired at watermark %d", round, x, wm)
+			}
+		}
+		if ev, _ := s.Len(); ev != len(model) {
+			t.Fatalf("round %d: service has %d timers, model %d", round, ev, len(model))
+		}
+	}
+}
