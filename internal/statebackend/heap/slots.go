@@ -8,6 +8,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/weirhq/weir/internal/memtouch"
 	"github.com/weirhq/weir/internal/shortkey"
 )
 
@@ -306,7 +307,11 @@ func (t *slots[E]) rebuilt(size int, ver uint64) slots[E] {
 		nt.ctrl[g] = emptyGroup
 	}
 	for len(nt.pages)<<pageBits < size {
-		nt.pages = append(nt.pages, make([]slot[E], min(size, 1<<pageBits)))
+		pg := make([]slot[E], min(size, 1<<pageBits))
+		// Entries holding pointers are written through the write barrier,
+		// which reads the old pointer first while the collector runs.
+		memtouch.Fresh(pg)
+		nt.pages = append(nt.pages, pg)
 		nt.pver = append(nt.pver, ver)
 	}
 	nt.setP0()
