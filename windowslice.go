@@ -448,7 +448,8 @@ func holdBack[K comparable, T any](pend *[]pending[K, T], v T, ts int64, key K) 
 }
 
 // setHold decides, from the size of the state, whether elements are held
-// back until the next watermark.
+// back: at each watermark (a firing may have emptied the state), and at
+// each new accumulator while they are not.
 func (o *slicedOp[K, T, R, U]) setHold() {
 	o.hold = o.runs && o.contents.entries() >= holdMinEntries
 }
