@@ -9,9 +9,9 @@ const pageSize = 4096
 
 // Fresh writes a zero byte into every page that the backing array of s
 // spans, so that the first access to each is a write. Small arrays too:
-// Go carves them from fresh pages as well, and one store costs little. s must be freshly
-// made (all zero) and not yet shared with another goroutine: the write
-// does not change its contents, but it is a write.
+// Go carves them from fresh pages as well, and one store costs little.
+// s must be freshly made (all zero) and not yet shared with another
+// goroutine: the write does not change its contents, but it is a write.
 func Fresh[T any](s []T) {
 	var zero T
 	n := uintptr(cap(s)) * unsafe.Sizeof(zero)

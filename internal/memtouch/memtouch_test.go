@@ -7,8 +7,8 @@ import (
 )
 
 // Fresh writes inside the array only: bytes around it, set to 0xff, stay
-// so, for arrays of every length around page boundaries and at every
-// offset within a page.
+// so, for arrays of lengths around one and three pages, starting at the
+// buffer's start, near the end of its first 4 KiB and past it.
 func TestFreshStaysInside(t *testing.T) {
 	type elem struct {
 		a uint64
