@@ -1,12 +1,14 @@
 package state
 
 import (
-	"github.com/weirhq/weir/internal/statespi"
 	"slices"
+	"unsafe"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/prefetch"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statespi"
 )
 
 // GetListState returns the list state described by d.
@@ -36,7 +38,11 @@ func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 	t, err := heap.NewTable(s, meta, heap.Ops[[]listElem[V]]{
 		Clone: slices.Clone[[]listElem[V]],
 		Emit: func(e *heap.Entry[[]listElem[V]], now int64, scratch *[]byte, emit heap.Emit) error {
-			for _, el := range e.Val {
+			strs, _ := any(e.Val).([]listElem[string])
+			for i, el := range e.Val {
+				if strs != nil {
+					prefetchString(strs, i+stringsAhead)
+				}
 				if h.ttl.expired(el.ts, now) {
 					continue
 				}
@@ -58,6 +64,28 @@ func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 	})
 	h.t = t
 	return h, err
+}
+
+// stringsAhead is how many elements ahead of the one it encodes a
+// snapshot of a list of strings prefetches. Each string is an object of
+// its own, somewhere in the heap: encoding the bids a q20 keeps (1.7 GB of
+// them) waited on a miss per string, most of the checkpoint's CPU.
+const stringsAhead = 4
+
+// prefetchString prefetches the bytes of s[i].v (its first 256), if
+// there is an s[i].
+func prefetchString(s []listElem[string], i int) {
+	if i >= len(s) {
+		return
+	}
+	var lines [4]uintptr
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s[i].v)))
+	n := 0
+	for l, end := p&^63, p+uintptr(len(s[i].v)); l < end && n < len(lines); l += 64 {
+		lines[n] = l
+		n++
+	}
+	prefetch.Lines(lines[:n])
 }
 
 func (h *heapList[V]) Get() []V {
