@@ -68,12 +68,13 @@ func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 
 // stringsAhead is how many elements ahead of the one it encodes a
 // snapshot of a list of strings prefetches. Each string is an object of
-// its own, somewhere in the heap: encoding the bids a q20 keeps (1.7 GB of
-// them) waited on a miss per string, most of the checkpoint's CPU.
+// its own, somewhere in the heap: encoding the bids q20 keeps (1.7 GB of
+// them) waited on a miss per string, 1.7 s of the 3 s of CPU its
+// checkpoint took.
 const stringsAhead = 4
 
-// prefetchString prefetches the bytes of s[i].v (its first 256), if
-// there is an s[i].
+// prefetchString prefetches the first four cache lines that the bytes of
+// s[i].v span, if there is an s[i].
 func prefetchString(s []listElem[string], i int) {
 	if i >= len(s) {
 		return
