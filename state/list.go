@@ -35,13 +35,13 @@ type heapList[V any] struct {
 
 func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]) (*heapList[V], error) {
 	h := &heapList[V]{ttl: newTTL(meta, s.Now)}
+	_, strs := any((*V)(nil)).(*string) // decided once, not per entry
 	t, err := heap.NewTable(s, meta, heap.Ops[[]listElem[V]]{
 		Clone: slices.Clone[[]listElem[V]],
 		Emit: func(e *heap.Entry[[]listElem[V]], now int64, scratch *[]byte, emit heap.Emit) error {
-			strs, _ := any(e.Val).([]listElem[string])
 			for i, el := range e.Val {
-				if strs != nil {
-					prefetchString(strs, i+stringsAhead)
+				if strs { // V is string
+					prefetchString(*(*[]listElem[string])(unsafe.Pointer(&e.Val)), i+stringsAhead)
 				}
 				if h.ttl.expired(el.ts, now) {
 					continue
