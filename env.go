@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,6 +104,16 @@ type Config struct {
 	// keys than memory holds, run the job in streaming mode on the pebble
 	// state backend.
 	BatchStateMemory int64
+	// HeapStateMemory bounds, per TaskManager, the memory of the hashmap
+	// state backend's tables, counted as they grow: their slots, which hold
+	// the keys and the values themselves (default: half of the machine's
+	// memory, or DefaultHeapStateMemory where that is unknown). Not
+	// counted: memory that values point to (strings, list elements) and
+	// the pages a checkpoint still holds after a write copied them. A
+	// growth past it fails the job, naming this setting, without a restart
+	// (one would restore the state that grew past it): for state larger
+	// than memory, use the pebble backend.
+	HeapStateMemory int64
 	// Clock is processing time (default: the system clock).
 	Clock clock.Clock
 	// Checkpointing turns on checkpoints (nil: none).
@@ -141,6 +152,9 @@ func (c Config) withDefaults() Config {
 	if c.FloatingBuffers <= 0 {
 		c.FloatingBuffers = 8
 	}
+	if c.HeapStateMemory == 0 {
+		c.HeapStateMemory = defaultHeapStateMemory()
+	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}
 	}
@@ -148,6 +162,30 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// DefaultHeapStateMemory is Config.HeapStateMemory's default where the
+// machine's memory is unknown.
+const DefaultHeapStateMemory = 8 << 30
+
+// defaultHeapStateMemory is half of the machine's memory (MemTotal of
+// /proc/meminfo), or DefaultHeapStateMemory. Half leaves room for what the
+// bound does not count, and for the collector, which lets garbage grow to
+// about the live heap before it runs.
+func defaultHeapStateMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return DefaultHeapStateMemory
+	}
+	for line := range strings.Lines(string(b)) {
+		if kb, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB"))
+			if n, err := strconv.ParseInt(kb, 10, 64); err == nil && n > 0 {
+				return n << 10 / 2
+			}
+		}
+	}
+	return DefaultHeapStateMemory
 }
 
 // Environment is where a job is declared and from where it is executed.
@@ -321,8 +359,11 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if cfg.HeapStateMemory < 0 {
+		return nil, fmt.Errorf("weir: Config.HeapStateMemory is %d bytes: want a positive number, or 0 for the default", cfg.HeapStateMemory)
+	}
 	c, err := cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, NetworkMemory: cfg.NetworkMemory,
-		RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback, Version: Version, Logger: cfg.Logger})
+		HeapStateMemory: cfg.HeapStateMemory, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback, Version: Version, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("weir: %w", err)
 	}

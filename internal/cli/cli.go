@@ -83,7 +83,8 @@ Usage:
                                [--checkpoint-interval D] [--checkpoint-dir URL]
                                [--state-dir DIR] [--input FILE]
                                [--output FILE] [--network-memory S]
-                               [--buffer-size S] [--cpuprofile F]: run
+                               [--buffer-size S] [--heap-state-memory S]
+                               [--cpuprofile F]: run
                                Nexmark queries on the embedded cluster over
                                generated events (or a file from generate);
                                results are discarded, or
@@ -185,6 +186,10 @@ Flags of run (all jobs):
   --network-memory S     network buffers each TaskManager may hold at once
                          (taskmanager.memory.network.max; default 4gb)
   --state-backend B      where keyed state lives: hashmap (default) or pebble
+  --heap-state-memory S  bound of the hashmap backend's tables (keys and values
+                         in place; not what values point to) per TaskManager
+                         (default half of the machine's memory); past it the
+                         job fails, naming it
   --log-level L          debug, info, warn or error (default warn)
 
 Sizes are bytes or a number with kb, mb or gb (binary units); durations are
@@ -340,6 +345,7 @@ type jobFlags struct {
 	networkMemory    sizeFlag
 	writeMemory      sizeFlag // --checkpoint-write-memory
 	batchMemory      sizeFlag // --batch-state-memory
+	heapMemory       sizeFlag // --heap-state-memory
 	logLevel         string
 	backend          string
 	input, output    string
@@ -362,7 +368,7 @@ type jobFlags struct {
 	bounded                                                       bool
 }
 
-var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "log-level"}
+var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
@@ -388,6 +394,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.retained, "retained", 1, "")
 	fs.Var(&f.writeMemory, "checkpoint-write-memory", "")
 	fs.Var(&f.batchMemory, "batch-state-memory", "")
+	fs.Var(&f.heapMemory, "heap-state-memory", "")
 	fs.BoolVar(&f.allowNonRestored, "allow-non-restored-state", false, "")
 	fs.StringVar(&f.window, "window", "", "")
 	fs.StringVar(&f.watermarks, "watermarks", "punctuated", "")
@@ -603,6 +610,9 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	if given["network-memory"] && f.networkMemory.bytes < 1<<20 {
 		return weir.Config{}, usagef("--network-memory must be at least 1mb, got %d bytes", f.networkMemory.bytes)
 	}
+	if given["heap-state-memory"] && f.heapMemory.bytes < 1<<20 {
+		return weir.Config{}, usagef("--heap-state-memory must be at least 1mb, got %d bytes", f.heapMemory.bytes)
+	}
 	if given["batch-state-memory"] && f.batchMemory.bytes < 1<<20 {
 		return weir.Config{}, usagef("--batch-state-memory must be at least 1mb, got %d bytes", f.batchMemory.bytes)
 	}
@@ -618,8 +628,8 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	cfg := weir.Config{
 		Parallelism: f.parallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["rest-address"],
 		BufferTimeout: bt, BufferSize: int(f.bufferSize.bytes), NetworkMemory: f.networkMemory.bytes, StateBackend: f.backend,
-		BatchStateMemory: f.batchMemory.bytes,
-		Logger:           slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		BatchStateMemory: f.batchMemory.bytes, HeapStateMemory: f.heapMemory.bytes,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	cfg.OnSubmit = func(j *weir.Job) {
 		msg := fmt.Sprintf("weir: job %s started", j.ID())

@@ -165,6 +165,8 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"run", "wordcount", "--checkpoint-write-memory", "8mb"}, "--checkpoint-write-memory does not apply to wordcount"},
 		{[]string{"run", "wordcount", "--batch-state-memory", "100kb"}, "--batch-state-memory must be at least 1mb"},
 		{[]string{"run", "wordcount", "--batch-state-memory", "lots"}, `--batch-state-memory "lots"`},
+		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--heap-state-memory", "100kb"}, "--heap-state-memory must be at least 1mb"},
+		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--heap-state-memory", "lots"}, `--heap-state-memory "lots"`},
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--batch-state-memory", "8mb"}, "--batch-state-memory does not apply to keyed-count"},
 		{[]string{"run"}, "run needs exactly one job name"},
 		{[]string{"run", "wordcount", "extra"}, "run needs exactly one job name"},

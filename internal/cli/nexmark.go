@@ -132,9 +132,10 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 	input := fs.String("input", "", "")
 	output := fs.String("output", "", "")
 	// As weir run's: the job's network memory error names them.
-	var networkMemory, bufferSize sizeFlag
+	var networkMemory, bufferSize, heapMemory sizeFlag
 	fs.Var(&networkMemory, "network-memory", "")
 	fs.Var(&bufferSize, "buffer-size", "")
+	fs.Var(&heapMemory, "heap-state-memory", "")
 	cpuprofile := fs.String("cpuprofile", "", "")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -149,6 +150,8 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 		return usagef("nexmark run takes no arguments, got %q", pos)
 	case given["network-memory"] && networkMemory.bytes < 1<<20:
 		return usagef("--network-memory must be at least 1mb, got %d bytes", networkMemory.bytes)
+	case given["heap-state-memory"] && heapMemory.bytes < 1<<20:
+		return usagef("--heap-state-memory must be at least 1mb, got %d bytes", heapMemory.bytes)
 	case given["buffer-size"] && (bufferSize.bytes < 1<<10 || bufferSize.bytes > 64<<20):
 		return usagef("--buffer-size must be between 1kb and 64mb, got %d bytes", bufferSize.bytes)
 	case *name == "":
@@ -205,7 +208,7 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, q := range queries {
 		o := query.Options{Config: cfg, Input: *input, Parallelism: *parallelism, StateBackend: *backend,
 			StateDir: *stateDir, CheckpointInterval: *interval, CheckpointDir: *checkpointDir,
-			NetworkMemory: networkMemory.bytes, BufferSize: int(bufferSize.bytes)}
+			NetworkMemory: networkMemory.bytes, BufferSize: int(bufferSize.bytes), HeapStateMemory: heapMemory.bytes}
 		if *output != "" {
 			o.Output = *output
 			if *name == "all" {

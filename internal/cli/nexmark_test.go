@@ -176,6 +176,8 @@ func TestNexmarkRunErrors(t *testing.T) {
 		{[]string{"nexmark", "run", "--query", "q0", "--input", filepath.Join(dir, "none")}, 2, "no such file"},
 		{[]string{"nexmark", "run", "--query", "q0", "--input", bad}, 1, "bad.jsonl, line 1:"},
 		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--network-memory", "1000"}, 2, "--network-memory must be at least 1mb, got 1000 bytes"},
+		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--heap-state-memory", "1000"}, 2, "--heap-state-memory must be at least 1mb, got 1000 bytes"},
+		{[]string{"nexmark", "run", "--query", "q18", "--events", "400000", "--parallelism", "2", "--heap-state-memory", "2mb"}, 1, "the bound of weir.Config.HeapStateMemory (--heap-state-memory"},
 		// The hint of a parallelism too large for the network memory names the flag nexmark run has.
 		{[]string{"nexmark", "run", "--query", "q0", "--events", "10", "--buffer-size", "100"}, 2, "--buffer-size must be between 1kb and 64mb, got 100 bytes"},
 		{[]string{"nexmark", "run", "--query", "q3", "--events", "10", "--parallelism", "64", "--network-memory", "1mb"}, 1, "not enough network memory: the job needs 256 MiB"},

@@ -25,6 +25,9 @@ type Config struct {
 	// NetworkMemory is each TaskManager's network memory budget in bytes
 	// (default DefaultNetworkMemory).
 	NetworkMemory int64
+	// HeapStateMemory bounds each TaskManager's hashmap state tables in
+	// bytes (0: unbounded; weir.Config gives the default).
+	HeapStateMemory int64
 	// RESTAddr is where the REST API listens ("" for no REST API;
 	// "127.0.0.1:0" for any free port).
 	RESTAddr string
@@ -71,7 +74,7 @@ func Start(cfg Config) (*Local, error) {
 	c := &Local{JM: jobmanager.New(cfg.Logger), Shuffle: network.NewLocalShuffle(), logger: cfg.Logger}
 	for i := range cfg.TaskManagers {
 		tm := taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
-			NetworkMemory: cfg.NetworkMemory, Logger: cfg.Logger}, c.JM, c.Shuffle)
+			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Logger: cfg.Logger}, c.JM, c.Shuffle)
 		c.tms = append(c.tms, tm)
 		c.JM.RegisterTaskManager(tm)
 	}

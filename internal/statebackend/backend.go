@@ -9,6 +9,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/state"
 )
 
@@ -26,6 +27,9 @@ type Config struct {
 	Range          keygroup.Range
 	Clock          clock.Clock // processing time for TTL; default the system clock
 	Pebble         PebbleOptions
+	// HeapMemory bounds the hashmap backend's tables (nil: unbounded); the
+	// stores of one TaskManager share it.
+	HeapMemory *heap.Memory
 }
 
 // PebbleOptions bound the memory of the Pebble backend. Zero values take the defaults.

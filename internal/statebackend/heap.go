@@ -19,7 +19,9 @@ type heapKeyed struct {
 }
 
 func newHeapKeyed(cfg Config) *heapKeyed {
-	return &heapKeyed{cfg: cfg, s: heap.NewStore(cfg.Range, cfg.MaxParallelism, cfg.Clock)}
+	s := heap.NewStore(cfg.Range, cfg.MaxParallelism, cfg.Clock)
+	s.UseMemory(cfg.HeapMemory)
+	return &heapKeyed{cfg: cfg, s: s}
 }
 
 func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, create func(statespi.Backend) (any, error)) any {
@@ -34,7 +36,9 @@ func (k *heapKeyed) SetCurrentKey(key []byte, kg int) { k.s.SetCurrentKey(key, k
 // every record and call it directly (internal/keyed).
 func (k *heapKeyed) HeapStore() *heap.Store        { return k.s }
 func (k *heapKeyed) SetCurrentNamespace(ns []byte) { k.s.SetCurrentNamespace(ns) }
-func (k *heapKeyed) Close() error                  { return nil }
+
+// Close gives the tables' memory back to the TaskManager's budget.
+func (k *heapKeyed) Close() error { k.s.Release(); return nil }
 
 func (k *heapKeyed) Snapshot(id int64, kind SnapshotKind) (Pending, error) {
 	if kind != Canonical {

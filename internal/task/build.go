@@ -39,6 +39,7 @@ func (t *Task) newKeyedState(ctx *operator.Context) (*operator.KeyedState, error
 	rng := keygroup.RangeFor(ctx.Subtask, ctx.Parallelism, ctx.MaxParallelism)
 	b, err := statebackend.New(statebackend.Config{
 		Kind: ctx.State.Backend, Dir: ctx.State.Dir, MaxParallelism: ctx.MaxParallelism, Range: rng, Clock: ctx.Clock,
+		HeapMemory: t.spec.HeapMemory,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the keyed state backend: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/barrier"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
@@ -17,6 +18,7 @@ import (
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/watermark"
 )
 
@@ -87,6 +89,9 @@ type Spec struct {
 	// StateBackend and StateDir configure keyed state ("" and "": heap,
 	// nothing on disk); each operator subtask gets its own directory below StateDir.
 	StateBackend, StateDir string
+	// HeapMemory bounds the hashmap backend's tables of the TaskManager's
+	// subtasks (nil: unbounded).
+	HeapMemory *heap.Memory
 	// Checkpoints is nil when the job takes no checkpoints.
 	Checkpoints *Checkpoints
 	// Restore is the state to restore before the operators open (nil:
@@ -256,6 +261,10 @@ func (t *Task) failure(r any) error {
 	switch v := r.(type) {
 	case *operator.Failure:
 		cause = v.Err
+	case *heap.MemoryError:
+		// A state table past its bound: the message names the setting, and
+		// a restart would restore the state that grew past it.
+		cause = failure.Permanent(v)
 	case error:
 		cause = fmt.Errorf("panic: %w", v)
 		stack = string(debug.Stack())

@@ -16,6 +16,7 @@ import (
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/task"
 )
 
@@ -26,7 +27,10 @@ type Config struct {
 	// NetworkMemory is the most bytes of network buffers its tasks' result
 	// partitions may hold at once (Flink's taskmanager.memory.network.max).
 	NetworkMemory int64
-	Logger        *slog.Logger
+	// HeapStateMemory bounds the hashmap state backend's tables of all its
+	// subtasks together (weir.Config.HeapStateMemory; 0: unbounded).
+	HeapStateMemory int64
+	Logger          *slog.Logger
 }
 
 // Job is what a TaskManager knows of a job before it runs any of its tasks:
@@ -64,6 +68,7 @@ type TaskManager struct {
 	jm      protocol.JobManagerGateway
 	shuffle *network.LocalShuffle
 	budget  *network.Budget // network memory of all its result partitions
+	heapMem *heap.Memory    // its subtasks' heap state tables (nil: unbounded)
 	logger  *slog.Logger
 
 	mu     sync.Mutex // guards jobs, tasks, early, stores and closed
@@ -93,9 +98,13 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: gw, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
+	tm := &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: gw, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
 		logger: cfg.Logger, jobs: map[string]*Job{}, tasks: map[protocol.ExecutionID]*running{},
 		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{}}
+	if cfg.HeapStateMemory > 0 {
+		tm.heapMem = heap.NewMemory(cfg.HeapStateMemory)
+	}
+	return tm
 }
 
 // RegisterJob makes a job's graph and settings known, before its tasks come.
@@ -203,7 +212,7 @@ func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (task.Spec, err
 	spec := task.Spec{
 		Exec: d.Exec, Vertex: v, OperatorIDs: g.OperatorIDs, MaxParallelism: v.MaxParallelism, KeyHash: d.KeyHash, Mode: job.Mode, Clock: job.Clock,
 		BufferTimeout: job.BufferTimeout, Logger: tm.logger, StateBackend: job.StateBackend, StateDir: job.StateDir,
-		Checkpoints: job.Checkpoints, Restore: d.Restore, Reporter: reporter{tm.jm},
+		HeapMemory: tm.heapMem, Checkpoints: job.Checkpoints, Restore: d.Restore, Reporter: reporter{tm.jm},
 	}
 	if d.Restore != nil {
 		st, err := tm.store(d.Restore.StorageURL)

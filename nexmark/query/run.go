@@ -43,6 +43,9 @@ type Options struct {
 	// TaskManager, of BufferSize bytes each (weir.Config's; 0: defaults).
 	NetworkMemory int64
 	BufferSize    int
+	// HeapStateMemory bounds the hashmap backend's tables (weir.Config's;
+	// 0: its default).
+	HeapStateMemory int64
 }
 
 // Summary is what Run measured.
@@ -69,7 +72,7 @@ func Run(ctx context.Context, q Query, o Options) (Summary, error) {
 		o.Parallelism = 1
 	}
 	cfg := weir.Config{Parallelism: o.Parallelism, StateBackend: o.StateBackend, StateDir: o.StateDir, Mode: weir.Streaming,
-		NetworkMemory: o.NetworkMemory, BufferSize: o.BufferSize}
+		NetworkMemory: o.NetworkMemory, BufferSize: o.BufferSize, HeapStateMemory: o.HeapStateMemory}
 	if o.CheckpointInterval > 0 {
 		dir := o.CheckpointDir
 		if dir == "" {

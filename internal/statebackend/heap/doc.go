@@ -60,6 +60,11 @@
 // (its version is old), so the memo never names a moved, freed or shared
 // slot.
 //
+// A store may draw on a Memory, the bound its TaskManager's stores share
+// (weir.Config.HeapStateMemory): a key group's table takes the bytes it
+// adds before it grows, and a growth past the bound panics with a
+// *MemoryError naming the setting.
+//
 // The map key is uvarint(len(key)) | key | namespace: unambiguous, so the
 // snapshot can split it back into key and namespace.
 package heap

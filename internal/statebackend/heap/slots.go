@@ -282,11 +282,16 @@ func (t *slots[E]) needsGrow(n int) bool { return (n+1+t.dead)*8 > t.size()*7 }
 // then the same size without them, with its pages made at version ver. It
 // never writes to t, which may be shared with a snapshot.
 func (t *slots[E]) grown(n int, ver uint64) slots[E] {
+	return t.rebuilt(t.grownSize(n), ver)
+}
+
+// grownSize is the size of grown(n, ...).
+func (t *slots[E]) grownSize(n int) int {
 	size := max(16, t.size())
 	if (n+1)*16 > size*7 {
 		size *= 2
 	}
-	return t.rebuilt(size, ver)
+	return size
 }
 
 // sizeFor is the table size that holds n keys without growing.

@@ -57,7 +57,11 @@ type Store struct {
 	// probe is CurrentLines' scratch: a local one escaped to the heap
 	// through the erased interface, an allocation per element.
 	probe Probe
-	_     [64]byte
+	// mem bounds the tables' memory (nil: unbounded); memTaken is what
+	// they took from it.
+	mem      *Memory
+	memTaken int64
+	_        [64]byte
 }
 
 // erased is a Table[E] with its type erased.

@@ -517,7 +517,9 @@ func (t *Table[E]) own(idx int, adding bool) *group[E] {
 	g := &t.groups[idx]
 	switch {
 	case adding && g.t.needsGrow(g.n):
-		g.t = g.t.grown(g.n, t.s.snapVer)
+		size := g.t.grownSize(g.n)
+		t.s.grow(t.md.Name, tableBytes[E](size)-tableBytes[E](g.t.size()))
+		g.t = g.t.rebuilt(size, t.s.snapVer)
 		t.forget()
 	case g.ver != t.s.snapVer:
 		g.t = g.t.clone()
@@ -539,6 +541,7 @@ func (t *Table[E]) reserve(kg, n int) {
 	idx := kg - t.s.rng.Start
 	g := &t.groups[idx]
 	if size := sizeFor(g.n + n); size > g.t.size() {
+		t.s.grow(t.md.Name, tableBytes[E](size)-tableBytes[E](g.t.size()))
 		g.t = g.t.rebuilt(size, t.s.snapVer)
 		g.ver = t.s.snapVer
 		t.forget()
