@@ -277,15 +277,10 @@ func (t *slots[E]) find(im *keyImage, k []byte) int {
 // the limit of full and deleted slots.
 func (t *slots[E]) needsGrow(n int) bool { return (n+1+t.dead)*8 > t.size()*7 }
 
-// grown returns a table holding t's n keys with room for more: twice the
-// size (at least 2 groups) unless most of t's used slots are deleted ones,
-// then the same size without them, with its pages made at version ver. It
-// never writes to t, which may be shared with a snapshot.
-func (t *slots[E]) grown(n int, ver uint64) slots[E] {
-	return t.rebuilt(t.grownSize(n), ver)
-}
-
-// grownSize is the size of grown(n, ...).
+// grownSize is the size of the table that holds t's n keys with room for
+// more, once needsGrow says t is full: twice t's (at least 2 groups)
+// unless most of t's used slots are deleted ones, then the same size
+// (rebuilt without them). The caller takes the memory before it rebuilds.
 func (t *slots[E]) grownSize(n int) int {
 	size := max(16, t.size())
 	if (n+1)*16 > size*7 {
@@ -304,8 +299,9 @@ func sizeFor(n int) int {
 }
 
 // rebuilt returns a table of size slots (a power of two, at least 16, with
-// room for t's keys) holding t's keys, without its deleted slots; like
-// grown, it never writes to t.
+// room for t's keys) holding t's keys, without its deleted slots, with its
+// pages made at version ver. It never writes to t, which may be shared with
+// a snapshot.
 func (t *slots[E]) rebuilt(size int, ver uint64) slots[E] {
 	nt := slots[E]{ctrl: make([]uint64, size/8), long: slices.Clone(t.long), free: slices.Clone(t.free)}
 	for g := range nt.ctrl {
