@@ -21,9 +21,6 @@ type Memory struct {
 // NewMemory returns a budget of limit bytes (> 0).
 func NewMemory(limit int64) *Memory { return &Memory{limit: limit} }
 
-// Limit returns the budget's size in bytes.
-func (m *Memory) Limit() int64 { return m.limit }
-
 // Used returns the bytes the stores hold now.
 func (m *Memory) Used() int64 { return m.used.Load() }
 
