@@ -71,6 +71,14 @@ type CheckpointConfig struct {
 	// many subtasks upload in turns. Less than one write's buffers fails
 	// the job at its start.
 	WriteMemory int64
+	// LeaseTimeout is how long the lineage lease of a run outlives its last
+	// heartbeat (default storage.DefaultLeaseTimeout, 10 s). A run takes the
+	// lease of its job's name in Dir before it starts, and fails with a
+	// message naming the holder while another live run has it; it renews
+	// it every third of this, and stops committing (the job fails) when it
+	// loses it. A holder on this machine whose process is gone is passed
+	// over at once; one elsewhere after this timeout.
+	LeaseTimeout time.Duration
 }
 
 // DefaultCheckpointWriteMemory is CheckpointConfig.WriteMemory's default.
@@ -108,19 +116,21 @@ func restartConfig(kv map[string]string, checkpointing bool) (restart.Config, er
 	return c, c.Validate()
 }
 
-// resumePoint finds the checkpoint a job resumes from: "latest" is the
-// newest complete checkpoint of a job of this name in the checkpoint
-// storage (none: a fresh start), anything else a checkpoint's path or URL.
+// resumePoint finds the snapshot a job resumes from: "latest" is the newest
+// complete checkpoint or savepoint of a job of this name whose checkpoints
+// are in the checkpoint storage (none: a fresh start; a stop's savepoint is
+// newer than the checkpoints before it), anything else a checkpoint's or
+// savepoint's path or URL.
 func resumePoint(ctx context.Context, from string, store *storage.Store, name string, cfg Config) (*storage.Metadata, *storage.Store, error) {
 	if from == "latest" {
 		if store == nil {
 			return nil, nil, fmt.Errorf("resuming from the latest checkpoint needs checkpointing (Config.Checkpointing)")
 		}
-		m, err := storage.Latest(ctx, store, name, cfg.Logger)
+		snap, err := storage.LatestSnapshot(ctx, store, name, cfg.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("looking for the latest checkpoint in %s: %w", store.URL(), err)
 		}
-		return m, store, nil
+		return snap.Metadata, snap.Store, nil
 	}
 	s, m, err := storage.Resolve(ctx, from)
 	if err != nil {

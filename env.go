@@ -122,9 +122,11 @@ type Config struct {
 	// (restart-strategy.type and its restart-strategy.* settings); empty:
 	// exponential-delay with checkpointing, none without.
 	Restart map[string]string
-	// ResumeFrom starts the job from a checkpoint: "latest" (the newest
-	// complete checkpoint of a job of the same name in the checkpoint
-	// directory; none there: from the beginning) or a checkpoint's path.
+	// ResumeFrom starts the job from a checkpoint or savepoint: "latest"
+	// (the newest complete checkpoint of a job of the same name in the
+	// checkpoint directory, or a savepoint such a job took if that is newer,
+	// as a stop's is; none: from the beginning) or a snapshot's path. The run
+	// continues the snapshot's lineage (docs/checkpoints.md, 12-14).
 	ResumeFrom string
 	// AllowNonRestoredState lets a job resume from a checkpoint or savepoint
 	// that holds state of operators the job no longer has: that state is
@@ -262,7 +264,8 @@ type Job struct {
 	status       rest.JobState
 	err          error
 	restoredFrom *storage.Metadata
-	checkpoints  int64 // completed, read as the job ended
+	restoredURL  string // the store restoredFrom was read from
+	checkpoints  int64  // completed, read as the job ended
 }
 
 // RestoredFrom describes the checkpoint the job started from ("" for a fresh
@@ -271,6 +274,9 @@ func (j *Job) RestoredFrom() string {
 	m := j.restoredFrom
 	if m == nil {
 		return ""
+	}
+	if m.Savepoint {
+		return fmt.Sprintf("savepoint %d of job %s (%s)", m.CheckpointID, m.JobID, j.restoredURL)
 	}
 	return fmt.Sprintf("checkpoint %d of job %s", m.CheckpointID, m.JobID)
 }
@@ -378,7 +384,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 		return nil, fmt.Errorf("weir: unknown state backend %q (want hashmap or pebble)", cfg.StateBackend)
 	}
 	id := rest.NewJobID()
-	spec, tmJob, closeStores, err := e.jobSpecs(ctx, id, name, jg, mode)
+	spec, tmJob, res, err := e.jobSpecs(ctx, id, name, jg, mode, c.RESTAddr())
 	if err != nil {
 		c.Close(context.Background())
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
@@ -393,7 +399,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 			sg.JobName, sg.MaxParallelism = name, mp
 			if jg, err = graph.Compile(&sg); err != nil {
 				c.Close(context.Background())
-				closeStores()
+				res.close()
 				return nil, fmt.Errorf("weir: job %q: %w", name, err)
 			}
 			spec.Graph, tmJob.Graph = jg, jg
@@ -403,7 +409,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 	if stateDir == "" {
 		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
 			c.Close(context.Background())
-			closeStores()
+			res.close()
 			return nil, fmt.Errorf("weir: creating a state directory: %w", err)
 		}
 		removeDir = true
@@ -413,9 +419,12 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 	tmJob.StateDir = stateDir
 	c.RegisterJob(tmJob)
 	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{}), restoredFrom: spec.Restore}
+	if spec.RestoreStore != nil {
+		j.restoredURL = spec.RestoreStore.URL()
+	}
 	if err := c.JM.Submit(spec); err != nil {
 		c.Close(context.Background())
-		closeStores()
+		res.close()
 		if removeDir {
 			os.RemoveAll(stateDir)
 		}
@@ -424,6 +433,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 	if cfg.OnSubmit != nil {
 		cfg.OnSubmit(j)
 	}
+	res.keepLease(func(err error) { c.JM.Fail(spec.ID, err) })
 	go func() {
 		jmDone := c.JM.Done(spec.ID)
 		select {
@@ -462,7 +472,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 		}
 		c.Close(context.Background())
 		c.JM.Drain(spec.ID)
-		closeStores()
+		res.close()
 		if removeDir {
 			os.RemoveAll(stateDir)
 		}
@@ -490,15 +500,13 @@ func (e *Environment) Execute(ctx context.Context, name string) (*JobResult, err
 
 // jobSpecs builds what the JobManager and the TaskManagers need to run the
 // job: network sizes, checkpointing, the restart strategy and the
-// checkpoint to resume from. closeStores releases the stores it opened.
-func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.JobGraph, mode operator.Mode) (*jobmanager.JobSpec, *taskmanager.Job, func(), error) {
+// checkpoint to resume from. With checkpointing it takes the lineage lease
+// of the job's name in the checkpoint storage first, so that two runs never
+// resume one lineage at once. res.close releases what it holds (also on
+// error).
+func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.JobGraph, mode operator.Mode, restAddr string) (_ *jobmanager.JobSpec, _ *taskmanager.Job, res *jobResources, _ error) {
 	cfg := e.cfg
-	var stores []*storage.Store
-	closeStores := func() {
-		for _, s := range stores {
-			s.Close()
-		}
-	}
+	res = &jobResources{}
 	spec := &jobmanager.JobSpec{ID: id, Name: name, Graph: jg, Clock: cfg.Clock, OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart,
 		StateBackend: cfg.StateBackend,
 		Network:      jobmanager.NetworkConfig{BufferSize: cfg.BufferSize, BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers}}
@@ -508,7 +516,7 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 	if cp := cfg.Checkpointing; cp != nil {
 		settings := cp.settings()
 		if err := settings.Validate(); err != nil {
-			return nil, nil, closeStores, err
+			return nil, nil, res, err
 		}
 		dir := cp.Dir
 		if dir == "" {
@@ -516,40 +524,83 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 		}
 		var err error
 		if store, err = storage.Open(ctx, dir); err != nil {
-			return nil, nil, closeStores, fmt.Errorf("opening the checkpoint storage: %w", err)
+			return nil, nil, res, fmt.Errorf("opening the checkpoint storage: %w", err)
 		}
-		stores = append(stores, store)
+		res.stores = append(res.stores, store)
 		mem := cp.WriteMemory
 		if mem == 0 {
 			mem = DefaultCheckpointWriteMemory
 		}
 		if mem < 0 {
-			return nil, nil, closeStores, fmt.Errorf("Config.Checkpointing.WriteMemory is %d bytes: want a positive number, or 0 for the default (%d)", mem, DefaultCheckpointWriteMemory)
+			return nil, nil, res, fmt.Errorf("Config.Checkpointing.WriteMemory is %d bytes: want a positive number, or 0 for the default (%d)", mem, DefaultCheckpointWriteMemory)
 		}
 		if err := store.LimitWriteMemory(mem); err != nil {
-			return nil, nil, closeStores, fmt.Errorf("Config.Checkpointing.WriteMemory: %w", err)
+			return nil, nil, res, fmt.Errorf("Config.Checkpointing.WriteMemory: %w", err)
 		}
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: cp.SavepointDir}
+		info := storage.LocalProcess(storage.LeaseInfo{Owner: id, REST: restAddr})
+		if res.lease, err = storage.AcquireLease(ctx, store, name, info, cp.LeaseTimeout, nil); err != nil {
+			return nil, nil, res, err
+		}
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: cp.SavepointDir, Fence: res.lease.Check}
 		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental,
 			Interval: time.Duration(settings.Interval) * time.Millisecond}
 	}
 	rc, err := restartConfig(cfg.Restart, cfg.Checkpointing != nil)
 	if err != nil {
-		return nil, nil, closeStores, err
+		return nil, nil, res, err
 	}
 	spec.Restart = rc
+	spec.Lineage = id // a fresh start begins a lineage
 	if cfg.ResumeFrom != "" {
 		m, s, err := resumePoint(ctx, cfg.ResumeFrom, store, name, cfg)
 		if err != nil {
-			return nil, nil, closeStores, err
+			return nil, nil, res, err
 		}
 		if s != nil && s != store {
-			stores = append(stores, s)
+			res.stores = append(res.stores, s)
 		}
 		spec.Restore, spec.RestoreStore = m, s
+		if m != nil {
+			spec.Lineage = m.LineageOf()
+		}
 		spec.AllowNonRestoredState = cfg.AllowNonRestoredState
 	}
-	return spec, tmJob, closeStores, nil
+	if tmJob.Checkpoints != nil {
+		tmJob.Checkpoints.Lineage = spec.Lineage
+	}
+	return spec, tmJob, res, nil
+}
+
+// jobResources are what a run holds besides its cluster: the stores it
+// opened and its lineage lease.
+type jobResources struct {
+	stores      []*storage.Store
+	lease       *storage.Lease
+	stopKeeping context.CancelFunc
+}
+
+// keepLease renews the lease until close, calling lost if another run takes
+// it.
+func (r *jobResources) keepLease(lost func(error)) {
+	if r.lease == nil {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r.stopKeeping = stop
+	go r.lease.Keep(ctx, lost)
+}
+
+// close stops renewing and releases the lease, then closes the stores.
+func (r *jobResources) close() {
+	if r.stopKeeping != nil {
+		r.stopKeeping()
+	}
+	if r.lease != nil {
+		_ = r.lease.Release(context.Background())
+	}
+	for _, s := range r.stores {
+		s.Close()
+	}
 }
 
 // warnMissingUIDs logs one warning listing the operators that may hold state

@@ -244,9 +244,18 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		go func() {
 			defer j.io.Done()
 			var err error
-			if sp != nil {
+			if f := j.spec.Checkpoints.Fence; f != nil {
+				// A store error fails this checkpoint only; a lost
+				// lease ends the job.
+				if err = f(context.Background()); errors.Is(err, storage.ErrLeaseLost) {
+					jm.Fail(j.spec.ID, err)
+				}
+			}
+			switch {
+			case err != nil:
+			case sp != nil:
 				err = jm.writeSavepoint(j, sp, m, store)
-			} else {
+			default:
 				err = storage.WriteMetadata(context.Background(), store, m)
 			}
 			jm.finalized(j, id, err)
@@ -414,7 +423,7 @@ func sharedKeys(p *pendingCheckpoint) []string {
 func (jm *JobManager) metadataLocked(j *job, id int64, p *pendingCheckpoint, now int64) *storage.Metadata {
 	g := j.spec.Graph
 	m := &storage.Metadata{JobID: j.spec.ID, JobName: j.spec.Name, CheckpointID: id, TriggerMillis: p.trigger.Timestamp,
-		CompleteMillis: now, Fingerprint: g.Fingerprint, KeyHash: j.keyHash}
+		CompleteMillis: now, Fingerprint: g.Fingerprint, KeyHash: j.keyHash, Lineage: j.spec.Lineage}
 	byOp := map[string]*storage.OperatorState{}
 	for _, v := range g.Vertices {
 		for _, n := range v.Nodes {

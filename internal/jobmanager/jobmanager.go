@@ -47,13 +47,23 @@ type CheckpointSpec struct {
 	// SavepointDir is the default target directory of savepoints
 	// (state.savepoints.dir); "" needs one per request.
 	SavepointDir string
+	// Fence, if set, is asked before each checkpoint's or savepoint's
+	// metadata is written, which completes it and lets sinks commit: an
+	// error (another run took the job's lineage lease) fails the job at
+	// once instead, without restarts, so two runs never commit one
+	// lineage's output.
+	Fence func(context.Context) error
 }
 
 // JobSpec is a submitted job.
 type JobSpec struct {
 	ID, Name string
-	Graph    *graph.JobGraph
-	Network  NetworkConfig
+	// Lineage is recorded in every checkpoint and savepoint of the job
+	// (storage.Metadata.Lineage): the restored snapshot's lineage, or, for
+	// a fresh start, a new one.
+	Lineage string
+	Graph   *graph.JobGraph
+	Network NetworkConfig
 	// Checkpoints is nil when the job takes none.
 	Checkpoints *CheckpointSpec
 	// Restart is the restart strategy (with defaults applied).
@@ -514,6 +524,22 @@ func (jm *JobManager) finishLocked(j *job) {
 	jm.savepointFailedLocked(j, 0, fmt.Sprintf("the job ended (%s) before the savepoint completed", j.state.status))
 	close(j.done)
 	jm.logger.Info("job ended", "job", j.spec.ID, "status", j.state.status)
+}
+
+// Fail fails a running job at once, without restarts (its lineage lease
+// was lost: another run writes its checkpoints now). Failing a job that
+// ended is not an error.
+func (jm *JobManager) Fail(id string, err error) error {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	j, ok := jm.jobs[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	if !j.state.status.Terminal() {
+		jm.failFromCoordinatorLocked(j, err)
+	}
+	return nil
 }
 
 // Cancel cancels a running job. Canceling a job that already ended is not an error.

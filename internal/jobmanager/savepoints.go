@@ -289,7 +289,15 @@ func (jm *JobManager) savepointFailedLocked(j *job, id int64, reason string) {
 // writeSavepoint copies checkpoint m into the savepoint folder of r (the
 // Finalize step of a savepoint; see the top of this file).
 func (jm *JobManager) writeSavepoint(j *job, r *SavepointRequest, m storage.Metadata, src *storage.Store) error {
-	_, err := storage.WriteSavepoint(context.Background(), src, m, r.store)
+	sm, err := storage.WriteSavepoint(context.Background(), src, m, r.store)
+	if err == nil {
+		// Resuming the job's latest snapshot must see this one (a stop's
+		// savepoint is newer than the checkpoints before it, and its
+		// commits are in the output).
+		if err = storage.WriteSavepointPointer(context.Background(), src, sm, r.store.URL()); err != nil {
+			err = fmt.Errorf("recording the savepoint in the checkpoint storage: %w", err)
+		}
+	}
 	if err != nil {
 		jm.mu.Lock()
 		r.writeErr = err

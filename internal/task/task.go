@@ -64,6 +64,9 @@ type Checkpoints struct {
 	Incremental bool
 	// Interval is the checkpoint interval (sink.Context.CheckpointInterval).
 	Interval time.Duration
+	// Lineage is the job's lineage (sink.Context.Lineage): sinks tie their
+	// output to it.
+	Lineage string
 }
 
 // Spec is everything needed to run one subtask.

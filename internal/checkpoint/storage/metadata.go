@@ -29,6 +29,21 @@ type Metadata struct {
 	// computed with; 0 in metadata written before it was recorded, whose
 	// builds used keygroup.HashFNV.
 	KeyHash keygroup.HashVersion `json:"keyHash,omitempty"`
+	// Lineage names the line of runs this snapshot belongs to: a job
+	// started fresh begins a lineage (its id is the run's job ID), and a run
+	// resumed from a snapshot continues the snapshot's. Empty in metadata
+	// written before lineages were recorded (see LineageOf).
+	Lineage string `json:"lineage,omitempty"`
+}
+
+// LineageOf is the lineage m belongs to: m.Lineage, or, for metadata written
+// before lineages were recorded, the ID of the job that wrote it (so every
+// run resumed from one old snapshot continues one lineage).
+func (m *Metadata) LineageOf() string {
+	if m.Lineage != "" {
+		return m.Lineage
+	}
+	return m.JobID
 }
 
 // KeyHashVersion is the key hash version m's keyed state was written with:
