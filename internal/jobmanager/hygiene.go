@@ -128,17 +128,31 @@ func (jm *JobManager) cleanLineage(j *job) {
 	}
 	jm.mu.Lock()
 	cp := j.cp
+	var c cleanup
+	kept := 0
 	for _, r := range runs {
+		if r.Unreadable > 0 {
+			// What its unreadable checkpoints reference is unknown (a
+			// newer format, or damage): only its incomplete checkpoints go.
+			jm.logger.Warn("an earlier run holds checkpoints whose metadata cannot be read: it is kept; remove it by hand if it is not needed",
+				"job", me.JobID, "earlier_run", r.JobID, "store", store.URL(), "unreadable", r.Unreadable)
+			for _, id := range r.Incomplete {
+				c.incomplete = append(c.incomplete, storage.Metadata{JobID: r.JobID, CheckpointID: id})
+			}
+			kept += len(r.Complete)
+			continue
+		}
 		cp.earlierRuns[r.JobID] = r.Objects
 		cp.earlier = append(cp.earlier, r.Complete...)
 	}
 	slices.SortFunc(cp.earlier, func(a, b storage.Metadata) int { return storage.Newer(&a, &b) })
 	cp.scanned = true
-	c := jm.trimEarlierLocked(j)
+	trim := jm.trimEarlierLocked(j)
+	c.checkpoints, c.runs = trim.checkpoints, trim.runs
 	referenced := cp.referencedLocked()
 	for _, r := range runs {
 		if _, live := cp.earlierRuns[r.JobID]; !live {
-			continue // deleted whole
+			continue // deleted whole, or kept whole
 		}
 		for _, id := range r.Incomplete {
 			c.incomplete = append(c.incomplete, storage.Metadata{JobID: r.JobID, CheckpointID: id})
@@ -149,7 +163,7 @@ func (jm *JobManager) cleanLineage(j *job) {
 			}
 		}
 	}
-	kept := len(cp.earlier)
+	kept += len(cp.earlier)
 	jm.mu.Unlock()
 	if err := c.run(ctx, store); err != nil {
 		jm.logger.Warn("cleaning up earlier runs of the job failed; files are left behind", "job", me.JobID, "err", err)

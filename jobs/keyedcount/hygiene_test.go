@@ -72,6 +72,13 @@ func TestResumeCleansEarlierRuns(t *testing.T) {
 	}
 	put(storage.CheckpointPrefix("other", 1) + "op-0-keyed")
 	put(storage.CheckpointPrefix("unnamed", 1) + "op-0-keyed")
+	// A run of this job whose metadata cannot be read (damaged, or a newer
+	// format): what it references is unknown, so it stays.
+	if err := storage.WriteJobInfo(ctx, store, storage.Metadata{JobID: "unreadable", JobName: "keyed-count"}); err != nil {
+		t.Fatal(err)
+	}
+	put(storage.MetadataKey("unreadable", 1))
+	put(storage.SharedKey("unreadable", "x.sst"))
 
 	// Run 2: resumed, to the end.
 	c2 := cfg
@@ -118,7 +125,7 @@ func TestResumeCleansEarlierRuns(t *testing.T) {
 		t.Errorf("run 1 has no retained checkpoint but left %v", left)
 	}
 	for _, key := range []string{storage.CheckpointPrefix("other", 1) + "op-0-keyed", storage.JobInfoKey("other"),
-		storage.CheckpointPrefix("unnamed", 1) + "op-0-keyed"} {
+		storage.CheckpointPrefix("unnamed", 1) + "op-0-keyed", storage.MetadataKey("unreadable", 1), storage.SharedKey("unreadable", "x.sst")} {
 		if _, err := store.Get(ctx, key); err != nil {
 			t.Errorf("%s of another job was touched: %v", key, err)
 		}

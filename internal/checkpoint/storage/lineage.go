@@ -123,7 +123,9 @@ type Run struct {
 	// of a version this build does not read) are in neither list: they
 	// are never deleted.
 	Incomplete []int64
-	// Unreadable counts the checkpoints whose metadata could not be read.
+	// Unreadable counts the checkpoints whose metadata could not be read:
+	// what they reference is unknown, so nothing of the run but its
+	// incomplete checkpoints may be deleted.
 	Unreadable int
 	// Objects are every key under the job's directory (files being written,
 	// or left by a crash, included), sorted.
@@ -150,7 +152,7 @@ func ScanLineage(ctx context.Context, s *Store, me *Metadata, log *slog.Logger) 
 		if jobID == me.JobID || checkComponent(jobID) != nil || IsSavepointDir(jobID) {
 			continue
 		}
-		r, ident, err := scanRun(ctx, s, jobID)
+		r, ident, err := scanRun(ctx, s, jobID, me)
 		if err != nil {
 			return nil, err
 		}
@@ -166,9 +168,23 @@ func ScanLineage(ctx context.Context, s *Store, me *Metadata, log *slog.Logger) 
 	return runs, nil
 }
 
-// scanRun reads what jobID's directory holds, and who wrote it (nil: unknown).
-func scanRun(ctx context.Context, s *Store, jobID string) (Run, *Metadata, error) {
+// scanRun reads what jobID's directory holds, and who wrote it (nil:
+// unknown). A directory whose JobInfo names another lineage than me's is
+// not read further.
+func scanRun(ctx context.Context, s *Store, jobID string, me *Metadata) (Run, *Metadata, error) {
 	r := Run{JobID: jobID}
+	ident, err := ReadJobInfo(ctx, s, jobID)
+	var ce *CorruptError
+	switch {
+	case err == nil:
+		if !OfLineage(ident, me) {
+			return r, ident, nil
+		}
+	case errors.Is(err, ErrNotFound) || errors.As(err, &ce):
+		ident = nil
+	default:
+		return r, nil, err
+	}
 	ids, err := checkpointIDs(ctx, s, jobID)
 	if err != nil {
 		return r, nil, err
@@ -182,7 +198,7 @@ func scanRun(ctx context.Context, s *Store, jobID string) (Run, *Metadata, error
 		case errors.Is(err, ErrNotFound):
 			r.Incomplete = append(r.Incomplete, id)
 		case errors.As(err, &ce):
-			r.Unreadable++
+			r.Unreadable++ // what it references is unknown
 		default:
 			return r, nil, err
 		}
@@ -190,17 +206,8 @@ func scanRun(ctx context.Context, s *Store, jobID string) (Run, *Metadata, error
 	if r.Objects, err = s.list(ctx, jobID+"/", true); err != nil {
 		return r, nil, err
 	}
-	ident, err := ReadJobInfo(ctx, s, jobID)
-	var ce *CorruptError
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrNotFound) || errors.As(err, &ce):
-		ident = nil
-		if n := len(r.Complete); n > 0 {
-			ident = &r.Complete[n-1]
-		}
-	default:
-		return r, nil, err
+	if n := len(r.Complete); ident == nil && n > 0 {
+		ident = &r.Complete[n-1]
 	}
 	return r, ident, nil
 }
