@@ -230,3 +230,58 @@ func TestRunningJobSweepsLeftovers(t *testing.T) {
 	}
 	t.Logf("the leftovers were gone when checkpoint %d completed", last+1)
 }
+
+// A run resumed from an older checkpoint of an earlier run keeps that
+// checkpoint, beyond --retained, until one of its own completes (it may
+// need it again to restart); the earlier run's newer ones that --retained
+// does not keep go.
+func TestResumeKeepsRestoredCheckpoint(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in, out, ck := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out"), filepath.Join(dir, "ck")
+	writeInput(t, in, r, 8000, 200)
+	cfg := weir.Config{Parallelism: 2, StateBackend: "pebble", Checkpointing: &weir.CheckpointConfig{
+		Interval: 30 * time.Millisecond, Dir: ck, Incremental: true, Retained: 3}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ctx1, stop := context.WithCancel(ctx)
+	var done atomic.Int32
+	first := ""
+	c1 := cfg
+	c1.OnSubmit = func(j *weir.Job) { first = j.ID() }
+	c1.OnCheckpoint = func(int64, bool) {
+		if done.Add(1) == 4 {
+			stop()
+		}
+	}
+	if err := keyedcount.Run(ctx1, keyedcount.Options{Input: in, Output: out, RatePerSecond: 4000, Config: c1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run 1: %v, want canceled", err)
+	}
+	store, err := storage.Open(ctx, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ids, err := storage.Completed(ctx, store, first)
+	if err != nil || len(ids) < 3 {
+		t.Fatalf("run 1 left checkpoints %v (%v), want 3", ids, err)
+	}
+	oldest := ids[0]
+	// Run 2: from the oldest, retaining 1, no checkpoint of its own
+	// (interval of an hour), canceled after a while.
+	c2 := cfg
+	c2.Checkpointing = &weir.CheckpointConfig{Interval: time.Hour, Dir: ck, Incremental: true, Retained: 1}
+	c2.ResumeFrom = filepath.Join(ck, first, storage.CheckpointDir(oldest))
+	ctx2, stop2 := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer stop2()
+	if err := keyedcount.Run(ctx2, keyedcount.Options{Input: in, Output: out, RatePerSecond: 4000, Config: c2}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("run 2: %v, want the deadline", err)
+	}
+	left, err := storage.Completed(ctx, store, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{oldest, ids[len(ids)-1]}; !slices.Equal(left, want) {
+		t.Fatalf("run 1's complete checkpoints after run 2: %v, want %v (the one restored from, the newest)", left, want)
+	}
+}
