@@ -70,6 +70,8 @@ type checkpoints struct {
 	// round acts on (nil: none yet).
 	sweeping bool
 	swept    *sweepList
+	// nextSweep is when the next round may start (epoch ms, sweepGap).
+	nextSweep int64
 }
 
 // maxAckHistory bounds the checkpoints whose per-subtask acknowledgements

@@ -252,6 +252,12 @@ func (cp *checkpoints) referencedLocked() func(string) bool {
 	return func(k string) bool { return refs[k] || reg.Referenced(k) }
 }
 
+// sweepGap is the least time between two rounds of sweeping: a round lists
+// the job's shared files (a LIST request per thousand on S3), and with
+// checkpoints every few milliseconds a round per checkpoint would list
+// all the time for a few files.
+const sweepGap = time.Second
+
 // sweepList is a listing of the job's own objects, for a round of sweeping.
 type sweepList struct {
 	// before: every object listed was written for a checkpoint with a
@@ -268,7 +274,8 @@ type sweepList struct {
 // a time, in the background (counted in j.io).
 func (jm *JobManager) maybeSweepLocked(j *job, completed int64) {
 	cp := j.cp
-	if cp.sweeping || cp.stopped {
+	now := j.spec.Clock.NowMillis()
+	if cp.sweeping || cp.stopped || now < cp.nextSweep {
 		return
 	}
 	var del []string
@@ -291,6 +298,7 @@ func (jm *JobManager) maybeSweepLocked(j *job, completed int64) {
 		cp.swept = nil
 	}
 	cp.sweeping = true
+	cp.nextSweep = now + sweepGap.Milliseconds()
 	store, job, log := cp.store, j.spec.ID, jm.logger
 	j.io.Add(1)
 	go func() {
