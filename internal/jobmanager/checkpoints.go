@@ -60,8 +60,8 @@ type checkpoints struct {
 	// Storage hygiene (hygiene.go). earlier are the retained complete
 	// checkpoints of earlier runs of the lineage, oldest first, once
 	// scanned (cleanLineage); earlierRuns the objects of each earlier run
-	// not yet deleted, by job ID; runCheckpoints the ids of earlier
-	// holds, by job ID.
+	// that may be deleted whole once none of its checkpoints is retained,
+	// by job ID; runCheckpoints the ids of the retained ones, by job ID.
 	earlier        []storage.Metadata
 	earlierRuns    map[string][]string
 	runCheckpoints map[string][]int64
