@@ -564,6 +564,12 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			spec.Lineage = m.LineageOf()
 		}
 		spec.AllowNonRestoredState = cfg.AllowNonRestoredState
+		if spec.Checkpoints != nil {
+			// A resumed run continues its lineage: the earlier runs'
+			// checkpoints count towards Retained, and what they no
+			// longer need goes (jobmanager's storage hygiene).
+			spec.Checkpoints.ContinueLineage = true
+		}
 	}
 	if tmJob.Checkpoints != nil {
 		tmJob.Checkpoints.Lineage = spec.Lineage

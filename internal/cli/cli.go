@@ -158,7 +158,7 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
                          state files the previous ones lack (Pebble's native
                          format; execution.checkpointing.incremental)
   --retained N           completed checkpoints kept (state.checkpoints.num-retained,
-                         default 1)
+                         default 1); with --from, across the job's earlier runs
   --savepoint-dir URL    default target of weir savepoint and weir stop without --dir
                          (state.savepoints.dir)
   --checkpoint-write-memory S

@@ -54,6 +54,24 @@ type checkpoints struct {
 	ackOrder []int64
 	// restoredAt is when the current attempt restored (epoch ms).
 	restoredAt int64
+	// triggered is the highest checkpoint id triggered (or restored from).
+	triggered int64
+
+	// Storage hygiene (hygiene.go). earlier are the retained complete
+	// checkpoints of earlier runs of the lineage, oldest first, once
+	// scanned (cleanLineage); earlierRuns the objects of each earlier run
+	// that may be deleted whole once none of its checkpoints is retained,
+	// by job ID; runCheckpoints the ids of the retained ones, by job ID.
+	earlier        []storage.Metadata
+	earlierRuns    map[string][]string
+	runCheckpoints map[string][]int64
+	scanned        bool
+	// sweeping: a round of sweeping runs; swept is the listing the next
+	// round acts on (nil: none yet).
+	sweeping bool
+	swept    *sweepList
+	// nextSweep is when the next round may start (epoch ms, sweepGap).
+	nextSweep int64
 }
 
 // maxAckHistory bounds the checkpoints whose per-subtask acknowledgements
@@ -108,9 +126,11 @@ func (jm *JobManager) startCheckpoints(j *job) error {
 	}
 	next := int64(1)
 	cp := &checkpoints{store: s.Store, pending: map[int64]*pendingCheckpoint{}, completed: map[int64]*storage.Metadata{},
-		registry: &storage.Registry{}, sourcesEnded: map[int]bool{}, writing: map[int64]bool{}, discard: map[int64]bool{}}
+		registry: &storage.Registry{}, sourcesEnded: map[int]bool{}, writing: map[int64]bool{}, discard: map[int64]bool{},
+		earlierRuns: map[string][]string{}}
 	if m := j.restore; m != nil {
 		next = m.CheckpointID + 1
+		cp.triggered = m.CheckpointID
 		cp.restoredFrom, cp.restoredAt = m.CheckpointID, j.spec.Clock.NowMillis()
 	}
 	cp.sources = j.sourceTasks()
@@ -150,6 +170,11 @@ func (jm *JobManager) stopCheckpointsLocked(j *job) {
 func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 	cp := j.cp
 	now := j.spec.Clock.NowMillis()
+	if n := len(out.Completed); n > 0 {
+		// After the deletions Discard asks for (below), as they are
+		// deferred in order.
+		defer jm.afterCompletedLocked(j, slices.Max(out.Completed))
+	}
 	for _, id := range out.Completed {
 		p := cp.pending[id]
 		delete(cp.pending, id)
@@ -240,6 +265,9 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 		cp.writing[id] = true
 		m, store := *p.metadata, cp.store
 		sp := j.savepointOf(id)
+		if sp != nil {
+			sp.writing = true
+		}
 		j.io.Add(1)
 		go func() {
 			defer j.io.Done()
@@ -326,6 +354,7 @@ func (jm *JobManager) finalized(j *job, id int64, err error) {
 func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 	p := &pendingCheckpoint{trigger: t, coordState: map[string][]byte{}, acks: map[int]protocol.AcknowledgeCheckpoint{}}
 	j.cp.pending[t.ID] = p
+	j.cp.triggered = max(j.cp.triggered, t.ID)
 	if r := j.savepoint; r != nil && r.opts.Stop && r.ckpt != 0 && r.ckpt != t.ID && len(t.Sources) > 0 {
 		// The job is stopping with a savepoint: no checkpoint after it may
 		// commit what operators emit past its barrier (processing-time
@@ -422,8 +451,10 @@ func sharedKeys(p *pendingCheckpoint) []string {
 // acknowledgements and the coordinators' state.
 func (jm *JobManager) metadataLocked(j *job, id int64, p *pendingCheckpoint, now int64) *storage.Metadata {
 	g := j.spec.Graph
-	m := &storage.Metadata{JobID: j.spec.ID, JobName: j.spec.Name, CheckpointID: id, TriggerMillis: p.trigger.Timestamp,
-		CompleteMillis: now, Fingerprint: g.Fingerprint, KeyHash: j.keyHash, Lineage: j.spec.Lineage}
+	id0 := identityOf(j.spec)
+	m := &id0
+	m.CheckpointID, m.TriggerMillis, m.CompleteMillis = id, p.trigger.Timestamp, now
+	m.Fingerprint, m.KeyHash = g.Fingerprint, j.keyHash
 	byOp := map[string]*storage.OperatorState{}
 	for _, v := range g.Vertices {
 		for _, n := range v.Nodes {
@@ -545,15 +576,16 @@ func (jm *JobManager) Checkpoints(id string) (CheckpointStats, bool) {
 	return st, true
 }
 
-// sweepShared deletes, after the job ended, the shared files of its
-// incremental checkpoints that no complete checkpoint in the storage
-// references: those a task uploaded for a checkpoint that was then aborted
-// (or never completed because the job ended) and that no later checkpoint
-// reused. While the job runs they cannot be deleted, since a task refers
-// again to every file it has uploaded. What is referenced is read from the
-// checkpoints' metadata in the storage, not from the registry, so a
-// checkpoint whose metadata was written is never broken. Failures only
-// leave files behind, so they are logged.
+// sweepShared deletes, after the job ended, its incomplete checkpoints
+// (chk-<n> without metadata: none can complete any more) and the shared
+// files of its incremental checkpoints that no complete checkpoint in the
+// storage references: those a task uploaded for a checkpoint that was then
+// aborted (or never completed because the job ended) and that no later
+// checkpoint reused. While the job runs such files are swept in rounds
+// (hygiene.go). What is referenced is read from the checkpoints' metadata
+// in the storage, not from the registry, so a checkpoint whose metadata
+// was written is never broken. Failures only leave files behind, so they
+// are logged.
 func (jm *JobManager) sweepShared(j *job) {
 	jm.mu.Lock()
 	var store *storage.Store
@@ -568,14 +600,7 @@ func (jm *JobManager) sweepShared(j *job) {
 	fail := func(err error) {
 		jm.logger.Warn("sweeping unreferenced shared checkpoint files failed", "job", job, "err", err)
 	}
-	shared, err := store.List(ctx, storage.SharedKey(job, ""))
-	if err != nil || len(shared) == 0 {
-		if err != nil {
-			fail(err)
-		}
-		return
-	}
-	ids, err := storage.Completed(ctx, store, job)
+	ids, err := storage.CheckpointIDs(ctx, store, job)
 	if err != nil {
 		fail(err)
 		return
@@ -583,20 +608,32 @@ func (jm *JobManager) sweepShared(j *job) {
 	needed := map[string]bool{}
 	for _, id := range ids {
 		m, err := storage.ReadMetadata(ctx, store, job, id)
-		if err != nil {
-			fail(err)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			if err := storage.DiscardIncomplete(ctx, store, job, id); err != nil {
+				fail(err)
+			}
+			continue
+		case err != nil:
+			fail(err) // unreadable: what it references is unknown
 			return
 		}
 		for _, k := range m.SharedKeys() {
 			needed[k] = true
 		}
 	}
+	shared, err := storage.ListAll(ctx, store, storage.SharedPrefix(job))
+	if err != nil {
+		fail(err)
+		return
+	}
+	var unneeded []string
 	for _, k := range shared {
 		if !needed[k] {
-			if err := store.Delete(ctx, k); err != nil {
-				fail(err)
-				return
-			}
+			unneeded = append(unneeded, k)
 		}
+	}
+	if err := storage.DeleteObjects(ctx, store, unneeded); err != nil {
+		fail(err)
 	}
 }

@@ -7,7 +7,10 @@
 // restores, and hosts the operator coordinators (source split enumerators).
 // It takes savepoints on request (savepoints.go): checkpoints of kind
 // Savepoint copied into a self-contained folder, and stop-with-savepoint,
-// after which the tasks end FINISHED.
+// after which the tasks end FINISHED. It keeps the checkpoint storage
+// bounded (hygiene.go): a resumed run cleans up after the earlier runs of
+// its lineage and counts their checkpoints towards retention, and a running
+// job sweeps the files of checkpoints that never completed.
 //
 // The decisions are made by pure state machines: the job's lifecycle in
 // jobstate.go, checkpoints in internal/checkpoint/coordinator, restarts in

@@ -53,6 +53,12 @@ type CheckpointSpec struct {
 	// once instead, without restarts, so two runs never commit one
 	// lineage's output.
 	Fence func(context.Context) error
+	// ContinueLineage: the job continues the earlier runs of its lineage
+	// (it was started to resume them: --from). Their checkpoints in Store
+	// count towards Settings.Retained and what they no longer need is
+	// deleted (hygiene.go). False for a fresh start, which leaves every
+	// other job ID alone.
+	ContinueLineage bool
 }
 
 // JobSpec is a submitted job.
@@ -182,6 +188,15 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		spec.Clock = clock.System{}
 	}
 	jm.mu.Lock()
+	_, dup := jm.jobs[spec.ID]
+	jm.mu.Unlock()
+	if dup {
+		return fmt.Errorf("jobmanager: job %s was already submitted", spec.ID)
+	}
+	if spec.Checkpoints != nil && spec.Checkpoints.Store != nil {
+		jm.writeJobInfo(spec) // I/O: outside the lock
+	}
+	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	if _, dup := jm.jobs[spec.ID]; dup {
 		return fmt.Errorf("jobmanager: job %s was already submitted", spec.ID)
@@ -243,6 +258,10 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 	j.state.start()
 	j.times[rest.JobRunning] = spec.Clock.Now()
 	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(j.execs))
+	if cs := spec.Checkpoints; cs != nil && cs.ContinueLineage {
+		j.io.Add(1)
+		go jm.cleanLineage(j)
+	}
 	jm.deployLocked(j, plan)
 	return nil
 }

@@ -84,7 +84,11 @@ type SavepointRequest struct {
 	// writeErr is what the last savepoint write reported, for the reason
 	// of an abort.
 	writeErr error
-	done     bool
+	// writing: the savepoint is being written into store, which is
+	// released (and, for a failed request, its folder removed) only after
+	// the write returned.
+	writing bool
+	done    bool
 	// polled is closed once a poll saw the request done.
 	polled   chan struct{}
 	location string
@@ -122,16 +126,18 @@ func (jm *JobManager) TriggerSavepoint(jobID string, opts SavepointOptions) (str
 		return "", fmt.Errorf("%w: the savepoint target directory %q cannot be written: %v", ErrBadSavepointRequest, target, err)
 	}
 	jm.mu.Lock()
-	defer jm.mu.Unlock()
 	j, ok := jm.jobs[jobID]
-	if !ok {
-		st.Close()
-		return "", fmt.Errorf("%w: %s", ErrJobNotFound, jobID)
+	refused := fmt.Errorf("%w: %s", ErrJobNotFound, jobID)
+	if ok {
+		refused = savepointableLocked(j)
 	}
-	if err := savepointableLocked(j); err != nil {
-		st.Close()
-		return "", err
+	if refused != nil {
+		jm.mu.Unlock()
+		// No savepoint will be written: the folder goes.
+		discardSavepointFolder(st, jm.logger.Warn)
+		return "", refused
 	}
+	defer jm.mu.Unlock()
 	// The savepoint's writes count against the job's bound of checkpoint
 	// write memory.
 	if cs := j.spec.Checkpoints; cs != nil && cs.Store != nil {
@@ -240,10 +246,24 @@ func (jm *JobManager) endSavepointLocked(j *job, location string, err error) {
 	} else {
 		jm.logger.Info("savepoint completed", "job", j.spec.ID, "request", r.id, "checkpoint", r.ckpt, "location", location)
 	}
-	st := r.store
+	if !r.writing {
+		jm.releaseSavepointLocked(j, r)
+	} // else writeSavepoint releases it
+}
+
+// releaseSavepointLocked closes the store of a savepoint request that
+// ended, in the background, after removing the folder of a failed one: a
+// failed savepoint leaves nothing (a folder holding a complete savepoint
+// is kept all the same).
+func (jm *JobManager) releaseSavepointLocked(j *job, r *SavepointRequest) {
+	st, failed, log := r.store, r.err != nil, jm.logger
 	j.io.Add(1)
 	go func() {
 		defer j.io.Done()
+		if failed {
+			discardSavepointFolder(st, log.Warn)
+			return
+		}
 		st.Close()
 	}()
 }
@@ -298,10 +318,15 @@ func (jm *JobManager) writeSavepoint(j *job, r *SavepointRequest, m storage.Meta
 			err = fmt.Errorf("recording the savepoint in the checkpoint storage: %w", err)
 		}
 	}
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
 	if err != nil {
-		jm.mu.Lock()
 		r.writeErr = err
-		jm.mu.Unlock()
+	}
+	r.writing = false
+	if r.done {
+		// The request ended (failed) while it was written.
+		jm.releaseSavepointLocked(j, r)
 	}
 	return err
 }

@@ -171,6 +171,12 @@ func verify(h ObjectHandle, size int64, crc uint32) error {
 	return nil
 }
 
+// CheckpointIDs returns the ids of the chk-<n> directories of jobID,
+// ascending: complete checkpoints and incomplete ones alike.
+func CheckpointIDs(ctx context.Context, s *Store, jobID string) ([]int64, error) {
+	return checkpointIDs(ctx, s, jobID)
+}
+
 // checkpointIDs returns the ids of the chk-<n> directories of jobID, ascending.
 func checkpointIDs(ctx context.Context, s *Store, jobID string) ([]int64, error) {
 	names, err := s.listDirs(ctx, jobID+"/")
@@ -276,7 +282,7 @@ func latestOfJob(ctx context.Context, s *Store, jobID, jobName string, log *slog
 	for _, id := range slices.Backward(ids) {
 		m, err := ReadMetadata(ctx, s, jobID, id)
 		if err == nil {
-			if m.JobName != jobName {
+			if !OfLineage(m, &Metadata{JobName: jobName}) {
 				report(slog.LevelDebug, m.JobName, id)
 				return nil, nil
 			}

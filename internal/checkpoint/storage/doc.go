@@ -3,13 +3,16 @@
 // s3:// when package s3store is linked in), the Flink layout of checkpoint
 // directories, the versioned and checksummed metadata format, discovery of
 // the latest complete checkpoint, retention of files shared by incremental
-// checkpoints, and fault injection for tests.
+// checkpoints, the runs of a lineage (lineage.go: OfLineage decides which job
+// IDs are earlier runs of a job; ScanLineage finds them; the deletions
+// cleanup needs), and fault injection for tests.
 //
 // Layout under a store's root (keys use "/"):
 //
 //	<job-id>/chk-<n>/_metadata   written last; its presence with a valid checksum makes checkpoint n complete
 //	<job-id>/chk-<n>/<anything>  task-owned objects of checkpoint n, deleted with it
 //	<job-id>/shared/<name>       objects shared by several checkpoints (incremental Pebble SSTs)
+//	<job-id>/_job                the run's identity (JobInfo), written before its first checkpoint
 //
 // Every key a Metadata names is relative to the root of the store it was
 // written to, so a checkpoint root can be moved or copied as a whole.
@@ -46,6 +49,6 @@
 // metadata (SubtaskState.Inline) rather than written as an object.
 //
 // Not here: deciding when to checkpoint and which checkpoints to retain (the
-// coordinator), and the formats of the objects themselves (internal/snapshot
+// coordinator, and the JobManager's storage hygiene), and the formats of the objects themselves (internal/snapshot
 // for keyed state).
 package storage

@@ -41,6 +41,16 @@ func WriteSavepointPointer(ctx context.Context, s *Store, m *Metadata, url strin
 	return s.Put(ctx, savepointPointerKey(m.JobID, m.CheckpointID), data)
 }
 
+// IsSavepointPointer reports whether key is a savepoint pointer.
+func IsSavepointPointer(key string) bool {
+	jobID, rest, ok := strings.Cut(key, "/savepoints/")
+	if !ok || checkComponent(jobID) != nil || strings.Contains(jobID, "/") {
+		return false
+	}
+	_, err := strconv.ParseInt(rest, 10, 64)
+	return err == nil
+}
+
 // savepointPointers returns jobID's savepoint pointers, newest id first.
 func savepointPointers(ctx context.Context, s *Store, jobID string) ([]SavepointPointer, error) {
 	prefix := jobID + "/savepoints/"

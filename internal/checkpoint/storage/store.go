@@ -732,8 +732,22 @@ func (s *Store) removeEmptyDirs(prefix string) {
 	if s.dir == "" || prefix == "" {
 		return
 	}
+	removeEmptyTree(s.path(strings.TrimSuffix(prefix, "/")))
+}
+
+// removeRoot removes, in a file store, the root directory if it and its
+// subdirectories are empty (a failed savepoint's folder).
+func (s *Store) removeRoot() {
+	if s.dir != "" {
+		removeEmptyTree(s.dir)
+	}
+}
+
+// removeEmptyTree removes the empty directories of the tree at root, root
+// included.
+func removeEmptyTree(root string) {
 	var dirs []string
-	_ = filepath.WalkDir(s.path(strings.TrimSuffix(prefix, "/")), func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			dirs = append(dirs, p)
 		}
