@@ -198,6 +198,10 @@ Go durations such as 500ms or 2m.
 Exit codes: 0 success, 1 the job failed, 2 usage error, 130 canceled (Ctrl-C,
 SIGTERM, the REST API or weir cancel). Ctrl-C cancels the job; a second Ctrl-C
 exits at once.
+Signals: SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT (Ctrl-\) each cancel the
+job (exit 130; SIGHUP stays ignored under nohup); a second signal exits at once.
+A second SIGQUIT first prints every goroutine's stack to stderr; with
+WEIR_TRACEBACK=1 the first one does too (and an internal error shows where).
 `
 
 // exitNow ends the process at once; tests replace it.
@@ -279,10 +283,11 @@ func report(err error, ctx context.Context, stdout, stderr io.Writer) int {
 	return ExitFailed
 }
 
-// signals routes SIGINT and SIGTERM to the command running now. The handler
-// is installed once and never removed: a signal that arrives while the
-// process exits (after its command returned) must not kill it with the
-// default action and a misleading status, so then it is swallowed.
+// signals routes SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command running
+// now: each cancels it. The handler is installed once and never removed: a
+// signal that arrives while the process exits (after its command returned)
+// must not kill it with the default action and a misleading status, so then
+// it is swallowed.
 var signals struct {
 	once   sync.Once
 	mu     sync.Mutex // guards active
@@ -297,15 +302,25 @@ type session struct {
 }
 
 // routeSignals runs for the life of the process (tests that check for leaked
-// goroutines ignore it by this name).
+// goroutines ignore it by this name). The first signal cancels the command
+// (exit 130); a second one exits at once with 130. A second SIGQUIT first
+// writes every goroutine's stack to stderr (the first one too with
+// WEIR_TRACEBACK set): Go's own SIGQUIT dump, without its exit code 2.
 func routeSignals(ch <-chan os.Signal) {
 	for s := range ch {
 		signals.mu.Lock()
 		a := signals.active
 		if a != nil {
 			a.received++
+			if s == syscall.SIGQUIT && (a.received > 1 || os.Getenv("WEIR_TRACEBACK") != "") {
+				writeStacks(a.stderr)
+			}
 			if a.received == 1 {
-				fmt.Fprintf(a.stderr, "weir: %v: canceling (press Ctrl-C again to exit at once)\n", s)
+				again := "press Ctrl-C again to exit at once"
+				if s == syscall.SIGQUIT {
+					again = "send SIGQUIT again to print every goroutine's stack and exit at once"
+				}
+				fmt.Fprintf(a.stderr, "weir: %v: canceling (%s)\n", s, again)
 				a.cancel()
 			} else {
 				fmt.Fprintln(a.stderr, "weir: exiting at once")
@@ -316,12 +331,31 @@ func routeSignals(ch <-chan os.Signal) {
 	}
 }
 
-// interruptible returns a context canceled by the first SIGINT or SIGTERM;
-// a second one exits the process at once with ExitCanceled.
+// writeStacks writes the stacks of all goroutines to w.
+func writeStacks(w io.Writer) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= 64<<20 {
+			w.Write(buf[:n])
+			return
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// interruptible returns a context canceled by the first SIGINT, SIGTERM,
+// SIGHUP or SIGQUIT; a second one exits the process at once with
+// ExitCanceled. SIGHUP stays ignored when the process started with it
+// ignored (nohup).
 func interruptible(stderr io.Writer) (context.Context, func()) {
 	signals.once.Do(func() {
 		ch := make(chan os.Signal, 4)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
+		if !signal.Ignored(syscall.SIGHUP) {
+			sigs = append(sigs, syscall.SIGHUP)
+		}
+		signal.Notify(ch, sigs...)
 		go routeSignals(ch)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
