@@ -188,7 +188,8 @@ Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
   --address A            where the REST API listens (default 127.0.0.1:8081, or a
                          free port when that one is taken; "" for none; an address
-                         given explicitly must be free); alias --rest-address
+                         given explicitly must be free; also as http://HOST:PORT);
+                         alias --rest-address
   --buffer-timeout D     longest a partly filled network buffer waits (default
                          100ms; 0 sends after every batch)
   --buffer-size S        size of network buffers (default 32kb)
@@ -707,9 +708,11 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 		return weir.Config{}, usagef("--batch-state-memory must be at least 1mb, got %d bytes", f.batchMemory.bytes)
 	}
 	if given["address"] && f.restAddr != "" {
-		if err := checkAddress(typed(fs, "address"), f.restAddr); err != nil {
+		a, err := listenAddress(typed(fs, "address"), f.restAddr)
+		if err != nil {
 			return weir.Config{}, err
 		}
+		f.restAddr = a
 	}
 	bt := f.bufferTimeout
 	if bt == 0 {

@@ -448,6 +448,7 @@ func TestFlagAliases(t *testing.T) {
 		{[]string{"run", "wordcount", "--address", "8081"}, 2, `--address "8081": want HOST:PORT`},
 		{[]string{"run", "wordcount", "--rest-address", "8081"}, 2, `--rest-address "8081": want HOST:PORT`},
 		{[]string{"run", "clicks", "--rest-address", "", "--address", ""}, 2, "not both"},
+		{[]string{"run", "clicks", "--address", "https://127.0.0.1:0"}, 2, "serves plain HTTP"},
 		{[]string{"bench", "keyed", "--backend", "rocksdb"}, 2, `--backend "rocksdb"`},
 		{[]string{"bench", "keyed", "--state-backend", "rocksdb"}, 2, `--state-backend "rocksdb"`},
 		{[]string{"bench", "savepoint", "--backend", "rocksdb"}, 2, `--backend must be hashmap or pebble`},
@@ -461,9 +462,9 @@ func TestFlagAliases(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.want)
 		}
 	}
-	// weir run's REST API address by either name.
-	for _, name := range []string{"--address", "--rest-address"} {
-		pr := startWeir(t, "", "run", "clicks", name, "127.0.0.1:0", "--rate", "100")
+	// weir run's REST API address by either name, in either form.
+	for i, name := range []string{"--address", "--rest-address"} {
+		pr := startWeir(t, "", "run", "clicks", name, []string{"127.0.0.1:0", "http://127.0.0.1:0/"}[i], "--rate", "100")
 		_, addr := waitStarted(t, pr)
 		if code, out, errOut := runCLI("list", name, "http://"+addr+"/"); code != ExitOK || !strings.Contains(out, "clicks") {
 			t.Errorf("weir run %s, then list %s http://%s/: exit %d, %q %q", name, name, addr, code, out, errOut)

@@ -223,6 +223,21 @@ func clientURL(name, addr string) (string, error) {
 	return scheme + "://" + hostPort, nil
 }
 
+// listenAddress turns where weir run's REST API listens, given by flag
+// name, into HOST:PORT: it takes HOST:PORT or http://HOST:PORT (the form
+// weir run prints), with or without a trailing slash.
+func listenAddress(name, addr string) (string, error) {
+	base, err := clientURL(name, addr)
+	if err != nil {
+		return "", err
+	}
+	hostPort, ok := strings.CutPrefix(base, "http://")
+	if !ok {
+		return "", usagef("--%s %q: weir run's REST API serves plain HTTP; want HOST:PORT or http://HOST:PORT", name, addr)
+	}
+	return hostPort, nil
+}
+
 // checkAddress accepts host:port with a numeric port 0..65535.
 func checkAddress(name, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
