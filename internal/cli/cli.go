@@ -292,6 +292,9 @@ func help(args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
+	if isHelpFlag(args[0]) {
+		args = []string{"help"}
+	}
 	if len(args) > 1 && args[0] == "savepoint" && args[1] == "inspect" {
 		fmt.Fprint(stdout, inspectUsage)
 		return nil

@@ -186,9 +186,6 @@ func TestCommandHelp(t *testing.T) {
 		}
 		forms = append(forms, []string{"help", cmd})
 		for _, args := range forms {
-			if cmd == "help" && args[0] == "help" && args[1] != "help" {
-				continue // weir help --help: the whole text
-			}
 			code, out, errOut := runCLI(args...)
 			if code != ExitOK || errOut != "" || !strings.HasPrefix(out, "Usage:\n") || !strings.Contains(out, entry[cmd]) {
 				t.Errorf("%q: exit %d, stderr %q, stdout:\n%s\nwant exit 0 and the help of %s", args, code, errOut, out, cmd)
