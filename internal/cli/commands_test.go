@@ -5,13 +5,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // Tests of issue 34's command line: one exit code per kind of mistake in
@@ -471,4 +474,55 @@ func TestFlagAliases(t *testing.T) {
 			t.Errorf("exit %d", code)
 		}
 	}
+}
+
+// startWeirIn starts the weir command (this test binary) with dir as its
+// working directory.
+func startWeirIn(t *testing.T, dir string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(os.Args[0], args...)}
+	p.cmd.Dir = dir
+	p.cmd.Env = append(os.Environ(), "WEIR_CLI_PROCESS=1", "TMPDIR="+t.TempDir())
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+// The same with a running job in another directory: weir savepoint --dir sp
+// puts the savepoint under the caller's sp, not the job's.
+func TestProcessSavepointDirRelativeToCaller(t *testing.T) {
+	dir := t.TempDir()
+	jobDir, callerDir := filepath.Join(dir, "job"), filepath.Join(dir, "caller")
+	os.Mkdir(jobDir, 0o755)
+	os.Mkdir(callerDir, 0o755)
+	writeKeyedInput(t, filepath.Join(jobDir, "in.txt"), testseed.Rand(t, 0), 20000, 10)
+	pr := startWeirIn(t, jobDir, "run", "keyed-count", "--input", "in.txt", "--output", "out", "--checkpoint-dir", "ck",
+		"--checkpoint-interval", "200ms", "--rate", "2000", "--rest-address", "127.0.0.1:0")
+	id, addr := waitStarted(t, pr)
+	t.Chdir(callerDir)
+	code, stdout, stderr := runCLI("savepoint", id, "--dir", "sp", "--address", addr)
+	m := savepointLine.FindStringSubmatch(stdout)
+	if code != ExitOK || m == nil {
+		t.Fatalf("weir savepoint: exit %d, %q %q", code, stdout, stderr)
+	}
+	if !strings.Contains(m[1], filepath.Join(callerDir, "sp")+"/savepoint-") {
+		t.Errorf("the savepoint is at %s, want it under the caller's %s", m[1], filepath.Join(callerDir, "sp"))
+	}
+	if found, _ := filepath.Glob(filepath.Join(callerDir, "sp", "savepoint-*")); len(found) != 1 {
+		t.Errorf("%d savepoints under the caller's sp, want 1", len(found))
+	}
+	if _, err := os.Stat(filepath.Join(jobDir, "sp")); err == nil {
+		t.Errorf("the savepoint went to the job's directory")
+	}
+	pr.cmd.Process.Signal(syscall.SIGTERM)
+	pr.wait(t, 10*time.Second)
 }
