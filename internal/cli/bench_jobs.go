@@ -20,11 +20,15 @@ type benchJobFlags struct {
 	backend *string
 }
 
+// --state-backend is weir run's name; --backend, its old name here, is an
+// alias.
 func addBenchJobFlags(fs *flag.FlagSet) benchJobFlags {
-	return benchJobFlags{
+	f := benchJobFlags{
 		keys:    fs.Int64("keys", 0, ""),
-		backend: fs.String("backend", "hashmap", ""),
+		backend: fs.String("state-backend", "hashmap", ""),
 	}
+	alias(fs, "backend", "state-backend")
+	return f
 }
 
 // isBenchJob tells whether name is one of these benchmarks.
@@ -38,7 +42,7 @@ func isBenchJob(name string) bool {
 
 // benchJobCheck validates the flags of benchmark name.
 func benchJobCheck(fs *flag.FlagSet, name string, f benchJobFlags) error {
-	if err := onlyFlags(fs, "bench "+name, "events", "parallelism", "keys", "backend", "cpuprofile"); err != nil {
+	if err := onlyFlags(fs, "bench "+name, "events", "parallelism", "keys", "state-backend", "cpuprofile"); err != nil {
 		return err
 	}
 	if !setFlag(fs, "keys") { // an explicit --keys 0 is an error below
@@ -51,7 +55,7 @@ func benchJobCheck(fs *flag.FlagSet, name string, f benchJobFlags) error {
 	case *f.keys < 1 || *f.keys > 1_000_000_000:
 		return usagef("--keys must be between 1 and 1000000000, got %d", *f.keys)
 	case *f.backend != "hashmap" && *f.backend != "pebble":
-		return usagef("--backend %q: want hashmap or pebble", *f.backend)
+		return usagef("--%s %q: want hashmap or pebble", typed(fs, "state-backend"), *f.backend)
 	}
 	return nil
 }

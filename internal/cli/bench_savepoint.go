@@ -27,7 +27,8 @@ func benchSavepoint(ctx context.Context, args []string, stdout io.Writer) error 
 	stateSize := &sizeFlag{bytes: 64 << 20}
 	fs.Var(stateSize, "state", "")
 	valueBytes := fs.Int("value-bytes", 256, "")
-	backend := fs.String("backend", "hashmap", "")
+	backend := fs.String("state-backend", "hashmap", "")
+	alias(fs, "backend", "state-backend") // its old name
 	format := fs.String("format", "canonical", "")
 	parallelism := fs.Int("parallelism", 2, "")
 	restoreP := fs.String("restore-parallelism", "", "")
@@ -47,7 +48,7 @@ func benchSavepoint(ctx context.Context, args []string, stdout io.Writer) error 
 	case *valueBytes < 8 || *valueBytes > maxValueBytes:
 		return usagef("--value-bytes must be between 8 and %d, got %d", maxValueBytes, *valueBytes)
 	case *backend != "hashmap" && *backend != "pebble":
-		return usagef("--backend must be hashmap or pebble, got %q", *backend)
+		return usagef("--%s must be hashmap or pebble, got %q", typed(fs, "state-backend"), *backend)
 	case *parallelism < 1 || *parallelism > 1024:
 		return usagef("--parallelism of a benchmark must be between 1 and 1024, got %d", *parallelism)
 	case *timeout <= 0:

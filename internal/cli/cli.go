@@ -42,11 +42,11 @@ Usage:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),
                                keyed (--events N --parallelism N --keys K
-                               --backend hashmap|pebble), window (10 s tumbling
+                               --state-backend hashmap|pebble), window (10 s tumbling
                                count; same flags), intervaljoin (same flags;
                                --events per side); each of these six also
                                takes --cpuprofile F (a profile of the run),
-                               savepoint (--state 1gb --backend hashmap|pebble
+                               savepoint (--state 1gb --state-backend hashmap|pebble
                                --format canonical|native --parallelism N
                                --restore-parallelism N,M --value-bytes N --dir D
                                --timeout 30m --cpuprofile F; as the first word)
@@ -65,7 +65,11 @@ Usage:
                                cancel a job of a running cluster
   weir savepoint <job-id> [--dir URL] [--format canonical|native] [--address A]
                                take a savepoint of a running job into a folder
-                               savepoint-... under URL; prints its path
+                               savepoint-... under URL; prints its path (a
+                               relative --dir is in the caller's directory)
+  weir savepoint inspect PATH [--json]
+                               say what a savepoint or checkpoint holds
+                               (weir help savepoint inspect)
   weir stop <job-id> [--dir URL] [--drain] [--format F] [--address A]
                                stop a job with a final savepoint (sinks commit
                                it; --drain first fires every event-time timer
@@ -94,7 +98,8 @@ Usage:
                                process CPU); the last checkpoint is kept in
                                --checkpoint-dir if given (by default checkpoints
                                go to a temporary directory, removed after the run)
-  weir help                    print this text
+  weir help [<command>]        print this text, or one command's help (as
+                               weir <command> --help or -h)
 
 Built-in jobs:
   wordcount   count words: [--input PATH] [--output PATH]
@@ -122,13 +127,17 @@ Built-in jobs:
   window-agg  per key and event-time window, count, sum, min and max of JSON
               lines {"ts": MS, "key": "K", "value": N}: --input PATH
               --output PATH --window tumbling:SIZE|sliding:SIZE,SLIDE|session:GAP
-              [--out-of-orderness D] [--allowed-lateness D]
+              [--max-out-of-orderness D] [--allowed-lateness D]
               [--watermarks punctuated|periodic] [--late-output PATH]
               [--rate N] and the checkpoint flags (outputs are then
               directories, written exactly once)
 
   PATH may be "-" for standard input or output; an input may be a file, a
   directory of files (names starting with . or _ are skipped) or a pipe.
+  An output that is a directory of part files (keyed-count; window-agg with
+  checkpoints) may not be "-"; no output may be an input, lie inside an input
+  directory or hold an input. A flag given an empty value ('') is a usage
+  error: leave the flag out for its default.
 
 Kafka (kafka-keyed-count):
   --brokers LIST         bootstrap brokers, host:port[,host:port...] (default
@@ -177,9 +186,10 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
 
 Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
-  --rest-address A       where the REST API listens (default 127.0.0.1:8081, or a
+  --address A            where the REST API listens (default 127.0.0.1:8081, or a
                          free port when that one is taken; "" for none; an address
-                         given explicitly must be free)
+                         given explicitly must be free; also as http://HOST:PORT);
+                         alias --rest-address
   --buffer-timeout D     longest a partly filled network buffer waits (default
                          100ms; 0 sends after every batch)
   --buffer-size S        size of network buffers (default 32kb)
@@ -195,9 +205,24 @@ Flags of run (all jobs):
 Sizes are bytes or a number with kb, mb or gb (binary units); durations are
 Go durations such as 500ms or 2m.
 
+Addresses (list, cancel, savepoint, stop):
+  --address A            the REST API of the cluster: HOST:PORT, or the
+                         http://HOST:PORT that weir run prints (a trailing / is
+                         fine; https:// for one behind a TLS proxy); default
+                         127.0.0.1:8081; alias --rest-address
+
+Aliases (old names that still work; messages use the name given):
+  --rest-address         --address (every command)
+  --out-of-orderness     --max-out-of-orderness (weir run window-agg)
+  --backend              --state-backend (weir bench)
+
 Exit codes: 0 success, 1 the job failed, 2 usage error, 130 canceled (Ctrl-C,
 SIGTERM, the REST API or weir cancel). Ctrl-C cancels the job; a second Ctrl-C
 exits at once.
+Signals: SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT (Ctrl-\) each cancel the
+job (exit 130; SIGHUP stays ignored under nohup); a second signal exits at once.
+A second SIGQUIT first prints every goroutine's stack to stderr; with
+WEIR_TRACEBACK=1 the first one does too (and an internal error shows where).
 `
 
 // exitNow ends the process at once; tests replace it.
@@ -226,12 +251,18 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	switch args[0] {
 	case "version", "--version", "-version":
 		if len(args) > 1 {
-			err = usagef("version takes no arguments")
+			if isHelpFlag(args[1]) {
+				err = errHelp
+			} else {
+				err = usagef("version takes no arguments")
+			}
 			break
 		}
 		fmt.Fprintf(stdout, "weir %s (%s %s/%s)\n", weir.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	case "help", "-h", "--help", "-help":
+	case "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
+	case "help":
+		err = help(args[1:], stdout)
 	case "run":
 		err = run(ctx, args[1:], stdout, stderr)
 	case "bench":
@@ -242,7 +273,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		err = cancel(ctx, args[1:], stdout)
 	case "savepoint":
 		if len(args) > 1 && args[1] == "inspect" {
-			return runSavepointInspect(args[2:], stdout, stderr)
+			return runSavepointInspect(ctx, args[2:], stdout, stderr)
 		}
 		err = takeSavepoint(ctx, args[1:], stdout, stderr) // savepoint.go
 	case "stop":
@@ -252,20 +283,51 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	default:
 		err = usagef("unknown command %q", args[0])
 	}
-	return report(err, ctx, stdout, stderr)
+	return report(err, args[0], ctx, stdout, stderr)
 }
 
-// report prints one message for err and returns the exit code.
-func report(err error, ctx context.Context, stdout, stderr io.Writer) int {
+// help is `weir help [<command>]`: the whole text, or one command's.
+func help(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if isHelpFlag(args[0]) {
+		args = []string{"help"}
+	}
+	if len(args) > 1 && args[0] == "savepoint" && args[1] == "inspect" {
+		fmt.Fprint(stdout, inspectUsage)
+		return nil
+	}
+	text, ok := commandHelp(args[0])
+	if !ok {
+		return usagef("help: unknown command %q (commands: %s)", args[0], strings.Join(commands, ", "))
+	}
+	fmt.Fprint(stdout, text)
+	return nil
+}
+
+func isHelpFlag(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+
+// report prints one message for err of command cmd and returns the exit code.
+func report(err error, cmd string, ctx context.Context, stdout, stderr io.Writer) int {
 	var ue usageError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.Is(err, errHelp):
-		fmt.Fprint(stdout, usage)
+		text, ok := commandHelp(cmd)
+		if !ok {
+			text = usage
+		}
+		fmt.Fprint(stdout, text)
 		return ExitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "weir: %v\nRun 'weir help' for usage.\n", err)
+		if _, ok := commandHelp(cmd); ok && cmd != "help" {
+			fmt.Fprintf(stderr, "weir: %v\nRun 'weir help %s' for usage.\n", err, cmd)
+		} else {
+			fmt.Fprintf(stderr, "weir: %v\nRun 'weir help' for usage.\n", err)
+		}
 		return ExitUsage
 	case errors.Is(err, weir.ErrCanceled):
 		fmt.Fprintln(stderr, "weir: the job was canceled")
@@ -279,10 +341,11 @@ func report(err error, ctx context.Context, stdout, stderr io.Writer) int {
 	return ExitFailed
 }
 
-// signals routes SIGINT and SIGTERM to the command running now. The handler
-// is installed once and never removed: a signal that arrives while the
-// process exits (after its command returned) must not kill it with the
-// default action and a misleading status, so then it is swallowed.
+// signals routes SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command running
+// now: each cancels it. The handler is installed once and never removed: a
+// signal that arrives while the process exits (after its command returned)
+// must not kill it with the default action and a misleading status, so then
+// it is swallowed.
 var signals struct {
 	once   sync.Once
 	mu     sync.Mutex // guards active
@@ -297,15 +360,25 @@ type session struct {
 }
 
 // routeSignals runs for the life of the process (tests that check for leaked
-// goroutines ignore it by this name).
+// goroutines ignore it by this name). The first signal cancels the command
+// (exit 130); a second one exits at once with 130. A second SIGQUIT first
+// writes every goroutine's stack to stderr (the first one too with
+// WEIR_TRACEBACK set): Go's own SIGQUIT dump, without its exit code 2.
 func routeSignals(ch <-chan os.Signal) {
 	for s := range ch {
 		signals.mu.Lock()
 		a := signals.active
 		if a != nil {
 			a.received++
+			if s == syscall.SIGQUIT && (a.received > 1 || os.Getenv("WEIR_TRACEBACK") != "") {
+				writeStacks(a.stderr)
+			}
 			if a.received == 1 {
-				fmt.Fprintf(a.stderr, "weir: %v: canceling (press Ctrl-C again to exit at once)\n", s)
+				again := "press Ctrl-C again to exit at once"
+				if s == syscall.SIGQUIT {
+					again = "send SIGQUIT again to print every goroutine's stack and exit at once"
+				}
+				fmt.Fprintf(a.stderr, "weir: %v: canceling (%s)\n", s, again)
 				a.cancel()
 			} else {
 				fmt.Fprintln(a.stderr, "weir: exiting at once")
@@ -316,12 +389,31 @@ func routeSignals(ch <-chan os.Signal) {
 	}
 }
 
-// interruptible returns a context canceled by the first SIGINT or SIGTERM;
-// a second one exits the process at once with ExitCanceled.
+// writeStacks writes the stacks of all goroutines to w.
+func writeStacks(w io.Writer) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= 64<<20 {
+			w.Write(buf[:n])
+			return
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// interruptible returns a context canceled by the first SIGINT, SIGTERM,
+// SIGHUP or SIGQUIT; a second one exits the process at once with
+// ExitCanceled. SIGHUP stays ignored when the process started with it
+// ignored (nohup).
 func interruptible(stderr io.Writer) (context.Context, func()) {
 	signals.once.Do(func() {
 		ch := make(chan os.Signal, 4)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
+		if !signal.Ignored(syscall.SIGHUP) {
+			sigs = append(sigs, syscall.SIGHUP)
+		}
+		signal.Notify(ch, sigs...)
 		go routeSignals(ch)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -362,19 +454,21 @@ type jobFlags struct {
 	allowNonRestored bool
 	// window-agg
 	window, watermarks, lateOutput string
-	outOfOrderness, lateness       time.Duration
+	lateness                       time.Duration
 	// kafka-keyed-count
 	brokers, inputTopic, outputTopic, group, guarantee, txnPrefix string
 	bounded                                                       bool
 }
 
-var commonRunFlags = []string{"parallelism", "rest-address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level"}
+var commonRunFlags = []string{"parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
 	var f jobFlags
 	fs.IntVar(&f.parallelism, "parallelism", 1, "")
-	fs.StringVar(&f.restAddr, "rest-address", rest.DefaultAddr, "")
+	f.restAddr = rest.DefaultAddr
+	fs.Var(optionalString{&f.restAddr}, "address", "") // "": no REST API
+	alias(fs, "rest-address", "address")
 	fs.DurationVar(&f.bufferTimeout, "buffer-timeout", 100*time.Millisecond, "")
 	fs.Var(&f.bufferSize, "buffer-size", "")
 	fs.Var(&f.networkMemory, "network-memory", "")
@@ -385,6 +479,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&f.rate, "rate", 5, "")
 	fs.Int64Var(&f.count, "count", 0, "")
 	fs.DurationVar(&f.ooo, "max-out-of-orderness", 0, "")
+	alias(fs, "out-of-orderness", "max-out-of-orderness")
 	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "")
 	fs.StringVar(&f.savepointDir, "savepoint-dir", "", "")
 	fs.DurationVar(&f.interval, "checkpoint-interval", time.Second, "")
@@ -399,7 +494,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.window, "window", "", "")
 	fs.StringVar(&f.watermarks, "watermarks", "punctuated", "")
 	fs.StringVar(&f.lateOutput, "late-output", "", "")
-	fs.DurationVar(&f.outOfOrderness, "out-of-orderness", 0, "")
 	fs.DurationVar(&f.lateness, "allowed-lateness", 0, "")
 	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "")
 	fs.StringVar(&f.inputTopic, "input-topic", "", "")
@@ -430,7 +524,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		flags := append(commonRunFlags, "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state", "checkpoint-write-memory")
 		switch job {
 		case "window-agg":
-			flags = append(flags, "input", "output", "rate", "window", "watermarks", "late-output", "out-of-orderness", "allowed-lateness")
+			flags = append(flags, "input", "output", "rate", "window", "watermarks", "late-output", "max-out-of-orderness", "allowed-lateness")
 		case "keyed-count":
 			flags = append(flags, "input", "output", "rate")
 		default:
@@ -477,6 +571,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("unknown job %q (built-in jobs: wordcount, clicks, fraud-detection, keyed-count, window-agg, kafka-keyed-count)", job)
 	}
 	if err != nil {
+		return err
+	}
+	if err := checkJobPaths(job, &f); err != nil { // paths.go
 		return err
 	}
 	cfg, err := f.config(fs, stderr)
@@ -530,9 +627,6 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	if err := checkDuration("out-of-orderness", f.outOfOrderness); err != nil {
-		return err
-	}
 	if err := checkDuration("allowed-lateness", f.lateness); err != nil {
 		return err
 	}
@@ -546,7 +640,7 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 		f.checkpointing(&cfg, stderr)
 	}
 	return windowagg.Run(ctx, windowagg.Options{Input: f.input, Output: f.output, LateOutput: f.lateOutput, Window: spec,
-		OutOfOrderness: f.outOfOrderness, AllowedLateness: f.lateness, Punctuated: f.watermarks == "punctuated",
+		OutOfOrderness: f.ooo, AllowedLateness: f.lateness, Punctuated: f.watermarks == "punctuated",
 		RatePerSecond: f.rate, Config: cfg})
 }
 
@@ -588,7 +682,7 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	if err := checkDuration("buffer-timeout", f.bufferTimeout); err != nil {
 		return weir.Config{}, err
 	}
-	if err := checkDuration("max-out-of-orderness", f.ooo); err != nil {
+	if err := checkDuration(typed(fs, "max-out-of-orderness"), f.ooo); err != nil {
 		return weir.Config{}, err
 	}
 	var level slog.Level
@@ -598,7 +692,7 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	switch f.backend {
 	case "hashmap", "pebble":
 	default:
-		return weir.Config{}, usagef("--state-backend %q: want hashmap or pebble", f.backend)
+		return weir.Config{}, usagef("--%s %q: want hashmap or pebble", typed(fs, "state-backend"), f.backend)
 	}
 	given := map[string]bool{}
 	for _, n := range setFlags(fs) {
@@ -616,17 +710,19 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	if given["batch-state-memory"] && f.batchMemory.bytes < 1<<20 {
 		return weir.Config{}, usagef("--batch-state-memory must be at least 1mb, got %d bytes", f.batchMemory.bytes)
 	}
-	if given["rest-address"] && f.restAddr != "" {
-		if err := checkAddress("rest-address", f.restAddr); err != nil {
+	if given["address"] && f.restAddr != "" {
+		a, err := listenAddress(typed(fs, "address"), f.restAddr)
+		if err != nil {
 			return weir.Config{}, err
 		}
+		f.restAddr = a
 	}
 	bt := f.bufferTimeout
 	if bt == 0 {
 		bt = time.Nanosecond // Config's 0 means the default; 1ns flushes after every batch
 	}
 	cfg := weir.Config{
-		Parallelism: f.parallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["rest-address"],
+		Parallelism: f.parallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["address"],
 		BufferTimeout: bt, BufferSize: int(f.bufferSize.bytes), NetworkMemory: f.networkMemory.bytes, StateBackend: f.backend,
 		BatchStateMemory: f.batchMemory.bytes, HeapStateMemory: f.heapMemory.bytes,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
@@ -641,16 +737,21 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	return cfg, nil
 }
 
+// client parses the flags of a command that calls a cluster's REST API:
+// --address (alias --rest-address) as HOST:PORT or the http://HOST:PORT
+// weir run prints (clientURL), and the command's own flags in fs.
 func client(fs *flag.FlagSet, args []string) (*rest.Client, []string, error) {
 	addr := fs.String("address", rest.DefaultAddr, "")
+	alias(fs, "rest-address", "address")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkAddress("address", *addr); err != nil {
+	base, err := clientURL(typed(fs, "address"), *addr)
+	if err != nil {
 		return nil, nil, err
 	}
-	return rest.NewClient(*addr, nil), pos, nil
+	return rest.NewClient(base, nil), pos, nil
 }
 
 func list(ctx context.Context, args []string, stdout io.Writer) error {
@@ -690,7 +791,7 @@ func cancel(ctx context.Context, args []string, stdout io.Writer) error {
 	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	if err := c.Cancel(ctx, strings.TrimSpace(pos[0])); err != nil {
-		return err
+		return unknownJob(err, strings.TrimSpace(pos[0]), "canceling job %s: %w")
 	}
 	fmt.Fprintf(stdout, "cancel requested for job %s\n", pos[0])
 	return nil

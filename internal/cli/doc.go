@@ -1,5 +1,12 @@
 // Package cli implements the weir command: `version`, `run <job>` for the
 // built-in jobs on the embedded local cluster, `bench`, `list`, `cancel`,
-// `savepoint` and `stop` against a cluster's REST API, and `nexmark
-// generate` (Nexmark's events as JSON lines). cmd/weir is only its main.
+// `savepoint` and `stop` against a cluster's REST API, `nexmark generate`
+// and `nexmark run`, and `help [<command>]`. cmd/weir is only its main.
+//
+// It owns what every command shares: exit codes (0 success, 1 failure, 2
+// usage error, 130 canceled), signals (SIGINT, SIGTERM, SIGHUP and SIGQUIT
+// cancel the command; a second one exits at once), per-command help cut
+// from the one usage text (help.go), flags that refuse empty values and
+// accept old names as aliases (flags.go), the REST API address forms, and
+// the refusal of outputs that are inputs (paths.go).
 package cli

@@ -37,7 +37,10 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// parseArgs parses flags and positional arguments in any order.
+// parseArgs parses flags and positional arguments in any order. A flag
+// given by an alias counts as given by its name (see alias). A string flag
+// given an empty value is a usage error naming it: an empty path or name
+// never silently means the default (optionalString is the exception).
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -49,11 +52,87 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
+			break
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	if err := refuseEmpty(fs); err != nil {
+		return nil, err
+	}
+	if err := resolveAliases(fs); err != nil {
+		return nil, err
+	}
+	return pos, nil
+}
+
+// refuseEmpty fails when a string flag was given an empty (or blank) value.
+func refuseEmpty(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok || err != nil {
+			return
+		}
+		if v, ok := g.Get().(string); ok && strings.TrimSpace(v) == "" {
+			err = usagef("--%s is empty: give it a value, or leave it out", f.Name)
+		}
+	})
+	return err
+}
+
+// optionalString is a string flag whose empty value means something (run's
+// --address "": no REST API), so parseArgs accepts it.
+type optionalString struct{ p *string }
+
+func (o optionalString) String() string {
+	if o.p == nil {
+		return ""
+	}
+	return *o.p
+}
+
+func (o optionalString) Set(v string) error { *o.p = v; return nil }
+
+// aliasOf starts the usage string of a flag that is an old name of another.
+const aliasOf = "alias of --"
+
+// alias makes old another name of the flag name (defined already): both set
+// the same value, and after parseArgs the flag counts as given by name
+// (setFlag, setFlags and onlyFlags see name; messages can say what was
+// typed with typed).
+func alias(fs *flag.FlagSet, old, name string) {
+	fs.Var(fs.Lookup(name).Value, old, aliasOf+name)
+}
+
+// resolveAliases marks each flag given by an alias as given by its name,
+// and refuses both names at once.
+func resolveAliases(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		name, ok := strings.CutPrefix(f.Usage, aliasOf)
+		if !ok || err != nil {
+			return
+		}
+		if setFlag(fs, name) {
+			err = usagef("give --%s or its alias --%s, not both", name, f.Name)
+			return
+		}
+		err = fs.Set(name, f.Value.String())
+	})
+	return err
+}
+
+// typed returns the name the command line gave flag name by: an alias of
+// it, or name.
+func typed(fs *flag.FlagSet, name string) string {
+	by := name
+	fs.Visit(func(f *flag.Flag) {
+		if f.Usage == aliasOf+name {
+			by = f.Name
+		}
+	})
+	return by
 }
 
 // flagMessage rewrites the flag package's messages to name flags as users
@@ -82,10 +161,15 @@ func flagMessage(err error) string {
 	return msg
 }
 
-// setFlags returns the names of the flags given on the command line.
+// setFlags returns the names of the flags given on the command line (an
+// alias counts as its flag's name).
 func setFlags(fs *flag.FlagSet) []string {
 	var names []string
-	fs.Visit(func(f *flag.Flag) { names = append(names, f.Name) })
+	fs.Visit(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Usage, aliasOf) {
+			names = append(names, f.Name)
+		}
+	})
 	return names
 }
 
@@ -93,7 +177,7 @@ func setFlags(fs *flag.FlagSet) []string {
 func onlyFlags(fs *flag.FlagSet, what string, allowed ...string) error {
 	for _, n := range setFlags(fs) {
 		if !slices.Contains(allowed, n) {
-			return usagef("--%s does not apply to %s", n, what)
+			return usagef("--%s does not apply to %s", typed(fs, n), what)
 		}
 	}
 	return nil
@@ -115,6 +199,43 @@ func checkDuration(name string, d time.Duration) error {
 		return usagef("--%s must not be negative, got %v", name, d)
 	}
 	return nil
+}
+
+// clientURL turns the address of a cluster's REST API, given by flag name,
+// into the client's base URL: HOST:PORT, or http://HOST:PORT as weir run
+// prints it, or https://HOST:PORT (a REST API behind a TLS proxy; Weir's
+// own serves plain HTTP); a trailing slash is fine.
+func clientURL(name, addr string) (string, error) {
+	scheme, hostPort := "http", addr
+	if i := strings.Index(addr, "://"); i >= 0 {
+		scheme, hostPort = strings.ToLower(addr[:i]), addr[i+3:]
+		if scheme != "http" && scheme != "https" {
+			return "", usagef("--%s %q: want HOST:PORT or http://HOST:PORT (not %s://)", name, addr, scheme)
+		}
+	}
+	hostPort = strings.TrimRight(hostPort, "/")
+	if strings.ContainsAny(hostPort, "/?#@") {
+		return "", usagef("--%s %q: want HOST:PORT or http://HOST:PORT, without a path", name, addr)
+	}
+	if err := checkAddress(name, hostPort); err != nil {
+		return "", err
+	}
+	return scheme + "://" + hostPort, nil
+}
+
+// listenAddress turns where weir run's REST API listens, given by flag
+// name, into HOST:PORT: it takes HOST:PORT or http://HOST:PORT (the form
+// weir run prints), with or without a trailing slash.
+func listenAddress(name, addr string) (string, error) {
+	base, err := clientURL(name, addr)
+	if err != nil {
+		return "", err
+	}
+	hostPort, ok := strings.CutPrefix(base, "http://")
+	if !ok {
+		return "", usagef("--%s %q: weir run's REST API serves plain HTTP; want HOST:PORT or http://HOST:PORT", name, addr)
+	}
+	return hostPort, nil
 }
 
 // checkAddress accepts host:port with a numeric port 0..65535.

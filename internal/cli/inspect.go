@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -25,7 +26,8 @@ file), 2 usage error.
 `
 
 // runSavepointInspect is `weir savepoint inspect PATH [--json]`.
-func runSavepointInspect(args []string, stdout, stderr io.Writer) int {
+// ctx ends with the command's signals (exit 130).
+func runSavepointInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("savepoint inspect")
 	asJSON := fs.Bool("json", false, "")
 	pos, err := parseArgs(fs, args)
@@ -40,9 +42,13 @@ func runSavepointInspect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "weir: savepoint inspect needs exactly one PATH, got %d arguments\n%s", len(pos), inspectUsage)
 		return ExitUsage
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	r, err := inspect.Inspect(ctx, pos[0])
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		fmt.Fprintln(stderr, "weir: canceled")
+		return ExitCanceled
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "weir: savepoint inspect: %v\n", err)
 		return ExitFailed

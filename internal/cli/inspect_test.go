@@ -51,7 +51,7 @@ func keyedCountCheckpoint(t *testing.T) string {
 
 func inspectCLI(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := runSavepointInspect(args, &out, &errOut)
+	code := runSavepointInspect(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -179,9 +179,13 @@ func nexmarkRun(ctx context.Context, args []string, stdout io.Writer) error {
 			return usagef("--query: %v", err)
 		}
 	}
+	if err := checkNotInput([]pathFlag{{"input", *input}}, pathFlag{"output", *output}); err != nil {
+		return err
+	}
 	if *input != "" {
+		// A missing file fails (exit 1) as weir run's does.
 		if _, err := os.Stat(*input); err != nil {
-			return usagef("--input: %v", err)
+			return fmt.Errorf("nexmark run: --input: %w", err)
 		}
 	}
 	if *output != "" && *name == "all" {

@@ -77,7 +77,11 @@ func (p *proc) wait(t *testing.T, limit time.Duration) (code int, took time.Dura
 	select {
 	case <-done:
 	case <-time.After(limit):
-		p.cmd.Process.Signal(syscall.SIGQUIT) // the goroutine dump goes to stderr
+		// The first SIGQUIT cancels; a second one dumps every goroutine's
+		// stack to stderr and exits.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		time.Sleep(200 * time.Millisecond)
+		p.cmd.Process.Signal(syscall.SIGQUIT)
 		<-done
 		t.Fatalf("weir %v did not exit within %v; stderr:\n%s", p.cmd.Args[1:], limit, p.stderr.String())
 	}

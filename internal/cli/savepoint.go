@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,8 +20,9 @@ const savepointTimeout = 30 * time.Minute
 // savepointPoll is how often the status of a request is asked.
 const savepointPoll = 100 * time.Millisecond
 
-// savepointFlags parses the flags of weir savepoint and weir stop: --dir,
-// --format, --address (alias --rest-address) and, for stop, --drain.
+// savepointFlags are the flags of weir savepoint and weir stop: --dir (made
+// absolute here), --format, --address (alias --rest-address; client) and,
+// for stop, --drain.
 type savepointFlags struct {
 	dir, format string
 	drain       bool
@@ -31,23 +33,12 @@ func savepointClient(name string, args []string, stop bool) (*rest.Client, strin
 	fs := newFlagSet(name)
 	fs.StringVar(&f.dir, "dir", "", "")
 	fs.StringVar(&f.format, "format", "canonical", "")
-	var restAddr string
-	fs.StringVar(&restAddr, "rest-address", "", "")
 	if stop {
 		fs.BoolVar(&f.drain, "drain", false, "")
 	}
 	c, pos, err := client(fs, args)
 	if err != nil {
 		return nil, "", f, err
-	}
-	if restAddr != "" {
-		if setFlag(fs, "address") {
-			return nil, "", f, usagef("give --address or --rest-address, not both")
-		}
-		if err := checkAddress("rest-address", restAddr); err != nil {
-			return nil, "", f, err
-		}
-		c = rest.NewClient(restAddr, nil)
 	}
 	if len(pos) != 1 || !rest.ValidJobID(strings.TrimSpace(pos[0])) {
 		return nil, "", f, usagef("%s needs one job ID (32 lowercase hex digits; see weir list)", name)
@@ -56,6 +47,15 @@ func savepointClient(name string, args []string, stop bool) (*rest.Client, strin
 	case "canonical", "native":
 	default:
 		return nil, "", f, usagef("--format must be canonical or native, got %q", f.format)
+	}
+	// The job resolves a relative path in its own working directory: the
+	// user meant theirs. URLs (file://, s3://, mem://) go as they are.
+	if f.dir != "" && !strings.Contains(f.dir, "://") {
+		abs, err := filepath.Abs(f.dir)
+		if err != nil {
+			return nil, "", f, fmt.Errorf("%s: --dir %s: %w", name, f.dir, err)
+		}
+		f.dir = abs
 	}
 	return c, strings.TrimSpace(pos[0]), f, nil
 }
@@ -70,7 +70,7 @@ func takeSavepoint(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	rid, err := c.TriggerSavepoint(ctx, id, rest.SavepointTriggerRequest{TargetDirectory: f.dir, FormatType: strings.ToUpper(f.format)})
 	if err != nil {
-		return fmt.Errorf("triggering a savepoint of job %s: %w", id, err)
+		return unknownJob(err, id, "triggering a savepoint of job %s: %w")
 	}
 	fmt.Fprintf(stderr, "weir: savepoint of job %s requested (request %s); waiting\n", id, rid)
 	loc, err := awaitSavepoint(ctx, c, id, rid, stderr)
@@ -90,7 +90,7 @@ func stopJob(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	rid, err := c.StopWithSavepoint(ctx, id, rest.StopRequest{TargetDirectory: f.dir, Drain: f.drain, FormatType: strings.ToUpper(f.format)})
 	if err != nil {
-		return fmt.Errorf("stopping job %s with a savepoint: %w", id, err)
+		return unknownJob(err, id, "stopping job %s with a savepoint: %w")
 	}
 	fmt.Fprintf(stderr, "weir: stop of job %s with a savepoint requested (request %s); waiting\n", id, rid)
 	loc, err := awaitSavepoint(ctx, c, id, rid, stderr)
@@ -131,4 +131,14 @@ func awaitSavepoint(ctx context.Context, c *rest.Client, id, rid string, stderr 
 		case <-time.After(savepointPoll):
 		}
 	}
+}
+
+// unknownJob turns the cluster's "no such job" answer to the first request
+// of a command into a usage error (exit 2, as any job ID the command line
+// gets wrong), and wraps other errors of job id with format.
+func unknownJob(err error, id, format string) error {
+	if errors.Is(err, rest.ErrJobNotFound) {
+		return usagef("no job %s on the cluster (weir list shows its jobs)", id)
+	}
+	return fmt.Errorf(format, id, err)
 }
