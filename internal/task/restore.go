@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/weirhq/weir/failure"
@@ -66,7 +67,8 @@ func restoreError(r *protocol.TaskRestore, what string, err error) error {
 	var ce *storage.CorruptError
 	var se *snapshot.CorruptError
 	if errors.Is(err, storage.ErrNotFound) || errors.As(err, &ce) || errors.As(err, &se) {
-		return failure.Permanent(fmt.Errorf("%w; restarting from this checkpoint cannot help: resume from an older checkpoint or a savepoint of the job with --from PATH (Config.ResumeFrom), e.g. the chk-N folder before it if one is retained", err))
+		return failure.Permanent(fmt.Errorf("%w; restarting from this checkpoint cannot help: resume from an older retained checkpoint or a savepoint of the job with --from PATH (Config.ResumeFrom; this job's checkpoints are %s/%s/chk-N)",
+			err, strings.TrimSuffix(r.StorageURL, "/"), r.JobID))
 	}
 	return err
 }

@@ -37,7 +37,7 @@ type Options struct {
 	BadRecords badrecords.Policy
 	// DeadLetterTopic is where bad records go with badrecords.DeadLetter:
 	// one badrecords.Line each, written with Guarantee (exactly once: with
-	// the transactional ids TransactionalIDPrefix+"-dead-letter-<subtask>").
+	// the transactional ids TransactionalIDPrefix+".dead-letter").
 	DeadLetterTopic string
 	Config          weir.Config
 }
@@ -134,7 +134,7 @@ func Build(env *weir.Environment, o Options) error {
 	if o.BadRecords == badrecords.DeadLetter {
 		prefix := ""
 		if o.TransactionalIDPrefix != "" {
-			prefix = o.TransactionalIDPrefix + "-dead-letter"
+			prefix = o.TransactionalIDPrefix + ".dead-letter" // not "-": ids of the output sink are prefix-<subtask>-<n>
 		}
 		dl, err := kafka.NewSink(kafka.SinkConfig{
 			Brokers:               o.Brokers,
