@@ -214,3 +214,35 @@ func TestSplitDashD(t *testing.T) {
 		t.Fatalf("splitDashD = %q, want %q", got, want)
 	}
 }
+
+// --bad-records reaches the job: skip gives the counts of the good lines,
+// dead-letter also writes each bad line, exactly once, with file and line.
+// A byte order mark and blank lines are neither keys nor bad lines.
+func TestProcessBadRecordsFlag(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte("\ufeffa\t1\n\n   \nnot a record\nb\t2\na\t3\n\t4\n"), 0o644)
+	want := []string{"a\t1\t1", "a\t2\t4", "b\t1\t2"}
+	for _, policy := range []string{"skip", "dead-letter"} {
+		out := filepath.Join(dir, "out-"+policy)
+		args := []string{"run", "keyed-count", "--input", in, "--output", out, "--checkpoint-dir", filepath.Join(dir, "ck-"+policy),
+			"--rest-address", "", "--bad-records", policy}
+		if policy == "dead-letter" {
+			args = append(args, "--dead-letter", filepath.Join(dir, "dead"))
+		}
+		if code, _, errOut := runWeir(t, 60*time.Second, args...); code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", policy, code, errOut)
+		}
+		if got := committedLines(t, out); !slices.Equal(got, want) {
+			t.Fatalf("%s: output %q, want %q", policy, got, want)
+		}
+	}
+	dead := committedLines(t, filepath.Join(dir, "dead"))
+	wantDead := []string{
+		`{"source":"` + in + `:4","error":"want key<TAB>value, got \"not a record\"","record":"not a record"}`,
+		`{"source":"` + in + `:7","error":"the key is empty","record":"\t4"}`,
+	}
+	if !slices.Equal(dead, wantDead) {
+		t.Fatalf("dead letters\n%s\nwant\n%s", strings.Join(dead, "\n"), strings.Join(wantDead, "\n"))
+	}
+}
