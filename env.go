@@ -126,7 +126,7 @@ type Config struct {
 	// (the newest complete checkpoint of a job of the same name in the
 	// checkpoint directory, or a savepoint such a job took if that is newer,
 	// as a stop's is; none: from the beginning) or a snapshot's path. The run
-	// continues the snapshot's lineage (docs/checkpoints.md, 12-14).
+	// continues the snapshot's lineage (docs/checkpoints.md, 13-15).
 	ResumeFrom string
 	// AllowNonRestoredState lets a job resume from a checkpoint or savepoint
 	// that holds state of operators the job no longer has: that state is

@@ -123,3 +123,23 @@ func (h fnHooks) NotifyCheckpointAborted(int64) {}
 func (r runtimeContext) OperatorState() *state.OperatorStore {
 	return r.c.OperatorState()
 }
+
+// Counter is a metric that counts, registered with MetricCounter.
+type Counter interface {
+	Inc()
+	Add(n int64)
+}
+
+// MetricCounter registers the counter named name of the operator whose
+// function got ctx (Flink's getRuntimeContext().getMetricGroup().counter):
+// REST shows it on the operator's vertex as "<subtask>.<operator
+// name>.<name>", like the engine's own numLateRecordsDropped. Call it in
+// Open, not per element; the same name gives the same counter. Only the
+// subtask's goroutine may use it. A context that is not the engine's gets
+// a counter that counts but is not published.
+func MetricCounter(ctx RuntimeContext, name string) Counter {
+	if oc, ok := ctx.(interface{ op() *operator.Context }); ok {
+		return oc.op().Counter(name)
+	}
+	return &operator.Counter{}
+}

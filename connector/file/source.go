@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/source"
 )
 
@@ -547,7 +548,8 @@ func notReplayable(sp Split) error {
 	if sp.Path == "-" {
 		what = "standard input (a stream, not a file)"
 	}
-	return fmt.Errorf("file source: cannot resume reading %s after a restore: it was being read when the checkpoint was taken (%d lines read), and a stream is not replayable; run the job again from its start, or save the input to a file and read that", what, sp.Lines)
+	// Permanent: every restart from this checkpoint finds the same split.
+	return failure.Permanent(fmt.Errorf("file source: cannot resume reading %s after a restore: it was being read when the checkpoint was taken (%d lines read), and a stream is not replayable; run the job again from its start, or save the input to a file and read that", what, sp.Lines))
 }
 
 // snapshot returns the reader's unfinished splits with their positions.
@@ -585,8 +587,12 @@ func (c *lineReader) next() (line string, ok bool) {
 				c.finished()
 				continue
 			}
+			at := c.pos
 			line, n, err := readLine(c.r)
 			c.pos += int64(n)
+			if at == 0 {
+				line = strings.TrimPrefix(line, bom)
+			}
 			if err != nil && err != io.EOF {
 				return c.fail(c.readError(err))
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,6 +16,10 @@ const (
 	maxPendingBytes = 1 << 20
 	streamBatch     = 256 // lines the reading goroutine hands over at once, at most
 )
+
+// bom is the UTF-8 byte order mark: at the start of an input it is not
+// part of the first line.
+const bom = "\ufeff"
 
 // stream reads an input that cannot be seeked (standard input, a pipe, a FIFO,
 // a device) on a goroutine of its own, since a read may block for as long as
@@ -71,8 +76,11 @@ func (s *stream) run() {
 	}
 	br := bufio.NewReaderSize(in, 64<<10)
 	var local []string
-	for {
+	for first := true; ; first = false {
 		line, _, err := readLine(br)
+		if first {
+			line = strings.TrimPrefix(line, bom)
+		}
 		if err == nil || len(line) > 0 {
 			local = append(local, line)
 		}

@@ -103,7 +103,8 @@ func (s *Sink[T]) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 	return append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.DefaultProduceTopic(s.cfg.Topic)}, extra...)
 }
 
-// checkTopic fails unless the topic exists.
+// checkTopic fails unless the topic exists; a missing topic is a permanent
+// failure.
 func (s *Sink[T]) checkTopic(ctx context.Context, adm *kadm.Client) error {
 	td, err := adm.ListTopics(ctx, s.cfg.Topic)
 	if err != nil {
@@ -111,7 +112,9 @@ func (s *Sink[T]) checkTopic(ctx context.Context, adm *kadm.Client) error {
 	}
 	d, ok := td[s.cfg.Topic]
 	if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-		return fmt.Errorf("kafka sink: topic %q does not exist on %v (the sink does not create topics)", s.cfg.Topic, s.cfg.Brokers)
+		// Permanent: restarting does not create it, and a restart
+		// strategy would retry for ever.
+		return failure.Permanent(fmt.Errorf("kafka sink: topic %q does not exist on %v (the sink does not create topics: create it, e.g. with kafka-topics.sh --create --topic %s, then run the job again)", s.cfg.Topic, s.cfg.Brokers, s.cfg.Topic))
 	}
 	if d.Err != nil {
 		return fmt.Errorf("kafka sink: topic %q: %w", s.cfg.Topic, d.Err)

@@ -177,8 +177,9 @@ func TestNewSinkChecksTheConfig(t *testing.T) {
 func TestCreateWriterChecks(t *testing.T) {
 	brokers := cluster(t, kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "60000"}))
 	s, _ := kafka.NewSink(kafka.SinkConfig{Brokers: brokers, Topic: "missing", Guarantee: kafka.AtLeastOnce}, strSer)
-	if _, err := s.CreateWriter(ctxFor(0, 1, 0)); err == nil || !strings.Contains(err.Error(), `topic "missing" does not exist`) {
-		t.Fatalf("missing topic: %v", err)
+	// Permanent: restarting does not create the topic.
+	if _, err := s.CreateWriter(ctxFor(0, 1, 0)); err == nil || !failure.IsPermanent(err) || !strings.Contains(err.Error(), `topic "missing" does not exist on [`) {
+		t.Fatalf("missing topic: %v (permanent %v)", err, failure.IsPermanent(err))
 	}
 	s, _ = kafka.NewSink(kafka.SinkConfig{Brokers: brokers, Topic: "out", Guarantee: kafka.ExactlyOnce, TransactionalIDPrefix: "a",
 		TransactionTimeout: 30 * time.Second}, strSer)

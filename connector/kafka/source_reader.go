@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/source"
 )
 
@@ -451,7 +452,8 @@ func (r *reader[T]) badRecord(rec *kgo.Record, derr error) error {
 		r.badDead.Inc()
 		return nil
 	}
-	return fmt.Errorf("kafka source: bad record at topic %q partition %d offset %d: %w (value %s)", rec.Topic, rec.Partition, rec.Offset, derr, excerpt(rec.Value))
+	// Permanent: after a restart the same record is read and rejected again.
+	return failure.Permanent(fmt.Errorf("kafka source: bad record at topic %q partition %d offset %d: %w (value %s; SourceConfig.BadRecords can skip or dead-letter bad records)", rec.Topic, rec.Partition, rec.Offset, derr, excerpt(rec.Value)))
 }
 
 func (r *reader[T]) updateMetrics(hwm map[topicPartition]int64) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/jobs/badrecords"
 	"github.com/weirhq/weir/jobs/clicks"
 	"github.com/weirhq/weir/jobs/frauddetection"
 	"github.com/weirhq/weir/jobs/keyedcount"
@@ -157,7 +158,8 @@ Kafka (kafka-keyed-count):
   --bounded              stop at the input's end offsets current at start;
                          exit 0 once everything before them is committed
   A record that is not key<TAB>value fails the job, naming its topic,
-  partition and offset.
+  partition and offset (see Bad records; --dead-letter-topic T is where
+  dead-letter writes them, with the output's guarantee).
 
 Checkpoints (keyed-count, window-agg, kafka-keyed-count):
   --checkpoint-dir URL   where checkpoints go: a directory, file:///dir, s3://bucket/prefix
@@ -201,6 +203,36 @@ Flags of run (all jobs):
                          (default half of the machine's memory); past it the
                          job fails, naming it
   --log-level L          debug, info, warn or error (default warn)
+
+Bad records (keyed-count, window-agg, fraud-detection, kafka-keyed-count):
+  --bad-records P        what an input line (record) the job cannot parse does:
+                         fail (default: the job fails at once, exit 1, naming
+                         file and line, or topic/partition/offset), skip, or
+                         dead-letter; skipped and dead-lettered ones are counted
+                         in the Parse operator's metric numBadRecords
+  --dead-letter PATH     with dead-letter: where bad lines go, one JSON line each
+                         {"source": "file:line", "error": ..., "record": ...}; with
+                         checkpoints a directory written exactly once, like --output
+  --dead-letter-topic T  the same for kafka-keyed-count (source topic/partition/offset)
+  Blank lines (empty or only whitespace) are skipped and a UTF-8 byte order
+  mark at the start of a file is ignored, in every job.
+
+Restarts (all jobs):
+  --restart-strategy S   none, fixed-delay, failure-rate or exponential-delay
+                         (Flink's restart-strategy.type; default exponential-delay
+                         with checkpoints, none without)
+  -D KEY=VALUE           a setting of that strategy by Flink's key, repeatable:
+                         restart-strategy.fixed-delay.attempts (default 1),
+                         .fixed-delay.delay (1 s), .failure-rate.max-failures-per-interval
+                         (1), .failure-rate.failure-rate-interval (1 min),
+                         .failure-rate.delay (1 s), .exponential-delay.initial-backoff
+                         (1 s), .max-backoff (1 min), .backoff-multiplier (1.5),
+                         .reset-backoff-threshold (1 h), .jitter-factor (0.1),
+                         .attempts-before-reset-backoff (no limit); e.g.
+                         --restart-strategy fixed-delay -D restart-strategy.fixed-delay.attempts=3
+  Errors that a restart cannot fix (a bad record under fail, an int64 overflow,
+  a missing or corrupt checkpoint file, a standard input that was partly read,
+  a missing Kafka topic) fail the job at once whatever the strategy.
 
 Sizes are bytes or a number with kb, mb or gb (binary units); durations are
 Go durations such as 500ms or 2m.
@@ -458,9 +490,11 @@ type jobFlags struct {
 	// kafka-keyed-count
 	brokers, inputTopic, outputTopic, group, guarantee, txnPrefix string
 	bounded                                                       bool
+	restart                                                       restartFlags   // restartflags.go
+	bad                                                           badRecordFlags // restartflags.go
 }
 
-var commonRunFlags = []string{"parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level"}
+var commonRunFlags = []string{"parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level", "restart-strategy", "D"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
@@ -502,7 +536,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.guarantee, "guarantee", "exactly-once", "")
 	fs.StringVar(&f.txnPrefix, "transactional-id-prefix", "", "")
 	fs.BoolVar(&f.bounded, "bounded", false, "")
-	pos, err := parseArgs(fs, args)
+	f.restart.register(fs)
+	f.bad.register(fs)
+	pos, err := parseArgs(fs, splitDashD(args))
 	if err != nil {
 		return err
 	}
@@ -516,7 +552,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "clicks":
 		err = onlyFlags(fs, job, append(commonRunFlags, "rate", "count")...)
 	case "fraud-detection":
-		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "max-out-of-orderness")...)
+		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "max-out-of-orderness", "bad-records", "dead-letter")...)
 		if err == nil && (f.input == "" || f.output == "") {
 			err = usagef("fraud-detection needs --input and --output")
 		}
@@ -524,11 +560,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		flags := append(commonRunFlags, "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state", "checkpoint-write-memory")
 		switch job {
 		case "window-agg":
-			flags = append(flags, "input", "output", "rate", "window", "watermarks", "late-output", "max-out-of-orderness", "allowed-lateness")
+			flags = append(flags, "input", "output", "rate", "window", "watermarks", "late-output", "max-out-of-orderness", "allowed-lateness", "bad-records", "dead-letter")
 		case "keyed-count":
-			flags = append(flags, "input", "output", "rate")
+			flags = append(flags, "input", "output", "rate", "bad-records", "dead-letter")
 		default:
-			flags = append(flags, kafkaFlags...)
+			flags = append(flags, append(kafkaFlags, "bad-records", "dead-letter-topic")...)
 		}
 		err = onlyFlags(fs, job, flags...)
 		var kafkaErr error
@@ -580,19 +616,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Restart, err = f.restart.config(f.checkpointDir != ""); err != nil {
+		return err
+	}
+	var bad badrecords.Policy
+	switch job {
+	case "keyed-count", "window-agg", "fraud-detection":
+		bad, err = f.bad.check(fs, "dead-letter", f.input, f.output)
+	case "kafka-keyed-count":
+		bad, err = f.bad.check(fs, "dead-letter-topic", f.inputTopic, f.outputTopic)
+	}
+	if err != nil {
+		return err
+	}
 	switch job {
 	case "wordcount":
 		return wordcount.Run(ctx, wordcount.Options{Input: f.input, Output: f.output, Parallelism: f.parallelism, Stdout: stdout, Config: cfg})
 	case "fraud-detection":
 		return frauddetection.Run(ctx, frauddetection.Options{Input: f.input, Output: f.output, Parallelism: f.parallelism,
-			StateBackend: f.backend, MaxOutOfOrderness: f.ooo, Config: cfg, Stdout: stdout})
+			StateBackend: f.backend, MaxOutOfOrderness: f.ooo, Config: cfg, Stdout: stdout, BadRecords: bad, DeadLetter: f.bad.deadLetter})
 	case "window-agg":
-		return runWindowAgg(ctx, f, cfg, stderr)
+		return runWindowAgg(ctx, f, cfg, stderr, bad)
 	case "kafka-keyed-count":
-		return runKafkaKeyedCount(ctx, f, cfg, stderr)
+		return runKafkaKeyedCount(ctx, f, cfg, stderr, bad)
 	case "keyed-count":
 		f.checkpointing(&cfg, stderr)
-		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg})
+		return keyedcount.Run(ctx, keyedcount.Options{Input: f.input, Output: f.output, RatePerSecond: f.rate, Config: cfg,
+			BadRecords: bad, DeadLetter: f.bad.deadLetter})
 	default: // clicks
 		if f.rate <= 0 || f.rate > 1e9 || f.rate != f.rate {
 			return usagef("--rate must be a number of clicks per second above 0 and at most 1e9, got %v", f.rate)
@@ -622,7 +672,7 @@ func setFlag(fs *flag.FlagSet, name string) bool {
 
 // runWindowAgg validates window-agg's own flags and runs it: with
 // --checkpoint-dir, exactly once into output directories.
-func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Writer) error {
+func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Writer, bad badrecords.Policy) error {
 	spec, err := windowagg.ParseSpec(f.window)
 	if err != nil {
 		return usagef("--window: %v", err)
@@ -636,12 +686,15 @@ func runWindowAgg(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Wr
 	if f.lateOutput != "" && f.lateOutput == f.output {
 		return usagef("--late-output and --output are both %q; they must differ", f.output)
 	}
+	if f.lateOutput != "" && f.lateOutput == f.bad.deadLetter {
+		return usagef("--late-output and --dead-letter are both %q; they must differ", f.lateOutput)
+	}
 	if f.checkpointDir != "" {
 		f.checkpointing(&cfg, stderr)
 	}
 	return windowagg.Run(ctx, windowagg.Options{Input: f.input, Output: f.output, LateOutput: f.lateOutput, Window: spec,
 		OutOfOrderness: f.ooo, AllowedLateness: f.lateness, Punctuated: f.watermarks == "punctuated",
-		RatePerSecond: f.rate, Config: cfg})
+		RatePerSecond: f.rate, Config: cfg, BadRecords: bad, DeadLetter: f.bad.deadLetter})
 }
 
 // announceCheckpoints makes the CLI say where a job starts from, when it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/kafka"
+	"github.com/weirhq/weir/jobs/badrecords"
 	"github.com/weirhq/weir/jobs/kafkakeyedcount"
 )
 
@@ -79,12 +80,13 @@ func brokerList(v string) ([]string, error) {
 }
 
 // runKafkaKeyedCount runs kafka-keyed-count (flags checked by checkKafka).
-func runKafkaKeyedCount(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Writer) error {
+func runKafkaKeyedCount(ctx context.Context, f jobFlags, cfg weir.Config, stderr io.Writer, bad badrecords.Policy) error {
 	brokers, _ := brokerList(f.brokers)
 	g, _ := kafka.ParseGuarantee(f.guarantee)
 	if f.checkpointDir != "" {
 		f.checkpointing(&cfg, stderr)
 	}
 	return kafkakeyedcount.Run(ctx, kafkakeyedcount.Options{Brokers: brokers, InputTopic: f.inputTopic, OutputTopic: f.outputTopic,
-		Group: f.group, Guarantee: g, TransactionalIDPrefix: f.txnPrefix, Bounded: f.bounded, Config: cfg})
+		Group: f.group, Guarantee: g, TransactionalIDPrefix: f.txnPrefix, Bounded: f.bounded, Config: cfg,
+		BadRecords: bad, DeadLetterTopic: f.bad.deadLetterTopic})
 }

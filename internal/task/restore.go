@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/protocol"
@@ -36,7 +38,7 @@ func (t *Task) restore() error {
 		t.current = i
 		if o.Operator != nil {
 			if err := t.states[i].store.Restore(o.Operator); err != nil {
-				return t.opError(i, fmt.Errorf("restoring operator state of checkpoint %d: %w", r.CheckpointID, err))
+				return t.opError(i, restoreError(r, "operator state", err))
 			}
 		}
 		if len(o.Keyed) > 0 {
@@ -44,7 +46,7 @@ func (t *Task) restore() error {
 				return t.opError(i, fmt.Errorf("checkpoint %d has keyed state for this operator, which is not keyed any more", r.CheckpointID))
 			}
 			if err := t.restoreKeyed(i, o.Keyed); err != nil {
-				return t.opError(i, fmt.Errorf("restoring keyed state of checkpoint %d: %w", r.CheckpointID, err))
+				return t.opError(i, restoreError(r, "keyed state", err))
 			}
 		}
 		if i == 0 {
@@ -52,6 +54,23 @@ func (t *Task) restore() error {
 		}
 	}
 	return nil
+}
+
+// restoreError says what of checkpoint r could not be restored. An object
+// the checkpoint names that is missing or corrupt (storage.ErrNotFound, a
+// *storage.CorruptError) is there again at every restart from the same
+// checkpoint: the error is permanent, and says to resume from an older one.
+// Other errors (the store unreachable, I/O) are left to the restart
+// strategy.
+func restoreError(r *protocol.TaskRestore, what string, err error) error {
+	err = fmt.Errorf("restoring %s of checkpoint %d (job %s in %s): %w", what, r.CheckpointID, r.JobID, r.StorageURL, err)
+	var ce *storage.CorruptError
+	var se *snapshot.CorruptError
+	if errors.Is(err, storage.ErrNotFound) || errors.As(err, &ce) || errors.As(err, &se) {
+		return failure.Permanent(fmt.Errorf("%w; restarting from this checkpoint cannot help: resume from an older retained checkpoint or a savepoint of the job with --from PATH (Config.ResumeFrom; this job's checkpoints are %s/%s/chk-N)",
+			err, strings.TrimSuffix(r.StorageURL, "/"), r.JobID))
+	}
+	return err
 }
 
 // restoreKeyed restores one operator's keyed backend and timers from the
@@ -73,9 +92,16 @@ func (t *Task) restoreKeyed(i int, handles []storage.KeyedHandle) error {
 		}
 		closers = append(closers, ra)
 		if ra.Size() != h.Size {
-			return nil, fmt.Errorf("%s has %d bytes, the checkpoint says %d", h.Key, ra.Size(), h.Size)
+			return nil, &storage.CorruptError{Key: h.Key, Part: "size", Reason: fmt.Sprintf("%d bytes, the checkpoint says %d", ra.Size(), h.Size)}
 		}
-		return snapshot.Open(ra, ra.Size())
+		sr, err := snapshot.Open(ra, ra.Size())
+		var se *snapshot.CorruptError
+		if errors.As(err, &se) {
+			// The object has the size the checkpoint says, but its
+			// content is not a sound snapshot.
+			return nil, &storage.CorruptError{Key: h.Key, Part: "content", Reason: err.Error()}
+		}
+		return sr, err
 	}
 	for k, h := range handles {
 		switch h.Kind {
@@ -170,7 +196,7 @@ func (t *Task) replayChannelState() error {
 	for _, h := range o.OutputChannels {
 		data, err := storage.ReadVerified(t.asyncCtx, t.spec.RestoreStore, h)
 		if err != nil {
-			return t.opError(0, fmt.Errorf("restoring output channel state: %w", err))
+			return t.opError(0, restoreError(t.spec.Restore, "output channel state", err))
 		}
 		err = frames(data, func(wi, ch int, b []byte) error {
 			wi, kind := frameKind(wi)
@@ -202,7 +228,7 @@ func (t *Task) replayChannelState() error {
 	for _, h := range o.InputChannels {
 		data, err := storage.ReadVerified(t.asyncCtx, t.spec.RestoreStore, h)
 		if err != nil {
-			return t.opError(0, fmt.Errorf("restoring input channel state: %w", err))
+			return t.opError(0, restoreError(t.spec.Restore, "input channel state", err))
 		}
 		err = frames(data, func(idx, _ int, b []byte) error {
 			idx, kind := frameKind(idx)

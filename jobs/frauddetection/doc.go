@@ -14,7 +14,10 @@
 //
 //	tx.jsonl line 3: "amount" must be a JSON number, got string "600"
 //
-// Blank (whitespace-only) lines are skipped. Every other line must be one
+// That is the default bad-record policy; Options.BadRecords (jobs/badrecords)
+// can skip bad lines or write them to a dead-letter file instead. Blank
+// (whitespace-only) lines are skipped, and a UTF-8 byte order mark at the
+// start of a file is not part of its first line. Every other line must be one
 // JSON object with exactly these keys (case-sensitive: "Account" is not
 // "account"): "account", a JSON string; "amount", a JSON number (finite in
 // float64; the string "600" is not a number); "ts", a JSON integer (no

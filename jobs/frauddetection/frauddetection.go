@@ -7,13 +7,13 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/file"
 	"github.com/weirhq/weir/internal/jsonline"
+	"github.com/weirhq/weir/jobs/badrecords"
 	"github.com/weirhq/weir/state"
 )
 
@@ -44,9 +44,6 @@ func (a Alert) MarshalJSON() ([]byte, error) {
 	acc, _ := json.Marshal(a.Account)
 	return fmt.Appendf(nil, `{"account": %s, "ts": %d, "amount": %s}`, acc, a.TS, strconv.FormatFloat(a.Amount, 'f', -1, 64)), nil
 }
-
-// blank reports whether a line holds only whitespace; the job skips such lines.
-func blank(text string) bool { return strings.TrimSpace(text) == "" }
 
 // Parse decodes the transaction on one input line (see the package comment
 // for what a valid line is). Errors name the line's file and number and say
@@ -145,7 +142,12 @@ type Options struct {
 	MaxOutOfOrderness time.Duration
 	// WatermarkInterval is how often watermarks are emitted (default 200ms).
 	WatermarkInterval time.Duration
-	Config            weir.Config
+	// BadRecords is what a line that is not a transaction does (default
+	// badrecords.Fail: the job fails naming file and line); DeadLetter is
+	// the file (or "-") bad lines go to with badrecords.DeadLetter.
+	BadRecords badrecords.Policy
+	DeadLetter string
+	Config     weir.Config
 	// Stdin and Stdout are what Input and Output "-" read and write (nil:
 	// os.Stdin and os.Stdout).
 	Stdin  io.Reader
@@ -158,25 +160,31 @@ type Options struct {
 // order and the parser runs at parallelism 1 (a keyed edge keeps the order
 // of each producer).
 func Build(env *weir.Environment, lines weir.DataStream[file.Line], ooo, interval time.Duration) weir.DataStream[Alert] {
-	txs := weir.Process(lines, weir.ProcessFunc[file.Line, Transaction](func(_ weir.Context, l file.Line, out weir.Collector[Transaction]) error {
-		if blank(l.Text) {
-			return nil
-		}
-		tx, err := Parse(l)
-		if err == nil {
-			out.Collect(tx)
-		}
-		return err
-	})).Name("Parse").SetParallelism(1)
+	alerts, _ := build(env, lines, ooo, interval, badrecords.Fail)
+	return alerts
+}
+
+// build is Build with a bad-record policy; it returns the alerts and the
+// dead letters (badrecords.Line).
+func build(env *weir.Environment, lines weir.DataStream[file.Line], ooo, interval time.Duration, bad badrecords.Policy) (weir.DataStream[Alert], weir.DataStream[string]) {
+	txs := badrecords.Lines(lines, bad, func(l file.Line) (Transaction, error) {
+		tx, err := parse(l.Text)
+		tx.Line = l.Number
+		return tx, err
+	}).Name("Parse").SetParallelism(1)
 	timed := weir.AssignTimestampsAndWatermarks(txs, weir.WatermarkStrategy[Transaction]{
 		Timestamp: func(t Transaction) int64 { return t.TS }, MaxOutOfOrderness: ooo, Interval: interval,
 	}).SetParallelism(1)
 	keyed := weir.KeyBy(timed, func(t Transaction) string { return t.Account })
-	return weir.ProcessKeyed[string, Transaction, Alert](keyed, &Detector{}).Name("Fraud detector").UID("fraud-detector")
+	return weir.ProcessKeyed[string, Transaction, Alert](keyed, &Detector{}).Name("Fraud detector").UID("fraud-detector"),
+		weir.SideOutput(txs, badrecords.DeadLetters)
 }
 
 // Run runs the job over its input and writes the alerts.
 func Run(ctx context.Context, o Options) error {
+	if err := badrecords.CheckTarget(o.BadRecords, o.DeadLetter, "Options.DeadLetter"); err != nil {
+		return fmt.Errorf("fraud-detection: %w", err)
+	}
 	cfg := o.Config
 	if o.Parallelism > 0 {
 		cfg.Parallelism = o.Parallelism
@@ -188,11 +196,15 @@ func Run(ctx context.Context, o Options) error {
 	// One subtask reads the files in name order, each line numbered in its
 	// file, so errors can point at it.
 	lines := weir.FromSource[file.Line](env, file.LineSource{Path: o.Input, Stdin: o.Stdin}, o.Input).SetParallelism(1)
-	alerts := Build(env, lines, o.MaxOutOfOrderness, o.WatermarkInterval)
+	alerts, dead := build(env, lines, o.MaxOutOfOrderness, o.WatermarkInterval, o.BadRecords)
 	weir.SinkTo[Alert](alerts, file.TextSink[Alert]{Path: o.Output, Stdout: o.Stdout, Format: func(a Alert) string {
 		b, _ := a.MarshalJSON()
 		return string(b)
 	}}, o.Output).SetParallelism(1)
+	if o.BadRecords == badrecords.DeadLetter {
+		weir.SinkTo[string](dead, file.TextSink[string]{Path: o.DeadLetter, Stdout: o.Stdout, Format: func(s string) string { return s }}, o.DeadLetter).
+			Name("Dead letters").SetParallelism(1)
+	}
 	_, err := env.Execute(ctx, "fraud-detection")
 	return err
 }

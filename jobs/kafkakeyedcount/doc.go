@@ -14,7 +14,11 @@
 // nothing is lost but records written after the last completed checkpoint
 // are written again after a restore.
 //
-// A record whose value is not "key<TAB>value" is a bad record for the
-// Kafka source: by default the job fails naming its topic, partition and
-// offset.
+// A record whose value is not "key<TAB>value" is a bad record, handled by
+// the Parse operator after the source with Options.BadRecords
+// (jobs/badrecords): by default the job fails at once, permanently, naming
+// its topic, partition and offset; skip drops it; dead-letter writes it to
+// Options.DeadLetterTopic through a Kafka sink with the output's guarantee.
+// Both count it in Parse.numBadRecords. A record whose value is blank is
+// skipped.
 package kafkakeyedcount

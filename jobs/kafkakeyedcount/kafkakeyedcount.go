@@ -2,10 +2,13 @@ package kafkakeyedcount
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/kafka"
+	"github.com/weirhq/weir/jobs/badrecords"
 	"github.com/weirhq/weir/jobs/keyedcount"
 )
 
@@ -28,10 +31,60 @@ type Options struct {
 	// at start; the run ends once everything before them is counted and the
 	// output committed.
 	Bounded bool
-	// BadRecords is the source's policy for records that are not
-	// key<TAB>value (default: fail, naming topic, partition and offset).
-	BadRecords kafka.BadRecordPolicy
-	Config     weir.Config
+	// BadRecords is what a record that is not key<TAB>value does (default
+	// badrecords.Fail: the job fails naming topic, partition and offset).
+	// Records whose value is blank are skipped.
+	BadRecords badrecords.Policy
+	// DeadLetterTopic is where bad records go with badrecords.DeadLetter:
+	// one badrecords.Line each, written with Guarantee (exactly once: with
+	// the transactional ids TransactionalIDPrefix+".dead-letter").
+	DeadLetterTopic string
+	Config          weir.Config
+}
+
+// input is one record of the input topic: a parsed record, a blank one, or
+// a bad one (Where says where it came from: topic/partition/offset).
+type input struct {
+	Record               keyedcount.Record
+	Blank                bool
+	Where, Reason, Value string
+}
+
+// decode is the source's deserializer: it never fails, so that the parsing
+// operator applies the bad-record policy (and counts, and dead-letters
+// through a sink with the output's guarantee).
+func decode(r *kafka.Record) (input, error) {
+	if badrecords.Blank(string(r.Value)) {
+		return input{Blank: true}, nil
+	}
+	rec, err := Deserialize(r)
+	if err != nil {
+		return input{Where: fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset), Reason: err.Error(), Value: string(r.Value)}, nil
+	}
+	return input{Record: rec}, nil
+}
+
+// excerpt is the start of a bad record's value, for error messages.
+func excerpt(v string) string {
+	if len(v) > 64 {
+		return strconv.Quote(v[:64]) + "..."
+	}
+	return strconv.Quote(v)
+}
+
+// parse is the parsing operator: good records go on, blank ones are
+// skipped, bad ones go by the policy.
+type parse struct{ badrecords.Handler }
+
+func (p *parse) ProcessElement(ctx weir.Context, in input, out weir.Collector[keyedcount.Record]) error {
+	switch {
+	case in.Blank:
+	case in.Where != "":
+		return p.Bad(ctx, in.Where, in.Where+" (topic/partition/offset), value "+excerpt(in.Value), errors.New(in.Reason), in.Value)
+	default:
+		out.Collect(in.Record)
+	}
+	return nil
 }
 
 // Deserialize parses a record's value "key<TAB>value"; an error makes it a
@@ -60,8 +113,7 @@ func Build(env *weir.Environment, o Options) error {
 		Start:         start,
 		Bounded:       o.Bounded,
 		ReadCommitted: true,
-		BadRecords:    o.BadRecords,
-	}, Deserialize)
+	}, decode)
 	if err != nil {
 		return err
 	}
@@ -74,10 +126,28 @@ func Build(env *weir.Environment, o Options) error {
 	if err != nil {
 		return err
 	}
-	records := weir.FromSource[keyedcount.Record, kafka.Split](env, src, "Kafka "+o.InputTopic).UID("kafka-source")
+	raw := weir.FromSource[input, kafka.Split](env, src, "Kafka "+o.InputTopic).UID("kafka-source")
+	records := weir.Process[input, keyedcount.Record](raw, &parse{badrecords.Handler{Policy: o.BadRecords}}).Name("Parse").UID("parse")
 	keyed := weir.KeyBy(records, func(r keyedcount.Record) string { return r.Key })
 	counts := weir.ProcessKeyed[string, keyedcount.Record, keyedcount.Count](keyed, &keyedcount.Counter{}).Name("Count").UID("count")
 	weir.SinkToCommitting[keyedcount.Count, kafka.Committable](counts, snk, "Kafka "+o.OutputTopic).UID("kafka-sink")
+	if o.BadRecords == badrecords.DeadLetter {
+		prefix := ""
+		if o.TransactionalIDPrefix != "" {
+			prefix = o.TransactionalIDPrefix + ".dead-letter" // not "-": ids of the output sink are prefix-<subtask>-<n>
+		}
+		dl, err := kafka.NewSink(kafka.SinkConfig{
+			Brokers:               o.Brokers,
+			Topic:                 o.DeadLetterTopic,
+			Guarantee:             o.Guarantee,
+			TransactionalIDPrefix: prefix,
+		}, func(line string) (key, value []byte, err error) { return nil, []byte(line), nil })
+		if err != nil {
+			return err
+		}
+		dead := weir.SideOutput(records, badrecords.DeadLetters)
+		weir.SinkToCommitting[string, kafka.Committable](dead, dl, "Kafka "+o.DeadLetterTopic).UID("kafka-dead-letters")
+	}
 	return nil
 }
 
@@ -86,6 +156,12 @@ func Build(env *weir.Environment, o Options) error {
 func Run(ctx context.Context, o Options) error {
 	if o.InputTopic != "" && o.InputTopic == o.OutputTopic {
 		return fmt.Errorf("kafka-keyed-count: the input and output topics are both %q; they must differ", o.InputTopic)
+	}
+	if err := badrecords.CheckTarget(o.BadRecords, o.DeadLetterTopic, "Options.DeadLetterTopic"); err != nil {
+		return fmt.Errorf("kafka-keyed-count: %w", err)
+	}
+	if o.DeadLetterTopic != "" && (o.DeadLetterTopic == o.InputTopic || o.DeadLetterTopic == o.OutputTopic) {
+		return fmt.Errorf("kafka-keyed-count: the dead-letter topic %q must differ from the input and output topics", o.DeadLetterTopic)
 	}
 	env := weir.NewEnvironment(o.Config)
 	if err := Build(env, o); err != nil {

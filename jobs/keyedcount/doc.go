@@ -9,4 +9,10 @@
 // sum live in keyed state that is checkpointed, the source's positions are
 // checkpointed, and output is committed only when the checkpoint that
 // covers it completes.
+//
+// A line that is not key<TAB>value goes by Options.BadRecords
+// (jobs/badrecords): by default the job fails at once, permanently, naming
+// file and line; skip drops it; dead-letter writes it to Options.DeadLetter,
+// exactly once like the output. Blank lines are skipped. A sum past int64
+// fails the job permanently, naming the key.
 package keyedcount

@@ -11,6 +11,8 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/failure"
+	"github.com/weirhq/weir/jobs/badrecords"
 	"github.com/weirhq/weir/state"
 	"github.com/weirhq/weir/tuple"
 )
@@ -80,7 +82,8 @@ func (c *Counter) ProcessElement(ctx weir.KeyedContext[string], r Record, out we
 	n := acc.F0 + 1
 	sum, overflow := add(acc.F1, r.Value)
 	if overflow {
-		return fmt.Errorf("key %q: the sum overflows int64", r.Key)
+		// The same records would overflow again after a restart.
+		return failure.Permanent(fmt.Errorf("key %q: the sum overflows int64 (%d + %d, at its record number %d)", r.Key, acc.F1, r.Value, n))
 	}
 	c.acc.Update(tuple.T2[int64, int64]{F0: n, F1: sum})
 	out.Collect(Count{Key: r.Key, N: n, Sum: sum})
@@ -99,27 +102,42 @@ type Options struct {
 	// RatePerSecond > 0 throttles the source (lines a second), so a run can
 	// be killed in the middle.
 	RatePerSecond float64
-	Config        weir.Config // with Checkpointing set
+	// BadRecords is what a line that is not key<TAB>value does (default
+	// badrecords.Fail: the job fails naming file and line).
+	BadRecords badrecords.Policy
+	// DeadLetter is the directory the bad lines go to with
+	// badrecords.DeadLetter, exactly once like the output.
+	DeadLetter string
+	Config     weir.Config // with Checkpointing set
 }
 
-// Build declares the job and returns the counts.
+// Build declares the job and returns the counts. Blank lines are skipped;
+// other bad lines are handled by o.BadRecords.
 func Build(env *weir.Environment, o Options) weir.DataStream[Count] {
+	counts, _ := build(env, o)
+	return counts
+}
+
+// build declares the job and returns the counts and the dead letters
+// (badrecords.Line) of the parsing operator.
+func build(env *weir.Environment, o Options) (weir.DataStream[Count], weir.DataStream[string]) {
 	lines := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: o.Input, RatePerSecond: o.RatePerSecond}, o.Input).UID("lines")
-	records := weir.Process(lines, weir.ProcessFunc[file.Line, Record](func(_ weir.Context, l file.Line, out weir.Collector[Record]) error {
-		r, err := Parse(l)
-		if err == nil {
-			out.Collect(r)
-		}
-		return err
-	})).Name("Parse").UID("parse")
+	records := badrecords.Lines(lines, o.BadRecords, func(l file.Line) (Record, error) { return ParseText(l.Text) }).Name("Parse").UID("parse")
 	keyed := weir.KeyBy(records, func(r Record) string { return r.Key })
-	return weir.ProcessKeyed[string, Record, Count](keyed, &Counter{}).Name("Count").UID("count")
+	return weir.ProcessKeyed[string, Record, Count](keyed, &Counter{}).Name("Count").UID("count"), weir.SideOutput(records, badrecords.DeadLetters)
 }
 
 // Run runs the job: exit once all input is processed and all output committed.
 func Run(ctx context.Context, o Options) error {
+	if err := badrecords.CheckTarget(o.BadRecords, o.DeadLetter, "Options.DeadLetter"); err != nil {
+		return fmt.Errorf("keyed-count: %w", err)
+	}
 	env := weir.NewEnvironment(o.Config)
-	weir.WriteFiles(Build(env, o), o.Output, Format).Name("Committed counts").UID("sink")
+	counts, dead := build(env, o)
+	weir.WriteFiles(counts, o.Output, Format).Name("Committed counts").UID("sink")
+	if o.BadRecords == badrecords.DeadLetter {
+		weir.WriteFiles(dead, o.DeadLetter, func(s string) string { return s }).Name("Dead letters").UID("dead-letters")
+	}
 	_, err := env.Execute(ctx, "keyed-count")
 	return err
 }
