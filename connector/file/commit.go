@@ -46,8 +46,10 @@ func (c *committer) restoredOne(cm Committable) bool {
 // open part of this run is left open (its part rolls and is committed
 // later); an open part restored from the checkpoint is cut to its recorded
 // length and renamed. A part whose in-progress file is gone while its final
-// file exists was committed before. Parts of another directory (the job
-// was resumed into a new Dir) are finished there, or discarded.
+// file exists was committed before. Restored parts of another directory
+// (the job was resumed into a new Dir) are committed in the sink's
+// directory if it holds them (the output was moved or copied along), else
+// finished in theirs, or discarded.
 func (c *committer) Commit(cs []Committable) error {
 	if c.broken != nil {
 		return c.broken
@@ -68,7 +70,7 @@ func (c *committer) Commit(cs []Committable) error {
 			current = &cs[i]
 		}
 		switch {
-		case cm.Dir == c.dir:
+		case cm.Dir == c.dir || (c.restoredOne(cm) && c.holds(cm)):
 			own = append(own, cm)
 		case c.restoredOne(cm):
 			other[cm.Dir] = append(other[cm.Dir], cm)
@@ -86,6 +88,18 @@ func (c *committer) Commit(cs []Committable) error {
 		c.cleanup(current.InProgress)
 	}
 	return nil
+}
+
+// holds reports whether the sink's directory holds the part cm of another
+// directory, in progress or committed: the output was moved or copied
+// there with the checkpoint's parts, which are then committed there.
+func (c *committer) holds(cm Committable) bool {
+	for _, n := range [...]string{cm.InProgress, cm.Final} {
+		if _, err := os.Lstat(filepath.Join(c.dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // commitOwn commits committables of the sink's directory.

@@ -937,9 +937,11 @@ func TestSinkWithoutCheckpoints(t *testing.T) {
 // whoever may still write it), says so in the log, and writes on in the new
 // one, which it claims for its lineage; the union of both holds every
 // record once. If the old directory is gone, the pending commits are
-// discarded, said in the log.
+// discarded, said in the log. A new directory that holds the parts (a copy
+// of the output) commits them itself.
 func TestSinkResumeIntoAnotherDirectory(t *testing.T) {
-	for _, gone := range []bool{false, true} {
+	for _, mode := range []string{"kept", "gone", "copied"} {
+		gone := mode == "gone"
 		old, moved := filepath.Join(t.TempDir(), "old"), filepath.Join(t.TempDir(), "new")
 		s := partSink(old)
 		s.RollSize = 7
@@ -952,8 +954,13 @@ func TestSinkResumeIntoAnotherDirectory(t *testing.T) {
 			t.Fatalf("%+v", cs)
 		}
 		// The process dies with checkpoint 1 complete, its commit not done.
-		if gone {
+		switch mode {
+		case "gone":
 			os.RemoveAll(old)
+		case "copied": // the output copied (or moved) along with the savepoint
+			if err := os.CopyFS(moved, os.DirFS(old)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var log strings.Builder
 		s.Dir, s.Logger = moved, slog.New(slog.NewTextHandler(&log, nil))
@@ -977,6 +984,15 @@ func TestSinkResumeIntoAnotherDirectory(t *testing.T) {
 			}
 			if got := visible(t, moved); !slices.Equal(got, []string{"new"}) {
 				t.Fatalf("old directory gone: new output %q", got)
+			}
+			continue
+		}
+		if mode == "copied" {
+			if got, want := visible(t, moved), []string{"new", "open", "rolled"}; !slices.Equal(got, want) || log.Len() != 0 {
+				t.Fatalf("into a copy: %q, want %q; log %q", got, want, log.String())
+			}
+			if got := visible(t, old); len(got) != 0 {
+				t.Fatalf("into a copy, the original changed: %q", got)
 			}
 			continue
 		}
