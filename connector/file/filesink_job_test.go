@@ -72,27 +72,7 @@ func TestSinkJobFewFilesExactlyOnce(t *testing.T) {
 	if _, err := env.Execute(ctx, "file-sink-rolling"); err != nil {
 		t.Fatalf("the job failed: %v", err)
 	}
-	entries, err := os.ReadDir(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	files := 0
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		files++
-		f, err := os.Open(filepath.Join(out, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			got = append(got, sc.Text())
-		}
-		f.Close()
-	}
+	got, files := outputLines(t, out)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		missing, extra := diffSorted(want, got)
@@ -104,4 +84,87 @@ func TestSinkJobFewFilesExactlyOnce(t *testing.T) {
 		t.Fatalf("%d part files for %d lines at parallelism %d with %d failures, want at most %d", files, lines, p, fired.Load(), limit)
 	}
 	t.Logf("%d part files, %d failures fired", files, fired.Load())
+}
+
+// outputLines reads the committed part files of dir: their lines, unsorted,
+// and how many files.
+func outputLines(t *testing.T, dir string) (lines []string, files int) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		files++
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		f.Close()
+	}
+	return lines, files
+}
+
+// A job canceled half way and resumed from its latest checkpoint into
+// another output directory: the union of both directories holds every
+// input line exactly once (the reference is the input itself), and the
+// first directory only lines of the first run.
+func TestSinkJobResumeIntoAnotherDirectory(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	os.Mkdir(in, 0o755)
+	p := 1 + r.IntN(3)
+	want := make([]string, 40_000)
+	bs := make([]strings.Builder, p)
+	for i := range want {
+		want[i] = fmt.Sprintf("line-%06d-%x", i, r.Uint32())
+		bs[i%p].WriteString(want[i] + "\n")
+	}
+	for i := range bs {
+		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("in-%d.txt", i)), []byte(bs[i].String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	run := func(out string, rate float64, resume string, timeout time.Duration) error {
+		cfg := weir.Config{Parallelism: p, ResumeFrom: resume,
+			Checkpointing: &weir.CheckpointConfig{Interval: 20 * time.Millisecond, Dir: filepath.Join(dir, "checkpoints")}}
+		env := weir.NewEnvironment(cfg)
+		src := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: in, RatePerSecond: rate}, in).UID("lines")
+		text := weir.Map(src, func(l file.Line) string { return l.Text }).UID("text")
+		// Parts roll at 64 KiB: some are pending when the run ends.
+		weir.SinkToCommitting[string, file.Committable](text, file.Sink[string]{Dir: out, RollSize: 64 << 10}, out).UID("sink")
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := env.Execute(ctx, "file-sink-moved")
+		return err
+	}
+	out1, out2 := filepath.Join(dir, "out1"), filepath.Join(dir, "out2")
+	delay := time.Duration(700+r.IntN(800)) * time.Millisecond
+	if err := run(out1, float64(len(want))/3, "", delay); err == nil {
+		t.Fatal("the first run finished; it was meant to be canceled half way")
+	}
+	first, _ := outputLines(t, out1)
+	if len(first) >= len(want) {
+		t.Fatalf("canceled after %v with %d of %d lines committed; the test needs a cancel in the middle", delay, len(first), len(want))
+	}
+	if err := run(out2, 0, "latest", time.Minute); err != nil {
+		t.Fatalf("the resumed run: %v", err)
+	}
+	a, _ := outputLines(t, out1)
+	b, _ := outputLines(t, out2)
+	got := slices.Sorted(slices.Values(append(a, b...)))
+	if !slices.Equal(got, want) {
+		missing, extra := diffSorted(want, got)
+		t.Fatalf("%d lines in both outputs, want %d; missing %d (%.3q), extra %d (%.3q)", len(got), len(want), len(missing), missing, len(extra), extra)
+	}
+	t.Logf("canceled after %v: %d lines committed then, %d in the first directory after the resume, %d in the second", delay, len(first), len(a), len(b))
 }
