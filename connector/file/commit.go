@@ -313,11 +313,19 @@ func copyPrefix(dir string, cm Committable) error {
 	if err != nil {
 		return err
 	}
-	// A link never replaces a final file a live job renamed meanwhile.
-	if err := os.Link(tmp, to); err != nil && !errors.Is(err, fs.ErrExist) {
+	// A link never replaces a final file a live job renamed meanwhile; a
+	// file system without links gets a rename after a check.
+	err = os.Link(tmp, to)
+	switch {
+	case err == nil || errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	return nil
+	if _, serr := os.Lstat(to); serr == nil {
+		return nil
+	}
+	return os.Rename(tmp, to)
 }
 
 // cleanup deletes the in-progress files of earlier runs, once a

@@ -165,12 +165,12 @@ func claim(dir, prefix, suffix string, ctx sink.Context, log *slog.Logger) error
 		}
 	}
 	if mine != nil && mine.Checkpoint > restored {
-		from := "a fresh start"
+		again := "starting from the beginning would write it again"
 		if restored > 0 {
-			from = fmt.Sprintf("resuming from checkpoint %d", restored)
+			again = fmt.Sprintf("resuming from checkpoint %d would write again what came after it", restored)
 		}
-		return failure.Permanent(fmt.Errorf("file sink: output directory %s already holds what checkpoint %d of this job committed; %s would write again what came after checkpoint %d: resume from the newest snapshot (--from latest, or the checkpoint or savepoint %d or newer), or write to an empty output directory",
-			dir, mine.Checkpoint, from, max(restored, 0), mine.Checkpoint))
+		return failure.Permanent(fmt.Errorf("file sink: output directory %s already holds what checkpoint %d of this job committed; %s: resume from the newest snapshot (--from latest, or the checkpoint or savepoint %d or newer), or write to an empty output directory",
+			dir, mine.Checkpoint, again, mine.Checkpoint))
 	}
 	if mine == nil {
 		parts, err := committedParts(dir, prefix, suffix)
