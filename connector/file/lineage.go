@@ -192,6 +192,11 @@ func claim(dir, prefix, suffix string, ctx sink.Context, log *slog.Logger) error
 			return err
 		}
 	}
+	if tmps, _ := filepath.Glob(markerPath(dir, sub) + ".tmp-*"); len(tmps) > 0 {
+		for _, tmp := range tmps { // of writes cut short by a crash
+			os.Remove(tmp)
+		}
+	}
 	if sub == 0 {
 		for _, o := range others { // committed nothing: taken over
 			if o.subtask >= ctx.Parallelism() {
