@@ -84,10 +84,10 @@ func WriteText[T any](s DataStream[T], path string, format func(T) string) SinkH
 }
 
 // WriteFiles writes one line per element into part files in the directory
-// dir, exactly once across failures: parts are committed when the
-// checkpoint that covers them completes (without checkpoints, at the end of
-// input). Readers that skip names starting with "." or "_" never see
-// uncommitted data.
+// dir, exactly once across failures: a part rolls after 128 MiB or 60 s
+// (file.Sink's rolling policy) and is committed when the checkpoint after
+// its roll completes (without checkpoints, at the end of input). Readers
+// that skip names starting with "." or "_" never see uncommitted data.
 func WriteFiles[T any](s DataStream[T], dir string, format func(T) string) SinkHandle {
 	return SinkToCommitting[T, file.Committable](s, file.Sink[T]{Dir: dir, Format: format}, dir)
 }

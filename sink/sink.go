@@ -22,6 +22,13 @@ type Context interface {
 	// RestoredCheckpoint is the id of the checkpoint or savepoint this run
 	// restored from (0: a fresh start). Checkpoint ids of the run are above it.
 	RestoredCheckpoint() int64
+	// Lineage is an id shared by every run of a job that continues the
+	// same line of checkpoints (a restart after a failure, a resume from
+	// one of its checkpoints or savepoints); a fresh start gets a new one.
+	// It is "" when the job takes no checkpoints. A sink that keeps state
+	// in its output (the file sink's commit markers) ties it to the
+	// lineage, so that two lines of runs never write one output.
+	Lineage() string
 	// Canceled is closed when the subtask is canceled: a writer that blocks
 	// (on a full channel, a slow reader) must stop waiting then.
 	Canceled() <-chan struct{}

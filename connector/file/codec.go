@@ -159,3 +159,50 @@ func decodeSplitList(b []byte) ([]Split, error) {
 	}
 	return out, nil
 }
+
+// committableVersion is the first byte of an encoded Committable: 1 for
+// the two names only (checkpoints of Weir before commit markers), 2 for
+// the names, Dir, a flags byte (committableOpen), Checkpoint and Length.
+const committableVersion = 2
+
+const committableOpen = 1 << 0
+
+// committableCodec encodes a Committable (see committableVersion); it
+// decodes both versions.
+type committableCodec struct{}
+
+func (committableCodec) AppendEncode(dst []byte, c Committable) []byte {
+	dst = append(dst, committableVersion)
+	for _, s := range [...]string{c.InProgress, c.Final, c.Dir} {
+		dst = appendString(dst, s)
+	}
+	var flags byte
+	if c.Open {
+		flags |= committableOpen
+	}
+	dst = append(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(c.Checkpoint))
+	return binary.AppendUvarint(dst, uint64(c.Length))
+}
+
+func (committableCodec) Decode(src []byte) (Committable, int, error) {
+	d := decoder{b: src}
+	v := d.byte()
+	if d.err == nil && v != 1 && v != committableVersion {
+		return Committable{}, 0, fmt.Errorf("%w: file sink committable version %d, want 1 or %d", codec.ErrCorrupt, v, committableVersion)
+	}
+	c := Committable{InProgress: d.string(), Final: d.string()}
+	if v == committableVersion {
+		c.Dir = d.string()
+		flags := d.byte()
+		c.Open = flags&committableOpen != 0
+		c.Checkpoint, c.Length = d.int(), d.int()
+		if d.err == nil && flags&^committableOpen != 0 {
+			return Committable{}, 0, fmt.Errorf("%w: file sink committable flags %#x", codec.ErrCorrupt, flags)
+		}
+	}
+	if d.err != nil {
+		return Committable{}, 0, d.err
+	}
+	return c, d.n, nil
+}

@@ -17,10 +17,14 @@
 // starts again wherever the stream then is.
 //
 // Sink is the exactly-once file sink (Flink's FileSink): each subtask
-// writes part files into a directory under hidden in-progress names, makes
-// them pending at every checkpoint barrier and renames them into place when
-// the checkpoint completes, so readers that skip hidden files see exactly
-// the records of completed checkpoints.
+// writes part files into a directory under hidden in-progress names, keeps
+// a part open across checkpoints (each barrier records its synced length)
+// until it rolls on size or time (Flink's rolling policy), and renames it
+// into place when the checkpoint after the roll completes, so readers that
+// skip hidden files see exactly the records of completed checkpoints, once
+// their part rolled. Hidden commit markers tie the directory to the job's
+// lineage and record the highest checkpoint committed, so that another
+// lineage, or a restore from an older checkpoint, cannot write there.
 //
 // TextSink writes one line per record, to one file at parallelism 1 or one
 // part file per subtask. Files are written under a hidden temporary name and

@@ -19,6 +19,8 @@ import (
 type fakeSinkCtx struct {
 	subtask, p, attempt int
 	checkpointing       bool
+	restored            int64
+	lineage             string
 	done                chan struct{}
 }
 
@@ -27,7 +29,8 @@ func (c *fakeSinkCtx) Parallelism() int          { return c.p }
 func (c *fakeSinkCtx) Attempt() int              { return c.attempt }
 func (c *fakeSinkCtx) Checkpointing() bool       { return c.checkpointing }
 func (c *fakeSinkCtx) Canceled() <-chan struct{} { return c.done }
-func (c *fakeSinkCtx) RestoredCheckpoint() int64 { return 0 }
+func (c *fakeSinkCtx) RestoredCheckpoint() int64 { return c.restored }
+func (c *fakeSinkCtx) Lineage() string           { return c.lineage }
 func (c *fakeSinkCtx) CheckpointInterval() time.Duration {
 	if c.checkpointing {
 		return time.Second

@@ -36,6 +36,7 @@ func (c *fakeCtx) Checkpointing() bool               { return c.checkpointing }
 func (c *fakeCtx) Canceled() <-chan struct{}         { return c.done }
 func (c *fakeCtx) CheckpointInterval() time.Duration { return c.interval }
 func (c *fakeCtx) RestoredCheckpoint() int64         { return c.restored }
+func (c *fakeCtx) Lineage() string                   { return "" }
 
 func ctxFor(subtask, p int, restored int64) *fakeCtx {
 	return &fakeCtx{subtask: subtask, p: p, checkpointing: true, interval: time.Second, restored: restored}

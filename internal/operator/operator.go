@@ -157,6 +157,9 @@ type Context struct {
 	// RestoredCheckpoint is the id of the checkpoint the task restored
 	// from (0: a fresh start).
 	RestoredCheckpoint int64
+	// Lineage is the id shared by the runs of the job that continue one
+	// line of checkpoints ("" without checkpoints); see sink.Context.
+	Lineage string
 	// SendEvent sends an event to the operator's coordinator (set by the task).
 	SendEvent func(payload []byte)
 	// sideOutputs are the operator's side outputs by tag (each an Input of

@@ -24,6 +24,7 @@ func (s sinkContext) CheckpointInterval() time.Duration {
 	return s.ctx.CheckpointInterval
 }
 func (s sinkContext) RestoredCheckpoint() int64 { return s.ctx.RestoredCheckpoint }
+func (s sinkContext) Lineage() string           { return s.ctx.Lineage }
 
 // NewSinkFactory returns the factory of a sink's operator.
 func NewSinkFactory[T any](s sink.Sink[T]) Factory {

@@ -75,6 +75,7 @@ func (t *Task) build() error {
 		ctx.Checkpointing = t.spec.Checkpoints != nil
 		if t.spec.Checkpoints != nil {
 			ctx.CheckpointInterval = t.spec.Checkpoints.Interval
+			ctx.Lineage = t.spec.Checkpoints.Lineage
 		}
 		if t.spec.Restore != nil {
 			ctx.RestoredCheckpoint = t.spec.Restore.CheckpointID

@@ -1,0 +1,170 @@
+package file_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/internal/testseed"
+)
+
+// 300,000 lines through a job with checkpoints every 10 ms and task
+// failures at random records: the output holds every line exactly once, in
+// a handful of part files (a few per subtask and failure; one part per
+// subtask per checkpoint made thousands), since parts stay open across
+// checkpoints and roll on Flink's size and time rules.
+func TestSinkJobFewFilesExactlyOnce(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	lines := 300_000
+	if testing.Short() {
+		lines = 60_000
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+	os.Mkdir(in, 0o755)
+	p := 1 + r.IntN(4)
+	want := make([]string, lines)
+	bs := make([]strings.Builder, p) // a file per subtask
+	for i := range want {
+		want[i] = fmt.Sprintf("line-%07d-%x", i, r.Uint32())
+		bs[i%p].WriteString(want[i] + "\n")
+	}
+	for i := range bs {
+		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("in-%d.txt", i)), []byte(bs[i].String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	failures := 1 + r.IntN(3)
+	var failAt []int64 // records seen (over all attempts) at which a task fails
+	for range failures {
+		failAt = append(failAt, 1+r.Int64N(int64(lines)))
+	}
+	slices.Sort(failAt)
+	t.Logf("%d lines, parallelism %d, failures at records %v", lines, p, failAt)
+	var seen, fired atomic.Int64
+	cfg := weir.Config{Parallelism: p,
+		Checkpointing: &weir.CheckpointConfig{Interval: 10 * time.Millisecond, Dir: filepath.Join(dir, "checkpoints"), TolerableFailures: 1000},
+		Restart:       map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "100", "restart-strategy.fixed-delay.delay": "0 ms"},
+	}
+	env := weir.NewEnvironment(cfg)
+	src := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: in, RatePerSecond: float64(lines) / 2}, in).UID("lines")
+	text := weir.Process(src, weir.ProcessFunc[file.Line, string](func(_ weir.Context, l file.Line, out weir.Collector[string]) error {
+		n := seen.Add(1)
+		if k := fired.Load(); k < int64(len(failAt)) && n >= failAt[k] && fired.CompareAndSwap(k, k+1) {
+			return fmt.Errorf("injected failure %d at record %d", k+1, n)
+		}
+		out.Collect(l.Text)
+		return nil
+	})).UID("fail")
+	weir.WriteFiles(text, out, nil).UID("sink")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := env.Execute(ctx, "file-sink-rolling"); err != nil {
+		t.Fatalf("the job failed: %v", err)
+	}
+	got, files := outputLines(t, out)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		missing, extra := diffSorted(want, got)
+		t.Fatalf("%d lines in the output, want %d; missing %d (%.3q), extra %d (%.3q); %d failures fired", len(got), len(want), len(missing), missing, len(extra), extra, fired.Load())
+	}
+	// At most: per subtask and attempt, the part committed when the attempt
+	// ends or is restored, and the last one at the end of input.
+	if limit := p * (2 + 2*int(fired.Load())); files > limit {
+		t.Fatalf("%d part files for %d lines at parallelism %d with %d failures, want at most %d", files, lines, p, fired.Load(), limit)
+	}
+	t.Logf("%d part files, %d failures fired", files, fired.Load())
+}
+
+// outputLines reads the committed part files of dir: their lines, unsorted,
+// and how many files.
+func outputLines(t *testing.T, dir string) (lines []string, files int) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		files++
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		f.Close()
+	}
+	return lines, files
+}
+
+// A job canceled half way and resumed from its latest checkpoint into
+// another output directory: the union of both directories holds every
+// input line exactly once (the reference is the input itself), and the
+// first directory only lines of the first run.
+func TestSinkJobResumeIntoAnotherDirectory(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	os.Mkdir(in, 0o755)
+	p := 1 + r.IntN(3)
+	want := make([]string, 40_000)
+	bs := make([]strings.Builder, p)
+	for i := range want {
+		want[i] = fmt.Sprintf("line-%06d-%x", i, r.Uint32())
+		bs[i%p].WriteString(want[i] + "\n")
+	}
+	for i := range bs {
+		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("in-%d.txt", i)), []byte(bs[i].String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	run := func(out string, rate float64, resume string, timeout time.Duration) error {
+		cfg := weir.Config{Parallelism: p, ResumeFrom: resume,
+			Checkpointing: &weir.CheckpointConfig{Interval: 20 * time.Millisecond, Dir: filepath.Join(dir, "checkpoints")}}
+		env := weir.NewEnvironment(cfg)
+		src := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: in, RatePerSecond: rate}, in).UID("lines")
+		text := weir.Map(src, func(l file.Line) string { return l.Text }).UID("text")
+		// Parts roll at 64 KiB: some are pending when the run ends.
+		weir.SinkToCommitting[string, file.Committable](text, file.Sink[string]{Dir: out, RollSize: 64 << 10}, out).UID("sink")
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := env.Execute(ctx, "file-sink-moved")
+		return err
+	}
+	out1, out2 := filepath.Join(dir, "out1"), filepath.Join(dir, "out2")
+	delay := time.Duration(700+r.IntN(800)) * time.Millisecond
+	if err := run(out1, float64(len(want))/3, "", delay); err == nil {
+		t.Fatal("the first run finished; it was meant to be canceled half way")
+	}
+	first, _ := outputLines(t, out1)
+	if len(first) >= len(want) {
+		t.Fatalf("canceled after %v with %d of %d lines committed; the test needs a cancel in the middle", delay, len(first), len(want))
+	}
+	if err := run(out2, 0, "latest", time.Minute); err != nil {
+		t.Fatalf("the resumed run: %v", err)
+	}
+	a, _ := outputLines(t, out1)
+	b, _ := outputLines(t, out2)
+	got := slices.Sorted(slices.Values(append(a, b...)))
+	if !slices.Equal(got, want) {
+		missing, extra := diffSorted(want, got)
+		t.Fatalf("%d lines in both outputs, want %d; missing %d (%.3q), extra %d (%.3q)", len(got), len(want), len(missing), missing, len(extra), extra)
+	}
+	t.Logf("canceled after %v: %d lines committed then, %d in the first directory after the resume, %d in the second", delay, len(first), len(a), len(b))
+}
