@@ -64,6 +64,11 @@ type Checkpoints struct {
 	Incremental bool
 	// Interval is the checkpoint interval (sink.Context.CheckpointInterval).
 	Interval time.Duration
+	// SavepointsOnly: the job takes no checkpoints, only savepoints
+	// (Config.Checkpointing unset). Its operators see no checkpointing
+	// (sinks commit when their input ends) and the task ends without
+	// waiting for a final checkpoint.
+	SavepointsOnly bool
 }
 
 // Spec is everything needed to run one subtask.
