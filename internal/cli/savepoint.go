@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,6 +57,15 @@ func savepointClient(name string, args []string, stop bool) (*rest.Client, strin
 	case "canonical", "native":
 	default:
 		return nil, "", f, usagef("--format must be canonical or native, got %q", f.format)
+	}
+	// A relative path means this command's directory, not the job's
+	// (which would resolve it in its own).
+	if f.dir != "" && !strings.Contains(f.dir, "://") && !filepath.IsAbs(f.dir) {
+		abs, err := filepath.Abs(f.dir)
+		if err != nil {
+			return nil, "", f, fmt.Errorf("--dir %q: %w", f.dir, err)
+		}
+		f.dir = abs
 	}
 	return c, strings.TrimSpace(pos[0]), f, nil
 }
