@@ -7,7 +7,8 @@
 // restores, and hosts the operator coordinators (source split enumerators).
 // It takes savepoints on request (savepoints.go): checkpoints of kind
 // Savepoint copied into a self-contained folder, and stop-with-savepoint,
-// after which the tasks end FINISHED.
+// after which the tasks end FINISHED; a job without checkpointing has a
+// coordinator for savepoints only (CheckpointSpec.SavepointsOnly).
 //
 // The decisions are made by pure state machines: the job's lifecycle in
 // jobstate.go, checkpoints in internal/checkpoint/coordinator, restarts in
