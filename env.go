@@ -43,8 +43,11 @@ const (
 type Config struct {
 	// Parallelism is the default parallelism of operators (default 1).
 	Parallelism int
-	// MaxParallelism is the number of key groups (default: derived from the
-	// largest parallelism, at least 128).
+	// MaxParallelism is the number of key groups (Flink's
+	// pipeline.max-parallelism; default: derived from the largest
+	// parallelism, at least 128). It bounds the parallelism a checkpoint or
+	// savepoint of the job can be resumed at, and is fixed when the job
+	// first runs: a resume without it adopts the restored one.
 	MaxParallelism int
 	// BufferTimeout is the longest a partly filled network buffer waits
 	// before it is sent (default 100ms; negative: only when full; 0: after

@@ -165,7 +165,7 @@ func (jm *JobManager) checkSavepointable(jobID string, opts *SavepointOptions) (
 		target = j.spec.Checkpoints.SavepointDir
 	}
 	if target == "" {
-		return "", fmt.Errorf("%w: no target directory for the savepoint of job %s: give one (target-directory, weir savepoint --dir) or set state.savepoints.dir", ErrBadSavepointRequest, jobID)
+		return "", fmt.Errorf("%w: no target directory for the savepoint of job %s: give one (target-directory, weir savepoint --dir) or set state.savepoints.dir (weir run --savepoint-dir, Config.SavepointDir)", ErrBadSavepointRequest, jobID)
 	}
 	return target, nil
 }
