@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -91,7 +92,10 @@ func TestRESTCheckpoints(t *testing.T) {
 	<-job.Done()
 }
 
-// A job without checkpoints answers 404 there, saying why.
+// A streaming job without checkpoints answers as Flink's does: it has a
+// checkpoint coordinator, for savepoints (issue 34), so its statistics are
+// there, with none taken, and its configuration's interval is Flink's
+// Long.MAX_VALUE, "periodic checkpoints disabled".
 func TestRESTCheckpointsDisabled(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	env := weir.NewEnvironment(weir.Config{RESTAddr: "127.0.0.1:0"})
@@ -103,8 +107,13 @@ func TestRESTCheckpointsDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st rest.CheckpointingStatistics
-	if code := getJSON(t, "http://"+job.RESTAddr()+"/jobs/"+job.ID()+"/checkpoints", &st); code != http.StatusNotFound {
-		t.Fatalf("GET checkpoints of a job without: %d", code)
+	base := "http://" + job.RESTAddr() + "/jobs/" + job.ID()
+	if code := getJSON(t, base+"/checkpoints", &st); code != http.StatusOK || st.Counts.Total != 0 {
+		t.Fatalf("GET checkpoints of a job without: %d %+v", code, st.Counts)
+	}
+	var cfg rest.CheckpointConfigInfo
+	if code := getJSON(t, base+"/checkpoints/config", &cfg); code != http.StatusOK || cfg.Interval != math.MaxInt64 {
+		t.Fatalf("GET checkpoints/config of a job without: %d, interval %d", code, cfg.Interval)
 	}
 	cancel()
 	<-job.Done()

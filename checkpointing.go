@@ -116,6 +116,30 @@ func restartConfig(kv map[string]string, checkpointing bool) (restart.Config, er
 	return c, c.Validate()
 }
 
+// savepointStaging opens the store where the tasks of a job without
+// checkpointing write a savepoint's files until the JobManager copies them
+// into the savepoint's folder: a new directory under the system's temporary
+// directory, which remove deletes (after the store is closed).
+func savepointStaging(ctx context.Context, id string) (*storage.Store, func(), error) {
+	dir, err := os.MkdirTemp("", "weir-savepoint-staging-"+id[:8]+"-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a directory to stage savepoints in (the job takes no checkpoints): %w", err)
+	}
+	remove := func() { os.RemoveAll(dir) }
+	s, err := storage.Open(ctx, dir)
+	if err == nil {
+		err = s.LimitWriteMemory(DefaultCheckpointWriteMemory)
+		if err != nil {
+			s.Close()
+		}
+	}
+	if err != nil {
+		remove()
+		return nil, nil, fmt.Errorf("opening the savepoint staging directory %s: %w", dir, err)
+	}
+	return s, remove, nil
+}
+
 // resumePoint finds the snapshot a job resumes from: "latest" is the newest
 // complete checkpoint or savepoint of a job of this name whose checkpoints
 // are in the checkpoint storage (none: a fresh start; a stop's savepoint is

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/barrier"
+	"github.com/weirhq/weir/internal/checkpoint/coordinator"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/graph"
@@ -41,8 +43,11 @@ const (
 type Config struct {
 	// Parallelism is the default parallelism of operators (default 1).
 	Parallelism int
-	// MaxParallelism is the number of key groups (default: derived from the
-	// largest parallelism, at least 128).
+	// MaxParallelism is the number of key groups (Flink's
+	// pipeline.max-parallelism; default: derived from the largest
+	// parallelism, at least 128). It bounds the parallelism a checkpoint or
+	// savepoint of the job can be resumed at, and is fixed when the job
+	// first runs: a resume without it adopts the restored one.
 	MaxParallelism int
 	// BufferTimeout is the longest a partly filled network buffer waits
 	// before it is sent (default 100ms; negative: only when full; 0: after
@@ -116,8 +121,17 @@ type Config struct {
 	HeapStateMemory int64
 	// Clock is processing time (default: the system clock).
 	Clock clock.Clock
-	// Checkpointing turns on checkpoints (nil: none).
+	// Checkpointing turns on checkpoints (nil: none). A streaming job takes
+	// savepoints either way, as in Flink: without checkpointing, its tasks
+	// stage a savepoint's files in a temporary directory (under the
+	// system's temporary directory, removed when the job ends) before the
+	// JobManager copies them into the savepoint's folder.
 	Checkpointing *CheckpointConfig
+	// SavepointDir is the default target directory of savepoints
+	// (state.savepoints.dir), with or without checkpointing: a path or
+	// URL as CheckpointConfig.Dir; "" makes every savepoint request name
+	// its own. CheckpointConfig.SavepointDir, if set, takes precedence.
+	SavepointDir string
 	// Restart configures the restart strategy with Flink's keys
 	// (restart-strategy.type and its restart-strategy.* settings); empty:
 	// exponential-delay with checkpointing, none without.
@@ -390,6 +404,11 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
 	}
 	if cfg.MaxParallelism == 0 && spec.Restore != nil {
+		if err := checkRestoredMaxParallelism(spec.Restore, jg); err != nil {
+			c.Close(context.Background())
+			res.close()
+			return nil, fmt.Errorf("weir: job %q: %w", name, err)
+		}
 		if mp := adoptedMaxParallelism(spec.Restore, jg); mp != 0 {
 			// Flink's rule: a max parallelism the user did not set is
 			// taken from the savepoint, so that a job resumed at a larger
@@ -537,13 +556,27 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 		if err := store.LimitWriteMemory(mem); err != nil {
 			return nil, nil, res, fmt.Errorf("Config.Checkpointing.WriteMemory: %w", err)
 		}
+		spDir := cp.SavepointDir
+		if spDir == "" {
+			spDir = cfg.SavepointDir
+		}
 		info := storage.LocalProcess(storage.LeaseInfo{Owner: id, REST: restAddr})
 		if res.lease, err = storage.AcquireLease(ctx, store, name, info, cp.LeaseTimeout, nil); err != nil {
 			return nil, nil, res, err
 		}
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: cp.SavepointDir, Fence: res.lease.Check}
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: spDir, Fence: res.lease.Check}
 		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental,
 			Interval: time.Duration(settings.Interval) * time.Millisecond}
+	} else if mode == operator.Streaming {
+		staging, remove, err := savepointStaging(ctx, id)
+		if err != nil {
+			return nil, nil, res, err
+		}
+		res.stores = append(res.stores, staging)
+		res.after = append(res.after, remove)
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: coordinator.Settings{}.WithDefaults(), Store: staging,
+			SavepointDir: cfg.SavepointDir, SavepointsOnly: true}
+		tmJob.Checkpoints = &task.Checkpoints{Store: staging, Mode: barrier.ExactlyOnce, SavepointsOnly: true}
 	}
 	rc, err := restartConfig(cfg.Restart, cfg.Checkpointing != nil)
 	if err != nil {
@@ -571,7 +604,9 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			spec.Checkpoints.ContinueLineage = true
 		}
 	}
-	if tmJob.Checkpoints != nil {
+	if cfg.Checkpointing != nil {
+		// Without checkpoints (savepoints only) sinks keep no lineage:
+		// sink.Context.Lineage is "" then.
 		tmJob.Checkpoints.Lineage = spec.Lineage
 	}
 	return spec, tmJob, res, nil
@@ -583,6 +618,7 @@ type jobResources struct {
 	stores      []*storage.Store
 	lease       *storage.Lease
 	stopKeeping context.CancelFunc
+	after       []func() // run last, after the stores are closed
 }
 
 // keepLease renews the lease until close, calling lost if another run takes
@@ -596,7 +632,8 @@ func (r *jobResources) keepLease(lost func(error)) {
 	go r.lease.Keep(ctx, lost)
 }
 
-// close stops renewing and releases the lease, then closes the stores.
+// close stops renewing and releases the lease, closes the stores, then
+// runs after.
 func (r *jobResources) close() {
 	if r.stopKeeping != nil {
 		r.stopKeeping()
@@ -606,6 +643,9 @@ func (r *jobResources) close() {
 	}
 	for _, s := range r.stores {
 		s.Close()
+	}
+	for _, f := range r.after {
+		f()
 	}
 }
 
@@ -644,13 +684,19 @@ func warnMissingUIDs(logger *slog.Logger, job string, nodes []*graph.Node) {
 // Operators that set their own max parallelism keep it (and are checked
 // against the checkpoint when the restore is planned).
 func adoptedMaxParallelism(m *storage.Metadata, jg *graph.JobGraph) int {
+	mp := restoredMaxParallelism(m)
+	if mp == 0 || mp == jg.MaxParallelism || aboveMaxParallelism(jg, mp) != nil {
+		return 0
+	}
+	return mp
+}
+
+// restoredMaxParallelism is the max parallelism of m's keyed operators
+// when they agree; else 0.
+func restoredMaxParallelism(m *storage.Metadata) int {
 	mp := 0
 	for _, os := range m.Operators {
-		keyed := false
-		for _, st := range os.Subtasks {
-			keyed = keyed || len(st.Keyed) > 0
-		}
-		if !keyed {
+		if !os.HasKeyed() {
 			continue
 		}
 		if mp != 0 && os.MaxParallelism != mp {
@@ -658,17 +704,40 @@ func adoptedMaxParallelism(m *storage.Metadata, jg *graph.JobGraph) int {
 		}
 		mp = os.MaxParallelism
 	}
-	if mp == 0 || mp == jg.MaxParallelism {
-		return 0
-	}
+	return mp
+}
+
+// aboveMaxParallelism returns a vertex of jg that takes the job's max
+// parallelism (none of its operators sets its own) and runs at a
+// parallelism above mp; nil if none does.
+func aboveMaxParallelism(jg *graph.JobGraph, mp int) *graph.Vertex {
 	for _, v := range jg.Vertices {
 		defaulted := true
 		for _, n := range v.Nodes {
 			defaulted = defaulted && n.MaxParallelism == 0
 		}
 		if defaulted && v.Parallelism > mp {
-			return 0
+			return v
 		}
 	}
-	return mp
+	return nil
+}
+
+// checkRestoredMaxParallelism fails a resume whose parallelism is above the
+// max parallelism that the restored keyed state was cut into: key groups
+// cannot be split, so no subtask beyond the max parallelism could get any.
+func checkRestoredMaxParallelism(m *storage.Metadata, jg *graph.JobGraph) error {
+	mp := restoredMaxParallelism(m)
+	if mp == 0 {
+		return nil
+	}
+	v := aboveMaxParallelism(jg, mp)
+	if v == nil {
+		return nil
+	}
+	return fmt.Errorf("%q runs at parallelism %d, above the max parallelism %d of checkpoint %d "+
+		"(its keyed state is cut into %d key groups, fixed when the job first ran): resume at a parallelism of at most %d; "+
+		"a job meant to scale further must first run with a larger max parallelism "+
+		"(--max-parallelism of weir run, Flink's pipeline.max-parallelism, Config.MaxParallelism)",
+		v.Nodes[0].Name, v.Parallelism, mp, m.CheckpointID, mp, mp)
 }

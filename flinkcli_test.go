@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/flinktest"
+	"github.com/weirhq/weir/jobs/clicks"
 )
 
 // Flink's savepoint and stop routes, as TestFlinkCLI exercises them.
@@ -172,6 +174,8 @@ func TestFlinkCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("clicks", func(t *testing.T) { flinkStopClicks(t, flink) })
+
 	t.Run("stop", func(t *testing.T) {
 		dir := t.TempDir()
 		code, out := flink.Run(t, "stop", "--savepointPath", dir, "-m", addr, job.ID())
@@ -183,6 +187,87 @@ func TestFlinkCLI(t *testing.T) {
 			t.Fatalf("after flink stop, Weir reports %+v, %v; want FINISHED", res, err)
 		}
 	})
+}
+
+// startClicks starts the built-in clicks job, which takes no checkpoints,
+// with its REST API on a free port, and collects what it emits until it
+// ends (read the result after the job is done).
+func startClicks(t *testing.T, count int64, rate float64, from string) (*weir.Job, func() []clicks.Click) {
+	t.Helper()
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2, RESTAddr: "127.0.0.1:0", ResumeFrom: from})
+	c := weir.Collect(clicks.Build(env, clicks.Options{Count: count, RatePerSecond: rate}))
+	job, err := env.ExecuteAsync(context.Background(), "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = job.Cancel()
+		<-job.Done()
+	})
+	var got []clicks.Click
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for v := range c.All() {
+			got = append(got, v)
+		}
+	}()
+	return job, func() []clicks.Click { <-done; return got }
+}
+
+// flinkStopClicks: Flink's client takes a savepoint of the clicks job, which
+// takes no checkpoints (Flink allows it; Weir refused before issue 34), and
+// stops it with another; Weir resumes from the stop's folder and counts the
+// remaining clicks. Both runs together print each page's running counts
+// 1..n exactly once, n the page's clicks among those generated (computed
+// here from the generator alone): no click counted twice or lost.
+func flinkStopClicks(t *testing.T, flink flinktest.Client) {
+	const count = 20000
+	job, emitted := startClicks(t, count, 1000, "")
+	code, out := flink.Run(t, "savepoint", "-m", job.RESTAddr(), job.ID(), t.TempDir())
+	if code != 0 || savepointPath.FindStringSubmatch(out) == nil {
+		t.Fatalf("flink savepoint of clicks: exit %d; output:\n%s", code, out)
+	}
+	dir := t.TempDir()
+	code, out = flink.Run(t, "stop", "--savepointPath", dir, "-m", job.RESTAddr(), job.ID())
+	if code != 0 {
+		t.Fatalf("flink stop of clicks: exit %d; output:\n%s", code, out)
+	}
+	loc := checkSavepointWritten(t, out, dir)
+	if res, err := waitJob(t, job, 30*time.Second); err != nil || res.Status != "FINISHED" {
+		t.Fatalf("after flink stop, clicks is %+v, %v; want FINISHED", res, err)
+	}
+	first := emitted()
+	if len(first) == 0 || len(first) >= count {
+		t.Fatalf("clicks counted %d of %d clicks before the stop; the test needs it in between", len(first), count)
+	}
+	resumed, rest := startClicks(t, count, 1e9, loc)
+	if _, err := waitJob(t, resumed, 60*time.Second); err != nil {
+		t.Fatalf("clicks resumed from %s: %v", loc, err)
+	}
+	want := map[string]int64{}
+	for i := range int64(count) {
+		want[clicks.Generate(i).Page]++
+	}
+	got := map[string][]int64{}
+	for _, c := range append(first, rest()...) {
+		got[c.Page] = append(got[c.Page], c.Clicks)
+	}
+	for page, n := range want {
+		c := got[page]
+		slices.Sort(c)
+		exact := int64(len(c)) == n
+		for i := 0; exact && i < len(c); i++ {
+			exact = c[i] == int64(i+1)
+		}
+		if !exact {
+			t.Errorf("page %s: %d running counts, want 1..%d once each", page, len(c), n)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d pages counted, %d generated", len(got), len(want))
+	}
+	t.Logf("stopped after %d of %d clicks; resumed from %s", len(first), count, loc)
 }
 
 // shapeChecker parses each file named on its command line (FILE=CLASS) as

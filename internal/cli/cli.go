@@ -109,6 +109,9 @@ Built-in jobs:
               bounds its counts' memory per subtask (default 1gb)
   clicks      a live stream of page clicks with a rolling count per page;
               runs until Ctrl-C or --count: [--rate N] [--count N]
+              [--savepoint-dir URL] [--from PATH]; it takes no checkpoints,
+              but weir savepoint and weir stop work on it, and --from a
+              savepoint goes on counting where it left off
   fraud-detection
               alerts on a transaction above 500.00 right after one below 1.00
               on the same account within a minute: --input PATH --output PATH
@@ -163,7 +166,8 @@ Kafka (kafka-keyed-count):
 
 Checkpoints (keyed-count, window-agg, kafka-keyed-count):
   --checkpoint-dir URL   where checkpoints go: a directory, file:///dir, s3://bucket/prefix
-  --checkpoint-interval D  between checkpoints (default 1s)
+  --checkpoint-interval D  between checkpoints (default 1s; 0: none periodically,
+                         only savepoints and the final one at the end of input)
   --unaligned            unaligned checkpoints (barriers overtake in-flight data)
   --incremental          with --state-backend pebble: checkpoints upload only the
                          state files the previous ones lack (Pebble's native
@@ -180,14 +184,19 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
   --from latest|PATH     resume from the newest complete checkpoint of the job in
                          --checkpoint-dir (none: start from the beginning), or from
                          a checkpoint's or a savepoint's path (also moved, or in
-                         an object store; at any parallelism and state backend
-                         for canonical savepoints)
+                         an object store; for canonical savepoints, at any state
+                         backend and any parallelism up to the savepoint's max
+                         parallelism: see --max-parallelism)
   --allow-non-restored-state
                          with --from: skip (and log) state of operators the job no
                          longer has, instead of failing
 
 Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
+  --max-parallelism N    key groups of keyed state (pipeline.max-parallelism), the
+                         highest parallelism a savepoint or checkpoint of the job
+                         can be resumed at; fixed when the job first runs (default
+                         128, or 1.5 times --parallelism rounded up to a power of 2)
   --address A            where the REST API listens (default 127.0.0.1:8081, or a
                          free port when that one is taken; "" for none; an address
                          given explicitly must be free; also as http://HOST:PORT);
@@ -463,6 +472,7 @@ func interruptible(stderr io.Writer) (context.Context, func()) {
 // jobFlags are the flags of `weir run`, shared by every job unless noted.
 type jobFlags struct {
 	parallelism      int
+	maxParallelism   int // --max-parallelism; 0: derived (Config.MaxParallelism)
 	restAddr         string
 	bufferTimeout    time.Duration
 	bufferSize       sizeFlag
@@ -494,12 +504,13 @@ type jobFlags struct {
 	bad                                                           badRecordFlags // restartflags.go
 }
 
-var commonRunFlags = []string{"parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level", "restart-strategy", "D"}
+var commonRunFlags = []string{"parallelism", "max-parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level", "restart-strategy", "D"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
 	var f jobFlags
 	fs.IntVar(&f.parallelism, "parallelism", 1, "")
+	fs.IntVar(&f.maxParallelism, "max-parallelism", 0, "")
 	f.restAddr = rest.DefaultAddr
 	fs.Var(optionalString{&f.restAddr}, "address", "") // "": no REST API
 	alias(fs, "rest-address", "address")
@@ -550,7 +561,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "wordcount":
 		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "batch-state-memory")...)
 	case "clicks":
-		err = onlyFlags(fs, job, append(commonRunFlags, "rate", "count")...)
+		// No checkpoints, but savepoints (taken into a staging directory).
+		err = onlyFlags(fs, job, append(commonRunFlags, "rate", "count", "savepoint-dir", "from", "allow-non-restored-state")...)
+		switch {
+		case err != nil:
+		case f.from == "latest":
+			err = usagef("clicks takes no checkpoints, so --from latest has nothing to find: give the path of a savepoint (weir stop or weir savepoint print it)")
+		case f.from == "" && setFlag(fs, "allow-non-restored-state"):
+			err = usagef("--allow-non-restored-state needs --from")
+		}
 	case "fraud-detection":
 		err = onlyFlags(fs, job, append(commonRunFlags, "input", "output", "max-out-of-orderness", "bad-records", "dead-letter")...)
 		if err == nil && (f.input == "" || f.output == "") {
@@ -582,15 +601,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case f.checkpointDir == "" && setFlag(fs, "from"):
 			err = usagef("--from needs --checkpoint-dir")
 		case f.checkpointDir == "" && setFlag(fs, "savepoint-dir"):
-			err = usagef("--savepoint-dir needs --checkpoint-dir (a savepoint is a checkpoint)")
+			err = usagef("--savepoint-dir needs --checkpoint-dir on %s (of the built-in jobs, clicks takes it alone)", job)
 		case f.incremental && f.backend != "pebble":
 			err = usagef("--incremental needs --state-backend pebble (the heap backend writes whole snapshots)")
 		case f.checkpointDir == "" && setFlag(fs, "incremental"):
 			err = usagef("--incremental needs --checkpoint-dir")
 		case f.from == "" && setFlag(fs, "allow-non-restored-state"):
 			err = usagef("--allow-non-restored-state needs --from")
-		case f.interval < 10*time.Millisecond:
-			err = usagef("--checkpoint-interval must be at least 10ms, got %v", f.interval)
+		case f.interval != 0 && f.interval < 10*time.Millisecond:
+			err = usagef("--checkpoint-interval must be at least 10ms, or 0 for no periodic checkpoints (savepoints and the final checkpoint only), got %v", f.interval)
 		case f.checkpointDir == "" && setFlag(fs, "checkpoint-write-memory"):
 			err = usagef("--checkpoint-write-memory needs --checkpoint-dir")
 		case setFlag(fs, "checkpoint-write-memory") && f.writeMemory.bytes < 5<<20:
@@ -650,6 +669,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if f.count < 0 {
 			return usagef("--count must be 0 (until canceled) or more, got %d", f.count)
 		}
+		cfg.SavepointDir, cfg.ResumeFrom, cfg.AllowNonRestoredState = f.savepointDir, f.from, f.allowNonRestored
 		return clicks.Run(ctx, clicks.Options{RatePerSecond: f.rate, Count: f.count, Parallelism: f.parallelism, Config: cfg})
 	}
 }
@@ -732,6 +752,14 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	if err := checkParallelism("parallelism", f.parallelism); err != nil {
 		return weir.Config{}, err
 	}
+	if setFlag(fs, "max-parallelism") {
+		if err := checkParallelism("max-parallelism", f.maxParallelism); err != nil {
+			return weir.Config{}, err
+		}
+		if f.parallelism > f.maxParallelism {
+			return weir.Config{}, usagef("--parallelism %d is above --max-parallelism %d (the number of key groups): raise --max-parallelism", f.parallelism, f.maxParallelism)
+		}
+	}
 	if err := checkDuration("buffer-timeout", f.bufferTimeout); err != nil {
 		return weir.Config{}, err
 	}
@@ -775,7 +803,7 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 		bt = time.Nanosecond // Config's 0 means the default; 1ns flushes after every batch
 	}
 	cfg := weir.Config{
-		Parallelism: f.parallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["address"],
+		Parallelism: f.parallelism, MaxParallelism: f.maxParallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["address"],
 		BufferTimeout: bt, BufferSize: int(f.bufferSize.bytes), NetworkMemory: f.networkMemory.bytes, StateBackend: f.backend,
 		BatchStateMemory: f.batchMemory.bytes, HeapStateMemory: f.heapMemory.bytes,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"math"
+
 	"github.com/weirhq/weir/internal/checkpoint/coordinator"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/jobmanager"
@@ -141,7 +143,14 @@ func (v *view) CheckpointConfig(id string) (rest.CheckpointConfigInfo, bool, boo
 	if backend == "" {
 		backend = "hashmap"
 	}
-	return rest.CheckpointConfigInfo{Mode: mode, Interval: s.Interval, Timeout: s.Timeout, MinPause: s.MinPause,
+	interval := s.Interval
+	if interval == 0 {
+		// No periodic checkpoints (savepoints only, or the final one):
+		// Flink's value for it, which its web UI shows as "Periodic
+		// checkpoints disabled".
+		interval = math.MaxInt64
+	}
+	return rest.CheckpointConfigInfo{Mode: mode, Interval: interval, Timeout: s.Timeout, MinPause: s.MinPause,
 		MaxConcurrent: s.MaxConcurrent, Externalization: rest.ExternalizationConfig{Enabled: true},
 		StateBackend: backend, CheckpointStorage: "ObjectStoreCheckpointStorage", CheckpointDir: st.StoreURL,
 		UnalignedCheckpoints: s.Unaligned, TolerableFailedCheckpoints: s.TolerableFailures, AlignedCheckpointTimeout: s.AlignedTimeout,

@@ -124,6 +124,9 @@ func (jm *JobManager) startCheckpoints(j *job) error {
 	if err := settings.Validate(); err != nil {
 		return err
 	}
+	if s.SavepointsOnly && settings.Interval != 0 {
+		return fmt.Errorf("a job that takes only savepoints has no checkpoint interval, got %d ms", settings.Interval)
+	}
 	next := int64(1)
 	cp := &checkpoints{store: s.Store, pending: map[int64]*pendingCheckpoint{}, completed: map[int64]*storage.Metadata{},
 		registry: &storage.Registry{}, sourcesEnded: map[int]bool{}, writing: map[int64]bool{}, discard: map[int64]bool{},
@@ -525,6 +528,9 @@ func (jm *JobManager) SourceEnded(s protocol.SourceEnded) {
 // ended and none is in flight (the first one may have been aborted).
 func (jm *JobManager) maybeFinalCheckpointLocked(j *job) {
 	cp := j.cp
+	if j.spec.Checkpoints.SavepointsOnly {
+		return // its tasks end without one
+	}
 	if j.state.status != rest.JobRunning || cp.finalRequested || len(cp.sourcesEnded) < len(cp.sources) {
 		return
 	}

@@ -10,7 +10,9 @@
 // after which the tasks end FINISHED. It keeps the checkpoint storage
 // bounded (hygiene.go): a resumed run cleans up after the earlier runs of
 // its lineage and counts their checkpoints towards retention, and a running
-// job sweeps the files of checkpoints that never completed.
+// job sweeps the files of checkpoints that never completed. A job without
+// checkpointing has a coordinator for savepoints only
+// (CheckpointSpec.SavepointsOnly).
 //
 // The decisions are made by pure state machines: the job's lifecycle in
 // jobstate.go, checkpoints in internal/checkpoint/coordinator, restarts in

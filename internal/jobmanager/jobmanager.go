@@ -59,6 +59,12 @@ type CheckpointSpec struct {
 	// deleted (hygiene.go). False for a fresh start, which leaves every
 	// other job ID alone.
 	ContinueLineage bool
+	// SavepointsOnly: the job takes savepoints and nothing else (its user
+	// turned checkpointing off; Flink's coordinator runs for savepoints
+	// all the same). Settings.Interval must be 0; no final checkpoint is
+	// taken at the end of input, and Store only stages each savepoint's
+	// files until they are copied into its folder.
+	SavepointsOnly bool
 }
 
 // JobSpec is a submitted job.

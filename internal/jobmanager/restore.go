@@ -43,7 +43,7 @@ func (jm *JobManager) planRestore(j *job) (map[ExecutionID]*protocol.TaskRestore
 			if os.MaxParallelism != v.MaxParallelism && os.HasKeyed() {
 				return nil, fmt.Errorf("%s had max parallelism %d in checkpoint %d and has %d now; "+
 					"max parallelism (the number of key groups) is fixed when a job first runs and cannot change across a restore: "+
-					"set it back to %d (Config.MaxParallelism, or the operator's own)",
+					"set it back to %d (--max-parallelism of weir run, Config.MaxParallelism, or the operator's own)",
 					describeOperator(os.UID, n.Name, opID), os.MaxParallelism, m.CheckpointID, v.MaxParallelism, os.MaxParallelism)
 			}
 			if err := checkKeyedFormat(os, j.spec.StateBackend, m.CheckpointID, describeOperator(os.UID, n.Name, opID)); err != nil {

@@ -171,7 +171,7 @@ func (jm *JobManager) checkSavepointable(jobID string, opts *SavepointOptions) (
 		target = j.spec.Checkpoints.SavepointDir
 	}
 	if target == "" {
-		return "", fmt.Errorf("%w: no target directory for the savepoint of job %s: give one (target-directory, weir savepoint --dir) or set state.savepoints.dir", ErrBadSavepointRequest, jobID)
+		return "", fmt.Errorf("%w: no target directory for the savepoint of job %s: give one (target-directory, weir savepoint --dir) or set state.savepoints.dir (weir run --savepoint-dir, Config.SavepointDir)", ErrBadSavepointRequest, jobID)
 	}
 	return target, nil
 }
@@ -181,8 +181,8 @@ func savepointableLocked(j *job) error {
 		return fmt.Errorf("%w: job %s is %s; only a running job can take a savepoint", ErrJobNotRunning, j.spec.ID, j.state.status)
 	}
 	if j.cp == nil || j.cp.stopped {
-		return fmt.Errorf("%w: job %s takes no checkpoints, and a savepoint is a checkpoint forced through the checkpoint coordinator: "+
-			"turn checkpointing on (an interval of 0 takes none periodically)", ErrBadSavepointRequest, j.spec.ID)
+		return fmt.Errorf("%w: job %s has no checkpoint coordinator (a batch job, which Flink cannot savepoint either, or one whose checkpointing ended); "+
+			"run it in streaming mode", ErrBadSavepointRequest, j.spec.ID)
 	}
 	if r := j.savepoint; r != nil {
 		return fmt.Errorf("%w: job %s is taking savepoint request %s (since %s); poll it and try again when it is done",

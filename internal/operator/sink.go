@@ -216,8 +216,9 @@ func (s *CommittingSinkOperator[T, C]) NotifyCheckpointAborted(int64) {}
 func (s *CommittingSinkOperator[T, C]) Open(*Context) error { return nil }
 
 // Finish implements Lifecycle. Without checkpoints the output is committed
-// now; with them, the final checkpoint pre-commits it and its completion
-// commits it.
+// now, with what savepoints pre-committed before (savepoints commit
+// nothing themselves); with them, the final checkpoint pre-commits it and
+// its completion commits it.
 func (s *CommittingSinkOperator[T, C]) Finish() error {
 	if err := s.w.Flush(true); err != nil {
 		return err
@@ -229,10 +230,19 @@ func (s *CommittingSinkOperator[T, C]) Finish() error {
 	if err != nil {
 		return err
 	}
-	if len(cs) == 0 {
+	all := make([]C, 0, len(s.pending)+len(cs))
+	for _, p := range s.pending {
+		all = append(all, p.c)
+	}
+	if all = append(all, cs...); len(all) == 0 {
 		return nil
 	}
-	return s.c.Commit(cs)
+	if err := s.c.Commit(all); err != nil {
+		return err
+	}
+	s.pending = nil
+	s.syncState()
+	return nil
 }
 
 // Close implements Lifecycle.

@@ -72,8 +72,8 @@ func (t *Task) build() error {
 		ctx.MaxParallelism = v.MaxParallelism
 		ctx.KeyHash = t.spec.KeyHash
 		ctx.Attempt = t.spec.Exec.Attempt
-		ctx.Checkpointing = t.spec.Checkpoints != nil
-		if t.spec.Checkpoints != nil {
+		ctx.Checkpointing = t.spec.Checkpoints != nil && !t.spec.Checkpoints.SavepointsOnly
+		if ctx.Checkpointing {
 			ctx.CheckpointInterval = t.spec.Checkpoints.Interval
 			ctx.Lineage = t.spec.Checkpoints.Lineage
 		}

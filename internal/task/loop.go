@@ -90,7 +90,7 @@ func (t *Task) loop() error {
 
 // done reports whether the task has nothing left to do: its operators
 // finished, its inputs ended, and with checkpointing its final checkpoint
-// completed.
+// completed (a job that takes only savepoints takes no final checkpoint).
 func (t *Task) done() bool {
 	if t.terminated {
 		return true
@@ -98,7 +98,7 @@ func (t *Task) done() bool {
 	if !t.finished || (t.source == nil && t.in.live > 0) {
 		return false
 	}
-	return t.cp == nil || t.finalComplete
+	return t.cp == nil || t.cp.cfg.SavepointsOnly || t.finalComplete
 }
 
 // outputsAvailable reports whether every output can take a buffer now.

@@ -67,6 +67,11 @@ type Checkpoints struct {
 	// Lineage is the job's lineage (sink.Context.Lineage): sinks tie their
 	// output to it.
 	Lineage string
+	// SavepointsOnly: the job takes no checkpoints, only savepoints
+	// (Config.Checkpointing unset). Its operators see no checkpointing
+	// (sinks commit when their input ends) and the task ends without
+	// waiting for a final checkpoint.
+	SavepointsOnly bool
 }
 
 // Spec is everything needed to run one subtask.

@@ -49,14 +49,18 @@ func Build(env *weir.Environment, o Options) weir.DataStream[Click] {
 	if rate == 0 {
 		rate = 5
 	}
-	clicks := weir.Generate(env, count, rate, Generate).Name("Source: clicks")
+	// UIDs: savepoints of the job restore after a change of its graph.
+	clicks := weir.Generate(env, count, rate, Generate).Name("Source: clicks").UID("clicks")
 	return weir.Reduce(weir.KeyBy(clicks, func(c Click) string { return c.Page }), func(a, b Click) Click {
 		a.Clicks += b.Clicks
 		return a
-	}).Name("Count per page")
+	}).Name("Count per page").UID("count-per-page")
 }
 
-// Run runs the job, printing every updated count, until ctx is canceled.
+// Run runs the job, printing every updated count, until ctx is canceled (or
+// Count clicks were counted). It takes no checkpoints but savepoints (weir
+// savepoint, weir stop), and resumes from one with Config.ResumeFrom: the
+// generator goes on from its position and the counts from theirs.
 func Run(ctx context.Context, o Options) error {
 	cfg := o.Config
 	if o.Parallelism > 0 {
