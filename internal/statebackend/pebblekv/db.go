@@ -168,9 +168,16 @@ func encodeMeta(id uint16, m snapshot.StateMeta) []byte {
 	b = append(b, byte(m.TTLUpdate))
 	// The codec identity came later: metadata without it (older databases
 	// and native checkpoints) ends after the TTL update byte.
-	if m.Codec != "" {
+	if m.Codec != "" || m.Schema != "" || m.KeySchema != "" {
 		b = binary.AppendUvarint(b, uint64(len(m.Codec)))
 		b = append(b, m.Codec...)
+	}
+	// So did the schemas: after the codec identity, when there are any.
+	if m.Schema != "" || m.KeySchema != "" {
+		for _, s := range []string{m.Schema, m.KeySchema} {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
 	}
 	return b
 }
@@ -188,12 +195,19 @@ func decodeMeta(name string, v []byte) (snapshot.StateMeta, uint16, error) {
 		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
 	}
 	m := snapshot.StateMeta{Name: name, Kind: snapshot.Kind(v[2]), TTLMillis: ttl, TTLUpdate: snapshot.TTLUpdate(v[3+n])}
-	if rest := v[3+n+1:]; len(rest) > 0 {
-		cl, w := binary.Uvarint(rest)
-		if w <= 0 || cl != uint64(len(rest)-w) {
-			return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (codec identity)", name)
+	rest := v[3+n+1:]
+	for i, f := range []*string{&m.Codec, &m.Schema, &m.KeySchema} {
+		if len(rest) == 0 && i != 2 {
+			break // older metadata: no codec, or no schemas
 		}
-		m.Codec = string(rest[w:])
+		l, w := binary.Uvarint(rest)
+		if w <= 0 || l > uint64(len(rest)-w) {
+			return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (codec identity or schema)", name)
+		}
+		*f, rest = string(rest[w:w+int(l)]), rest[w+int(l):]
+	}
+	if len(rest) != 0 {
+		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (%d trailing bytes)", name, len(rest))
 	}
 	return m, id, nil
 }
