@@ -491,11 +491,13 @@ func Compare(old, new Schema) (Compatibility, error) {
 	return compare(&old, &new, rootPath(&old, &new), false)
 }
 
+// rootPath names the value itself in errors: a struct by its type, so
+// that its fields read "main.Event.Count"; anything else as "value".
 func rootPath(old, new *Schema) string {
-	if new.Type != "" {
+	if new.Kind == SchemaStruct && new.Type != "" {
 		return new.Type
 	}
-	if old.Type != "" {
+	if old.Kind == SchemaStruct && old.Type != "" {
 		return old.Type
 	}
 	return "value"

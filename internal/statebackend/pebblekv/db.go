@@ -232,18 +232,28 @@ func (d *DB) loadMeta() error {
 
 // Table returns the table of a state, creating it (and persisting its id)
 // on first use. A state restored with TTL on cannot be opened with TTL off
-// and the other way round (the value layout differs).
-func (d *DB) Table(m snapshot.StateMeta) (*Table, error) {
+// and the other way round (the value layout differs). Restored state whose
+// metadata differs from m is attached through snapshot.Resolve with
+// evolve, and its bytes are rewritten here, once (migrateTable).
+func (d *DB) Table(m snapshot.StateMeta, evolve snapshot.Evolve) (*Table, error) {
 	if t, ok := d.tables[m.Name]; ok {
 		if t.meta.Kind != m.Kind {
 			return nil, fmt.Errorf("state %q holds %s state, requested as %s", m.Name, t.meta.Kind, m.Kind)
 		}
-		if snapshot.CodecMismatch(t.meta.Codec, m.Codec) {
-			return nil, snapshot.CodecChangeError(m.Name, t.meta.Codec, m.Codec)
-		}
 		if t.meta.HasTTL() != m.HasTTL() {
 			return nil, fmt.Errorf("state %q: turning TTL on or off for existing state is not supported by the pebble backend (stored TTL %d ms, requested %d ms)",
 				m.Name, t.meta.TTLMillis, m.TTLMillis)
+		}
+		mig, err := snapshot.Resolve(t.meta, m, evolve)
+		if err != nil {
+			return nil, err
+		}
+		t.registered, t.evolve = true, evolve
+		if !mig.None() {
+			if err := d.migrateTable(t, mig); err != nil {
+				return nil, fmt.Errorf("state %q: migrating restored entries: %w", m.Name, err)
+			}
+			t.meta = snapshot.StateMeta{} // the id changed: persist the metadata
 		}
 		if t.meta != m {
 			t.meta = m
@@ -257,6 +267,7 @@ func (d *DB) Table(m snapshot.StateMeta) (*Table, error) {
 		return nil, errors.New("pebblekv: too many states")
 	}
 	t := newTable(d, m, d.nextID)
+	t.registered, t.evolve = true, evolve
 	if err := d.db.Set(metaKey(m.Name), encodeMeta(t.id, m), d.wo); err != nil {
 		return nil, err
 	}
