@@ -148,11 +148,11 @@ func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot
 }
 
 type operatorList[V any] struct {
-	name    string
-	kind    snapshot.Kind
-	codec   codec.Codec[V]
-	meta    snapshot.StateMeta // codec identity and schema, recorded in snapshots
-	elems   []V
+	name  string
+	kind  snapshot.Kind
+	codec codec.Codec[V]
+	meta  snapshot.StateMeta // codec identity and schema, recorded in snapshots
+	elems []V
 }
 
 func (l *operatorList[V]) Get() []V {

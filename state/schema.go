@@ -63,8 +63,8 @@ func (p part[T]) migrate(restoredMeta, meta snapshot.StateMeta, restored string)
 		return nil, err // written by this process: cannot happen
 	}
 	if c, err := codec.Compare(old, cur); err != nil {
-		return nil, failure.Permanent(fmt.Errorf("state %q was written with codec %q and is declared now with codec %q: its %s's %w; "+
-			"Weir migrates added, removed and moved fields only: restore with the old type, implement codec.Migrator on the %s codec, "+
+		return nil, failure.Permanent(fmt.Errorf("state %q was written with codec %q and is declared now with codec %q, whose %s schema is incompatible: %w; "+
+			"Weir migrates added, removed and moved fields only: restore with the old type, declare a migration on the %s codec (codec.Migrator), "+
 			"or move the data to a state of a new name",
 			state, restoredMeta.Codec, meta.Codec, p.what, err, p.what))
 	} else if c == codec.CompatibleAsIs {
