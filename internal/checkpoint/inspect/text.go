@@ -50,6 +50,7 @@ func WriteText(w io.Writer, r *Report) error {
 			if ks.Codec != "" {
 				ttl += ", codec " + ks.Codec
 			}
+			ttl += schemaSuffix(ks.Schema, ks.KeySchema)
 			unit := "entries"
 			if ks.Native {
 				unit = "Pebble records"
@@ -57,7 +58,7 @@ func WriteText(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "  keyed %-24q %s%s: %d keys, %d %s, %d bytes\n", ks.Name, ks.Kind, ttl, ks.Keys, ks.Entries, unit, ks.Bytes)
 		}
 		for _, os := range op.OperatorStates {
-			fmt.Fprintf(&b, "  operator state %q (%s): %d elements, %d bytes", os.Name, os.Kind, os.Elements, os.Bytes)
+			fmt.Fprintf(&b, "  operator state %q (%s%s): %d elements, %d bytes", os.Name, os.Kind, schemaSuffix(os.Schema, os.KeySchema), os.Elements, os.Bytes)
 			if os.Meaning != "" {
 				fmt.Fprintf(&b, " (%s)", os.Meaning)
 			}
@@ -72,4 +73,16 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// schemaSuffix is the schemas of a state for the text report.
+func schemaSuffix(schema, keySchema string) string {
+	out := ""
+	if keySchema != "" {
+		out += ", key schema " + keySchema
+	}
+	if schema != "" {
+		out += ", schema " + schema
+	}
+	return out
 }
