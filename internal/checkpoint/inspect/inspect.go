@@ -71,18 +71,18 @@ type KeyedRange struct {
 
 // KeyedState sums one keyed state (or the timers) over the canonical snapshots.
 type KeyedState struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"`
-	TTLMs   int64  `json:"ttlMillis,omitempty"`
-	Codec   string `json:"codec,omitempty"`  // the codec identity recorded (snapshot format 2 on); "" unknown
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	TTLMs int64  `json:"ttlMillis,omitempty"`
+	Codec string `json:"codec,omitempty"` // the codec identity recorded (snapshot format 2 on); "" unknown
 	// Schema and KeySchema are the recorded schemas of the values and of
 	// map user keys, as Go-like type syntax (snapshot format 3 on); "" none.
 	Schema    string `json:"schema,omitempty"`
 	KeySchema string `json:"keySchema,omitempty"`
-	Keys    int64  `json:"keys"`             // distinct keys (per key group; key groups are disjoint)
-	Entries int64  `json:"entries"`          // canonical: namespaces, list elements and map entries count one each; native: Pebble records (a list is one per key and namespace)
-	Bytes   int64  `json:"bytes"`            // canonical: keys, namespaces, user keys and values; native: records as stored
-	Native  bool   `json:"native,omitempty"` // some of it was counted from Pebble's native files
+	Keys      int64  `json:"keys"`             // distinct keys (per key group; key groups are disjoint)
+	Entries   int64  `json:"entries"`          // canonical: namespaces, list elements and map entries count one each; native: Pebble records (a list is one per key and namespace)
+	Bytes     int64  `json:"bytes"`            // canonical: keys, namespaces, user keys and values; native: records as stored
+	Native    bool   `json:"native,omitempty"` // some of it was counted from Pebble's native files
 }
 
 // OperatorState is one non-keyed state, summed over the subtasks.
