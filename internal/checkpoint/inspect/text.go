@@ -50,19 +50,20 @@ func WriteText(w io.Writer, r *Report) error {
 			if ks.Codec != "" {
 				ttl += ", codec " + ks.Codec
 			}
-			ttl += schemaSuffix(ks.Schema, ks.KeySchema)
 			unit := "entries"
 			if ks.Native {
 				unit = "Pebble records"
 			}
 			fmt.Fprintf(&b, "  keyed %-24q %s%s: %d keys, %d %s, %d bytes\n", ks.Name, ks.Kind, ttl, ks.Keys, ks.Entries, unit, ks.Bytes)
+			writeSchemas(&b, ks.Schema, ks.KeySchema)
 		}
 		for _, os := range op.OperatorStates {
-			fmt.Fprintf(&b, "  operator state %q (%s%s): %d elements, %d bytes", os.Name, os.Kind, schemaSuffix(os.Schema, os.KeySchema), os.Elements, os.Bytes)
+			fmt.Fprintf(&b, "  operator state %q (%s): %d elements, %d bytes", os.Name, os.Kind, os.Elements, os.Bytes)
 			if os.Meaning != "" {
 				fmt.Fprintf(&b, " (%s)", os.Meaning)
 			}
 			b.WriteString("\n")
+			writeSchemas(&b, os.Schema, os.KeySchema)
 		}
 		if op.SourceSplits > 0 {
 			fmt.Fprintf(&b, "  source splits: %d\n", op.SourceSplits)
@@ -75,14 +76,13 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
-// schemaSuffix is the schemas of a state for the text report.
-func schemaSuffix(schema, keySchema string) string {
-	out := ""
+// writeSchemas writes a state's recorded schemas, one line each, below
+// the state's line.
+func writeSchemas(b *strings.Builder, schema, keySchema string) {
 	if keySchema != "" {
-		out += ", key schema " + keySchema
+		fmt.Fprintf(b, "    key schema %s\n", keySchema)
 	}
 	if schema != "" {
-		out += ", schema " + schema
+		fmt.Fprintf(b, "    schema %s\n", schema)
 	}
-	return out
 }
