@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"reflect"
+	"sync"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/failure"
@@ -18,16 +20,34 @@ import (
 // the restore, so reads and writes cost the same as without evolution.
 
 // schemaOf is the persisted schema of c's values, "" if c has none.
+// Get*State may be called per element (a trigger's state), so schemas of
+// codecs that do not declare one, which depend only on T and the codec's
+// type, are derived once and cached.
 func schemaOf[T any](c codec.Codec[T]) string {
 	if c == nil {
 		return ""
 	}
-	s, ok := codec.SchemaOf(c)
-	if !ok {
-		return ""
+	_, declared := c.(codec.SchemaDeclarer)
+	key := schemaKey{reflect.TypeFor[T](), reflect.TypeOf(c)}
+	if !declared {
+		if s, ok := derivedSchemas.Load(key); ok {
+			return s.(string)
+		}
 	}
-	return string(s.AppendBinary(nil))
+	var out string
+	if s, ok := codec.SchemaOf(c); ok {
+		out = string(s.AppendBinary(nil))
+	}
+	if !declared {
+		derivedSchemas.Store(key, out)
+	}
+	return out
 }
+
+type schemaKey struct{ value, codec reflect.Type }
+
+// derivedSchemas caches schemaOf by schemaKey.
+var derivedSchemas sync.Map
 
 // part is one codec of a state (its values, or its map user keys) with
 // the schema recorded for it now.
