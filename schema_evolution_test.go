@@ -329,14 +329,25 @@ func TestSchemaEvolutionOnRestore(t *testing.T) {
 			if err != nil {
 				t.Fatalf("restoring into the changed struct: %v", err)
 			}
-			if len(got) != len(want) {
-				t.Fatalf("%d reports, want %d", len(got), len(want))
-			}
-			for _, g := range got {
-				if w := want[g.Key]; !reflect.DeepEqual(g, w) {
-					t.Fatalf("key %s:\n got %+v\nwant %+v", g.Key, g, w)
+			check := func(got []evReport) {
+				t.Helper()
+				if len(got) != len(want) {
+					t.Fatalf("%d reports, want %d", len(got), len(want))
+				}
+				for _, g := range got {
+					if w := want[g.Key]; !reflect.DeepEqual(g, w) {
+						t.Fatalf("key %s:\n got %+v\nwant %+v", g.Key, g, w)
+					}
 				}
 			}
+			check(got)
+			// The migrated state was checkpointed under its new schema
+			// at the end of that run: it restores again, unchanged.
+			got, err = runEvolveJob[evReport](t, tc.cfg, dir, "probes-again", probes, true, &readerV2{})
+			if err != nil {
+				t.Fatalf("restoring the migrated state: %v", err)
+			}
+			check(got)
 		})
 	}
 }
