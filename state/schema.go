@@ -72,8 +72,8 @@ func (p part[T]) migrate(restoredMeta, meta snapshot.StateMeta, restored string)
 		c := p.codec
 		return func(dst, b []byte) ([]byte, error) {
 			v, err := m.Migrate(old, b)
-			if err != nil {
-				return dst, fmt.Errorf("state %q: the codec's migration of a %s from %s: %w", state, p.what, old, err)
+			if err != nil { // the same bytes fail again after a restart
+				return dst, failure.Permanent(fmt.Errorf("state %q: the codec's migration of a %s from %s: %w", state, p.what, old, err))
 			}
 			return c.AppendEncode(dst, v), nil
 		}, nil
@@ -90,7 +90,17 @@ func (p part[T]) migrate(restoredMeta, meta snapshot.StateMeta, restored string)
 	} else if c == codec.CompatibleAsIs {
 		return nil, nil
 	}
-	return codec.Transcoder(old, cur)
+	tc, err := codec.Transcoder(old, cur)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("state %q: %w", state, err))
+	}
+	return func(dst, b []byte) ([]byte, error) {
+		out, err := tc(dst, b)
+		if err != nil { // corrupt restored bytes stay corrupt
+			return out, failure.Permanent(fmt.Errorf("state %q: migrating a %s from %s to %s: %w", state, p.what, old, cur, err))
+		}
+		return out, nil
+	}, nil
 }
 
 // evolveOne is the evolve function of a state with one codec (value, list,

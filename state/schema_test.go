@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -118,5 +119,62 @@ func TestOperatorStateWithoutSchemaRestoresAsBefore(t *testing.T) {
 	}()
 	if be, ok := p.(*state.BackendError); !ok || !strings.Contains(be.Error(), `"state_test.ruleV1"`) {
 		t.Fatalf("another type without a recorded schema: %v, want the codec identity refusal", p)
+	}
+}
+
+// verCodec is a hand-written int64 codec declaring version v of its format
+// (the bytes are the same); version 3 refuses to migrate from 1.
+type verCodec struct {
+	codec.Codec[int64]
+	v int
+}
+
+func (c verCodec) Schema() codec.Schema {
+	return codec.Schema{Kind: codec.SchemaOpaque, Type: "test.ver", Version: c.v}
+}
+
+func (c verCodec) Migrate(old codec.Schema, data []byte) (int64, error) {
+	if c.v == 3 {
+		return 0, errors.New("no way from " + old.String())
+	}
+	v, _, err := c.Decode(data)
+	return v + 1000, err
+}
+
+type verNoMigrate struct{ codec.Codec[int64] }
+
+func (verNoMigrate) Schema() codec.Schema {
+	return codec.Schema{Kind: codec.SchemaOpaque, Type: "test.ver", Version: 2}
+}
+
+// A declared schema that changed goes through the codec's Migrate; its
+// error, or a codec without Migrate, fails the restore permanently.
+func TestDeclaredSchemaMigration(t *testing.T) {
+	s := state.NewOperatorStore()
+	state.GetOperatorListState(s, state.ListDescriptor[int64]{Name: "n", Codec: verCodec{codec.Int64(), 1}}).Update([]int64{1, 2})
+	b, _ := s.Snapshot()
+	restore := func() *state.OperatorStore {
+		r := state.NewOperatorStore()
+		if err := r.Restore(b); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if got := state.GetOperatorListState(restore(), state.ListDescriptor[int64]{Name: "n", Codec: verCodec{codec.Int64(), 2}}).Get(); !reflect.DeepEqual(got, []int64{1001, 1002}) {
+		t.Fatalf("migrated %v, want [1001 1002]", got)
+	}
+	if got := state.GetOperatorListState(restore(), state.ListDescriptor[int64]{Name: "n", Codec: verCodec{codec.Int64(), 1}}).Get(); !reflect.DeepEqual(got, []int64{1, 2}) {
+		t.Fatalf("same version: %v", got)
+	}
+	for _, c := range []codec.Codec[int64]{verCodec{codec.Int64(), 3}, verNoMigrate{codec.Int64()}} {
+		var p any
+		func() {
+			defer func() { p = recover() }()
+			state.GetOperatorListState(restore(), state.ListDescriptor[int64]{Name: "n", Codec: c})
+		}()
+		be, ok := p.(*state.BackendError)
+		if !ok || !failure.IsPermanent(be) || !strings.Contains(be.Error(), `state "n"`) || !strings.Contains(be.Error(), "test.ver@v1") {
+			t.Fatalf("%T: panic %v, want a permanent error naming the state and the old schema", c, p)
+		}
 	}
 }
