@@ -28,5 +28,10 @@
 //
 // The format is not self-describing and carries no version: the versioned
 // formats that persist values (snapshots, savepoints) record which codec and
-// version wrote them.
+// version wrote them, and the codec's Schema (schema.go): for derived codecs
+// the field names and types, recursively. Compare decides whether bytes
+// written under one schema read under another as is, after migration
+// (fields added, removed, moved: Transcoder rewrites the bytes) or not at
+// all (a field's type changed). Hand-written codecs may declare a schema
+// and migrate their own bytes (SchemaDeclarer, Migrator).
 package codec

@@ -20,7 +20,8 @@ func GetReducingState[V any](s KeyedStore, d ReducingDescriptor[V]) ReducingStat
 	meta := stateMeta(d.Name, snapshot.KindReducing, d.TTL, codecID[V](d.Codec))
 	need(d.Codec != nil, d.Name, "Codec")
 	need(d.Reduce != nil, d.Name, "Reduce function")
-	return register(s, meta, func(b statespi.Backend) (ReducingState[V], error) {
+	meta.Schema = schemaOf(d.Codec)
+	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ReducingState[V], error) {
 		var c cell[V]
 		if b.Heap != nil {
 			hc, err := newHeapCell(b.Heap, meta, d.Codec, codecClone(d.Codec))
@@ -54,7 +55,8 @@ func GetAggregatingState[IN, ACC, OUT any](s KeyedStore, d AggregatingDescriptor
 	meta := stateMeta(d.Name, snapshot.KindAggregating, d.TTL, codecID[ACC](d.AccCodec))
 	need(d.AccCodec != nil, d.Name, "AccCodec")
 	need(d.Create != nil && d.Add != nil && d.Result != nil, d.Name, "Create, Add and Result functions")
-	return register(s, meta, func(b statespi.Backend) (AggregatingState[IN, OUT], error) {
+	meta.Schema = schemaOf(d.AccCodec)
+	return register(s, meta, evolveOne(meta, part[ACC]{"accumulator", d.AccCodec, meta.Schema}), func(b statespi.Backend) (AggregatingState[IN, OUT], error) {
 		var c cell[ACC]
 		if b.Heap != nil {
 			hc, err := newHeapCell(b.Heap, meta, d.AccCodec, codecClone(d.AccCodec))

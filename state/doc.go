@@ -33,6 +33,17 @@
 // restarts the job from its last checkpoint. A panic of any other type from
 // state is a programmer error (wrong descriptor, no current key).
 //
+// # Schema evolution
+//
+// Each state records its codecs' schemas (codec.SchemaOf) in snapshots.
+// A restore whose recorded schema differs from the registered state's
+// migrates the restored values once, before the first access (schema.go):
+// struct fields added read as zero values, removed ones are dropped, moved
+// ones are matched by name; a field whose type changed fails the restore
+// permanently, naming the state and the field. A codec implementing
+// codec.Migrator migrates its own values. Snapshots without schemas, and
+// codecs without one, are checked by codec identity as before.
+//
 // # TTL
 //
 // A descriptor's TTLConfig makes entries expire TTL after their last write (or

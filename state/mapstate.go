@@ -15,7 +15,9 @@ func GetMapState[UK comparable, UV any](s KeyedStore, d MapDescriptor[UK, UV]) M
 	meta := stateMeta(d.Name, snapshot.KindMap, d.TTL, codecID[UK](d.UserKeyCodec)+" -> "+codecID[UV](d.ValueCodec))
 	need(d.UserKeyCodec != nil, d.Name, "UserKeyCodec")
 	need(d.ValueCodec != nil, d.Name, "ValueCodec")
-	return register(s, meta, func(b statespi.Backend) (MapState[UK, UV], error) {
+	meta.Schema, meta.KeySchema = schemaOf(d.ValueCodec), schemaOf(d.UserKeyCodec)
+	evolve := evolveTwo(meta, part[UK]{"user key", d.UserKeyCodec, meta.KeySchema}, part[UV]{"value", d.ValueCodec, meta.Schema})
+	return register(s, meta, evolve, func(b statespi.Backend) (MapState[UK, UV], error) {
 		if b.Heap != nil {
 			if intKeyed[UK]() {
 				return newHeapIntMap(b.Heap, meta, d)

@@ -79,7 +79,8 @@ func (s *OperatorStore) snapshot() (snapshot.OperatorSnapshot, error) {
 	return out, nil
 }
 
-func registerOperator[H operatorState](s *OperatorStore, name string, kind snapshot.Kind, codecID string, create func(restored [][]byte) (H, error)) H {
+func registerOperator[H operatorState](s *OperatorStore, meta snapshot.StateMeta, evolve snapshot.Evolve, create func(restored [][]byte) (H, error)) H {
+	name, kind := meta.Name, meta.Kind
 	if name == "" {
 		panic(fmt.Sprintf("state: %s state descriptor without a name", kind))
 	}
@@ -95,10 +96,14 @@ func registerOperator[H operatorState](s *OperatorStore, name string, kind snaps
 		if r.Kind != kind {
 			panic(fmt.Sprintf("operator state %q was restored as %s state, requested as %s state", name, r.Kind, kind))
 		}
-		if snapshot.CodecMismatch(r.Codec, codecID) {
-			panic(&BackendError{State: name, Op: "restore", Err: snapshot.CodecChangeError(name, r.Codec, codecID)})
+		restored := snapshot.StateMeta{Name: name, Kind: r.Kind, Codec: r.Codec, Schema: r.Schema, KeySchema: r.KeySchema}
+		mig, err := snapshot.Resolve(restored, meta, evolve)
+		if err == nil {
+			elems, err = migrateOperator(kind, mig, r.Elements)
 		}
-		elems = r.Elements
+		if err != nil {
+			panic(&BackendError{State: name, Op: "restore", Err: err})
+		}
 	}
 	h, err := create(elems)
 	if err != nil {
@@ -127,9 +132,10 @@ func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot
 	if d.TTL != nil {
 		panic(fmt.Sprintf("operator state %q: TTL applies to keyed state only", d.Name))
 	}
-	id := codecID[V](d.Codec)
-	return registerOperator(s, d.Name, kind, id, func(restored [][]byte) (*operatorList[V], error) {
-		l := &operatorList[V]{name: d.Name, kind: kind, codec: d.Codec, codecID: id}
+	meta := snapshot.StateMeta{Name: d.Name, Kind: kind, Codec: codecID[V](d.Codec), Schema: schemaOf(d.Codec)}
+	evolve := evolveOne(meta, part[V]{"list element", d.Codec, meta.Schema})
+	return registerOperator(s, meta, evolve, func(restored [][]byte) (*operatorList[V], error) {
+		l := &operatorList[V]{name: d.Name, kind: kind, codec: d.Codec, meta: meta}
 		for _, b := range restored {
 			v, _, err := d.Codec.Decode(b)
 			if err != nil {
@@ -142,11 +148,11 @@ func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot
 }
 
 type operatorList[V any] struct {
-	name    string
-	kind    snapshot.Kind
-	codec   codec.Codec[V]
-	codecID string // recorded in snapshots, checked on restore
-	elems   []V
+	name  string
+	kind  snapshot.Kind
+	codec codec.Codec[V]
+	meta  snapshot.StateMeta // codec identity and schema, recorded in snapshots
+	elems []V
 }
 
 func (l *operatorList[V]) Get() []V {
@@ -160,7 +166,7 @@ func (l *operatorList[V]) AddAll(vs []V) { l.elems = append(l.elems, vs...) }
 func (l *operatorList[V]) Update(vs []V) { l.elems = slices.Clone(vs) }
 func (l *operatorList[V]) Clear()        { l.elems = nil }
 func (l *operatorList[V]) snapshot() (snapshot.OperatorState, error) {
-	st := snapshot.OperatorState{Name: l.name, Kind: l.kind, Codec: l.codecID}
+	st := snapshot.OperatorState{Name: l.name, Kind: l.kind, Codec: l.meta.Codec, Schema: l.meta.Schema}
 	for _, v := range l.elems {
 		st.Elements = append(st.Elements, l.codec.AppendEncode(nil, v))
 	}
@@ -191,7 +197,9 @@ type BroadcastState[K comparable, V any] interface {
 func GetBroadcastState[K comparable, V any](s *OperatorStore, d BroadcastDescriptor[K, V]) BroadcastState[K, V] {
 	need(d.KeyCodec != nil, d.Name, "KeyCodec")
 	need(d.ValueCodec != nil, d.Name, "ValueCodec")
-	return registerOperator(s, d.Name, snapshot.KindBroadcast, broadcastCodecID(d), func(restored [][]byte) (*broadcast[K, V], error) {
+	meta := broadcastMeta(d)
+	evolve := evolveTwo(meta, part[K]{"key", d.KeyCodec, meta.KeySchema}, part[V]{"value", d.ValueCodec, meta.Schema})
+	return registerOperator(s, meta, evolve, func(restored [][]byte) (*broadcast[K, V], error) {
 		b := &broadcast[K, V]{d: d, m: map[K]V{}}
 		for _, e := range restored {
 			n, w := binary.Uvarint(e)
@@ -235,7 +243,8 @@ func (b *broadcast[K, V]) All() iter.Seq2[K, V] {
 // snapshot encodes the entries sorted by their bytes, so every subtask's
 // copy encodes identically.
 func (b *broadcast[K, V]) snapshot() (snapshot.OperatorState, error) {
-	st := snapshot.OperatorState{Name: b.d.Name, Kind: snapshot.KindBroadcast, Codec: broadcastCodecID(b.d)}
+	meta := broadcastMeta(b.d)
+	st := snapshot.OperatorState{Name: b.d.Name, Kind: snapshot.KindBroadcast, Codec: meta.Codec, Schema: meta.Schema, KeySchema: meta.KeySchema}
 	for k, v := range b.m {
 		kb := b.d.KeyCodec.AppendEncode(nil, k)
 		e := binary.AppendUvarint(nil, uint64(len(kb)))
@@ -246,6 +255,43 @@ func (b *broadcast[K, V]) snapshot() (snapshot.OperatorState, error) {
 	return st, nil
 }
 
-func broadcastCodecID[K comparable, V any](d BroadcastDescriptor[K, V]) string {
-	return codecID[K](d.KeyCodec) + " -> " + codecID[V](d.ValueCodec)
+func broadcastMeta[K comparable, V any](d BroadcastDescriptor[K, V]) snapshot.StateMeta {
+	return snapshot.StateMeta{Name: d.Name, Kind: snapshot.KindBroadcast,
+		Codec:  codecID[K](d.KeyCodec) + " -> " + codecID[V](d.ValueCodec),
+		Schema: schemaOf(d.ValueCodec), KeySchema: schemaOf(d.KeyCodec)}
+}
+
+// migrateOperator rewrites restored operator state elements through m
+// (broadcast entries: uvarint key length, key, value).
+func migrateOperator(kind snapshot.Kind, m snapshot.Migration, elems [][]byte) ([][]byte, error) {
+	if m.None() {
+		return elems, nil
+	}
+	out := make([][]byte, len(elems))
+	for i, e := range elems {
+		var err error
+		if kind != snapshot.KindBroadcast {
+			if out[i], err = m.Value(nil, e); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		n, w := binary.Uvarint(e)
+		if w <= 0 || n > uint64(len(e)-w) {
+			return nil, fmt.Errorf("corrupt broadcast entry")
+		}
+		k, v := e[w:w+int(n)], e[w+int(n):]
+		if m.UserKey != nil {
+			if k, err = m.UserKey(nil, k); err != nil {
+				return nil, err
+			}
+		}
+		if m.Value != nil {
+			if v, err = m.Value(nil, v); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = append(append(binary.AppendUvarint(nil, uint64(len(k))), k...), v...)
+	}
+	return out, nil
 }

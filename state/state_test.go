@@ -235,7 +235,7 @@ func (failingTable) Get([]byte) ([]byte, int64, bool, error) { return nil, 0, fa
 
 type failingStore struct{ state.StoreBase }
 
-func (failingStore) KeyedState(meta snapshot.StateMeta, create func(statespi.Backend) (any, error)) any {
+func (failingStore) KeyedState(meta snapshot.StateMeta, _ snapshot.Evolve, create func(statespi.Backend) (any, error)) any {
 	h, _ := create(statespi.Backend{KV: failingTable{}, Now: func() int64 { return 0 }})
 	return h
 }

@@ -40,12 +40,12 @@ func fail(name, op string, err error) {
 }
 
 // register looks the state up in s, creating it with create, and checks its type.
-func register[H any](s KeyedStore, meta snapshot.StateMeta, create func(statespi.Backend) (H, error)) H {
+func register[H any](s KeyedStore, meta snapshot.StateMeta, evolve snapshot.Evolve, create func(statespi.Backend) (H, error)) H {
 	spi, ok := s.(statespi.Store)
 	if !ok {
 		panic(fmt.Sprintf("state %q: %T is not a keyed state backend (use the KeyedStore the runtime gives)", meta.Name, s))
 	}
-	h := spi.KeyedState(meta, func(b statespi.Backend) (any, error) { return create(b) })
+	h := spi.KeyedState(meta, evolve, func(b statespi.Backend) (any, error) { return create(b) })
 	typed, ok := h.(H)
 	if !ok {
 		panic(fmt.Sprintf("state %q is registered as %T, requested as %T (same name, different type)", meta.Name, h, *new(H)))

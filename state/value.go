@@ -11,7 +11,8 @@ import (
 func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 	meta := stateMeta(d.Name, snapshot.KindValue, d.TTL, codecID[V](d.Codec))
 	need(d.Codec != nil, d.Name, "Codec")
-	return register(s, meta, func(b statespi.Backend) (ValueState[V], error) {
+	meta.Schema = schemaOf(d.Codec)
+	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ValueState[V], error) {
 		if b.Heap != nil {
 			return newHeapCell(b.Heap, meta, d.Codec, func(v V) V { return v })
 		}

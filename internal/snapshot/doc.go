@@ -15,7 +15,9 @@
 //	chunks   type byte | payload length u32 | payload | CRC32C u32 of type+length+payload
 //	         'M' metadata (exactly one, first): uvarint count, per state:
 //	             name (uvarint length + bytes), kind byte, ttl millis varint, ttl update byte,
-//	             codec identity (uvarint length + bytes; version 2 on, absent in version 1)
+//	             codec identity (uvarint length + bytes; version 2 on, absent in version 1),
+//	             value schema, user-key schema (each uvarint length + bytes, "" for none:
+//	             codec.Schema.AppendBinary; version 3 on)
 //	         'G' key-group entries (zero or more per key group, contiguous per key group):
 //	             uvarint key group, then entries until the end of the payload:
 //	             uvarint state index, flags byte (1: has user key, 2: has TTL timestamp),

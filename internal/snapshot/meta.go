@@ -77,6 +77,54 @@ type StateMeta struct {
 	// decoded as another type. "" means unknown (snapshots of format
 	// version 1, timers): not checked.
 	Codec string
+	// Schema and KeySchema are the persisted codec.Schema (AppendBinary)
+	// of the values and of the map (or broadcast) user keys, for codecs
+	// that have one (codec.SchemaOf); "" means none recorded (format
+	// version 2 and before, timers, codecs without a schema). A restore
+	// whose recorded schema differs from the registered state's migrates
+	// the state's bytes (Migration) or fails naming the field.
+	Schema    string
+	KeySchema string
+}
+
+// Migration rewrites the stored bytes of a restored state into the bytes
+// of the state as registered now: one value (a list element, a map value)
+// or one map user key at a time, appending to dst. A nil func keeps those
+// bytes as they are.
+type Migration struct {
+	Value   func(dst, old []byte) ([]byte, error)
+	UserKey func(dst, old []byte) ([]byte, error)
+}
+
+// None reports whether m keeps every byte as it is.
+func (m Migration) None() bool { return m.Value == nil && m.UserKey == nil }
+
+// Evolve decides, once per state at restore, how bytes written under the
+// restored state's metadata become bytes of the registered state: package
+// state builds it from the registered codecs. Its errors are permanent.
+type Evolve func(restored StateMeta) (Migration, error)
+
+// Resolve is the decision of a backend attaching restored state to a
+// registered one: no migration when codec and schemas are equal (the
+// common case, decided without calling evolve); evolve's decision when
+// they differ; without evolve, the codec identity check of format 2.
+func Resolve(restored, registered StateMeta, evolve Evolve) (Migration, error) {
+	if restored.Schema == registered.Schema && restored.KeySchema == registered.KeySchema &&
+		!CodecMismatch(restored.Codec, registered.Codec) {
+		return Migration{}, nil
+	}
+	if evolve == nil {
+		if CodecMismatch(restored.Codec, registered.Codec) || schemaMismatch(restored, registered) {
+			return Migration{}, CodecChangeError(restored.Name, restored.Codec, registered.Codec)
+		}
+		return Migration{}, nil
+	}
+	return evolve(restored)
+}
+
+func schemaMismatch(a, b StateMeta) bool {
+	differ := func(x, y string) bool { return x != "" && y != "" && x != y }
+	return differ(a.Schema, b.Schema) || differ(a.KeySchema, b.KeySchema)
 }
 
 // CodecChangeError is the error for a state whose codec changed between
@@ -85,8 +133,8 @@ type StateMeta struct {
 // fails at once instead of restarting into it under its restart strategy.
 func CodecChangeError(state, restored, registered string) error {
 	return failure.Permanent(fmt.Errorf("state %q was written with codec %q and is declared now with codec %q; "+
-		"a state's codec can change only through a declared migration, and Weir has no state migration yet: "+
-		"keep the old type (and codec version), or move the data to a state of a new name",
+		"Weir migrates the state of codecs with a schema (codec.For and the basic codecs: fields added, removed or moved) "+
+		"and of codecs that implement codec.Migrator; keep the old type (and codec version), or move the data to a state of a new name",
 		state, restored, registered))
 }
 

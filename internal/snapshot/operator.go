@@ -17,6 +17,10 @@ type OperatorState struct {
 	// Codec identifies the elements' codec (as StateMeta.Codec; broadcast
 	// state: "K -> V"); "" unknown (format version 1), not checked.
 	Codec string
+	// Schema and KeySchema are as StateMeta's (broadcast state: key and
+	// value); "" none recorded (format version 2 and before).
+	Schema    string
+	KeySchema string
 }
 
 // OperatorSnapshot is the non-keyed state of one operator subtask.
@@ -28,7 +32,8 @@ const (
 	operatorMagic = "WEIROPS\x00"
 	// operatorVersion 2 added each state's codec identity after its kind;
 	// version 1 (testdata/operator-v1.bin) still decodes, without it.
-	operatorVersion    = 2
+	// Version 3 added the schemas after the codec identity.
+	operatorVersion    = 3
 	minOperatorVersion = 1
 )
 
@@ -36,7 +41,7 @@ const (
 //
 //	magic "WEIROPS\x00" | version u16 | payload length u32 | payload | CRC32C u32 of all before
 //	payload: uvarint count, per state: name, kind byte, codec (version 2 on),
-//	uvarint element count, elements (names, codecs and elements are uvarint
+//	schema and key schema (version 3 on), uvarint element count, elements (names, codecs and elements are uvarint
 //	length + bytes)
 func EncodeOperator(s OperatorSnapshot) []byte {
 	var p []byte
@@ -45,6 +50,8 @@ func EncodeOperator(s OperatorSnapshot) []byte {
 		p = appendBytes(p, []byte(st.Name))
 		p = append(p, byte(st.Kind))
 		p = appendBytes(p, []byte(st.Codec))
+		p = appendBytes(p, []byte(st.Schema))
+		p = appendBytes(p, []byte(st.KeySchema))
 		p = binary.AppendUvarint(p, uint64(len(st.Elements)))
 		for _, e := range st.Elements {
 			p = appendBytes(p, e)
@@ -88,6 +95,9 @@ func DecodeOperator(b []byte) (OperatorSnapshot, error) {
 		if v >= 2 {
 			st.Codec = string(d.bytes("codec"))
 		}
+		if v >= 3 {
+			st.Schema, st.KeySchema = string(d.bytes("schema")), string(d.bytes("key schema"))
+		}
 		ne := d.uvarint("element count")
 		if d.err == nil && ne > uint64(len(d.b)) {
 			return s, corrupt(part, "state %q: element count %d exceeds payload", st.Name, ne)
@@ -123,22 +133,26 @@ func RedistributeOperator(old []OperatorSnapshot, newParallelism int) ([]Operato
 		return nil, fmt.Errorf("snapshot: new parallelism %d", newParallelism)
 	}
 	type merged struct {
-		kind  Kind
-		codec string
-		elems [][]byte
-		first bool // broadcast: a copy was taken already
+		kind      Kind
+		codec     string
+		schema    string
+		keySchema string
+		elems     [][]byte
+		first     bool // broadcast: a copy was taken already
 	}
 	all := map[string]*merged{}
 	for i, o := range old {
 		for _, st := range o.States {
 			m := all[st.Name]
 			if m == nil {
-				m = &merged{kind: st.Kind, codec: st.Codec}
+				m = &merged{kind: st.Kind, codec: st.Codec, schema: st.Schema, keySchema: st.KeySchema}
 				all[st.Name] = m
 			} else if m.kind != st.Kind {
 				return nil, fmt.Errorf("snapshot: operator state %q is %s in one subtask and %s in subtask %d", st.Name, m.kind, st.Kind, i)
 			} else if CodecMismatch(m.codec, st.Codec) {
 				return nil, fmt.Errorf("snapshot: operator state %q has codec %q in one subtask and %q in subtask %d", st.Name, m.codec, st.Codec, i)
+			} else if (m.schema != "" && st.Schema != "" && m.schema != st.Schema) || (m.keySchema != "" && st.KeySchema != "" && m.keySchema != st.KeySchema) {
+				return nil, fmt.Errorf("snapshot: operator state %q has different schemas in one subtask and in subtask %d", st.Name, i)
 			} else if m.codec == "" {
 				m.codec = st.Codec
 			}
@@ -162,7 +176,7 @@ func RedistributeOperator(old []OperatorSnapshot, newParallelism int) ([]Operato
 		total := len(m.elems)
 		start := 0
 		for i := range out {
-			st := OperatorState{Name: n, Kind: m.kind, Codec: m.codec}
+			st := OperatorState{Name: n, Kind: m.kind, Codec: m.codec, Schema: m.schema, KeySchema: m.keySchema}
 			switch m.kind {
 			case KindOperatorList:
 				size := total / newParallelism

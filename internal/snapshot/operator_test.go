@@ -157,3 +157,20 @@ func FuzzDecodeOperator(f *testing.F) {
 		}
 	})
 }
+
+// Format version 3 keeps each state's schemas, through redistribution too.
+func TestOperatorSchemasRoundTrip(t *testing.T) {
+	in := ops("offsets:l=p0,,p2;rules:b=k")
+	in.States[0].Schema = "\x01\x00\x05"
+	in.States[1].Schema, in.States[1].KeySchema = "\x01\x00\x0e", "\x01\x00\x0f"
+	got, err := DecodeOperator(EncodeOperator(in))
+	if err != nil || show([]OperatorSnapshot{got}) != show([]OperatorSnapshot{in}) ||
+		got.States[0].Schema != in.States[0].Schema || got.States[1].Schema != in.States[1].Schema ||
+		got.States[1].KeySchema != in.States[1].KeySchema {
+		t.Fatalf("decoded %q, %v", got, err)
+	}
+	re, err := RedistributeOperator([]OperatorSnapshot{got, got}, 3)
+	if err != nil || re[2].States[0].Schema != in.States[0].Schema || re[2].States[1].KeySchema != in.States[1].KeySchema {
+		t.Fatalf("redistributed %q, %v", re, err)
+	}
+}

@@ -208,9 +208,12 @@ func (sr *Reader) parseMeta(p []byte) error {
 		k := Kind(d.byte1("state kind"))
 		ttl := d.varint("ttl")
 		upd := TTLUpdate(d.byte1("ttl update"))
-		var cdc string
+		var cdc, schema, keySchema string
 		if sr.header.Version >= 2 {
 			cdc = string(d.bytes("codec"))
+		}
+		if sr.header.Version >= 3 {
+			schema, keySchema = string(d.bytes("schema")), string(d.bytes("key schema"))
 		}
 		if d.err != nil {
 			break
@@ -225,7 +228,8 @@ func (sr *Reader) parseMeta(p []byte) error {
 			return corrupt(d.part, "state %q listed twice", name)
 		}
 		seen[name] = true
-		sr.states = append(sr.states, StateMeta{Name: name, Kind: k, TTLMillis: ttl, TTLUpdate: upd, Codec: cdc})
+		sr.states = append(sr.states, StateMeta{Name: name, Kind: k, TTLMillis: ttl, TTLUpdate: upd, Codec: cdc,
+			Schema: schema, KeySchema: keySchema})
 	}
 	if d.err == nil && len(d.b) != 0 {
 		return corrupt(d.part, "%d trailing bytes", len(d.b))

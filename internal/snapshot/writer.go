@@ -15,7 +15,9 @@ import (
 // versions they know; a new version keeps a golden file of the old one.
 // Version 2 added each state's codec identity (StateMeta.Codec) to the
 // metadata chunk; version 1 files still decode, with no codec recorded.
-const Version = 2
+// Version 3 added each state's schemas (StateMeta.Schema, KeySchema);
+// version 2 files decode with none recorded, and restore as before.
+const Version = 3
 
 // minVersion is the oldest format version the reader accepts.
 const minVersion = 1
@@ -89,6 +91,8 @@ func NewWriter(w io.Writer, h Header, states []StateMeta) (*Writer, error) {
 		p = binary.AppendVarint(p, s.TTLMillis)
 		p = append(p, byte(s.TTLUpdate))
 		p = appendBytes(p, []byte(s.Codec))
+		p = appendBytes(p, []byte(s.Schema))
+		p = appendBytes(p, []byte(s.KeySchema))
 	}
 	if err := sw.chunk(chunkMeta, p); err != nil {
 		return nil, err

@@ -25,9 +25,11 @@
 //   - Restore takes snapshots of any key-group ranges (canonical, from either
 //     backend; or native Pebble checkpoints into the Pebble backend) and keeps
 //     the key groups of its own range: that is rescaling. A restored state
-//     registered later with another kind or codec identity
-//     (snapshot.StateMeta.Codec) fails its registration: its bytes would
-//     be decoded as another type.
+//     registered later with another kind fails its registration; with
+//     another codec identity or schema it goes through snapshot.Resolve and
+//     the state's evolve function: migrated once (the heap backend as it
+//     decodes the restored entries; Pebble by rewriting the state's entries
+//     into a new table id at registration) or refused.
 //   - Close releases the backend (Pebble: closes and deletes its working dir).
 //
 // Everything but Pending.Materialize must be called from the task goroutine.

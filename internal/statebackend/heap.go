@@ -24,8 +24,9 @@ func newHeapKeyed(cfg Config) *heapKeyed {
 	return &heapKeyed{cfg: cfg, s: s}
 }
 
-func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, create func(statespi.Backend) (any, error)) any {
+func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(statespi.Backend) (any, error)) any {
 	return k.reg.get(meta, create, func(snapshot.StateMeta) (statespi.Backend, error) {
+		k.s.SetEvolve(meta.Name, evolve) // the table's attach migrates restored entries with it
 		return statespi.Backend{Heap: k.s, Now: k.s.Now}, nil
 	})
 }

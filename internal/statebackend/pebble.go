@@ -43,9 +43,9 @@ func newPebbleKeyed(cfg Config) (*pebbleKeyed, error) {
 	return &pebbleKeyed{cfg: cfg, db: db}, nil
 }
 
-func (k *pebbleKeyed) KeyedState(meta snapshot.StateMeta, create func(statespi.Backend) (any, error)) any {
+func (k *pebbleKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(statespi.Backend) (any, error)) any {
 	return k.reg.get(meta, create, func(m snapshot.StateMeta) (statespi.Backend, error) {
-		t, err := k.db.Table(m)
+		t, err := k.db.Table(m, evolve)
 		if err != nil {
 			return statespi.Backend{}, err
 		}

@@ -10,8 +10,11 @@ import (
 type Store interface {
 	// KeyedState returns the handle registered under meta.Name, calling
 	// create on first use. It panics if the name is registered with another
-	// kind, and with a *state.BackendError if the backend fails.
-	KeyedState(meta snapshot.StateMeta, create func(Backend) (any, error)) any
+	// kind, and with a *state.BackendError if the backend fails. Restored
+	// state of the name whose metadata differs from meta is attached
+	// through snapshot.Resolve with evolve (nil: codec identity check only),
+	// migrating its bytes once if evolve says so.
+	KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(Backend) (any, error)) any
 }
 
 // Backend is what a backend offers to the handle constructors of package

@@ -71,14 +71,18 @@ type KeyedRange struct {
 
 // KeyedState sums one keyed state (or the timers) over the canonical snapshots.
 type KeyedState struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"`
-	TTLMs   int64  `json:"ttlMillis,omitempty"`
-	Codec   string `json:"codec,omitempty"`  // the codec identity recorded (snapshot format 2 on); "" unknown
-	Keys    int64  `json:"keys"`             // distinct keys (per key group; key groups are disjoint)
-	Entries int64  `json:"entries"`          // canonical: namespaces, list elements and map entries count one each; native: Pebble records (a list is one per key and namespace)
-	Bytes   int64  `json:"bytes"`            // canonical: keys, namespaces, user keys and values; native: records as stored
-	Native  bool   `json:"native,omitempty"` // some of it was counted from Pebble's native files
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	TTLMs int64  `json:"ttlMillis,omitempty"`
+	Codec string `json:"codec,omitempty"` // the codec identity recorded (snapshot format 2 on); "" unknown
+	// Schema and KeySchema are the recorded schemas of the values and of
+	// map user keys, as Go-like type syntax (snapshot format 3 on); "" none.
+	Schema    string `json:"schema,omitempty"`
+	KeySchema string `json:"keySchema,omitempty"`
+	Keys      int64  `json:"keys"`             // distinct keys (per key group; key groups are disjoint)
+	Entries   int64  `json:"entries"`          // canonical: namespaces, list elements and map entries count one each; native: Pebble records (a list is one per key and namespace)
+	Bytes     int64  `json:"bytes"`            // canonical: keys, namespaces, user keys and values; native: records as stored
+	Native    bool   `json:"native,omitempty"` // some of it was counted from Pebble's native files
 }
 
 // OperatorState is one non-keyed state, summed over the subtasks.
@@ -89,6 +93,22 @@ type OperatorState struct {
 	Bytes    int64  `json:"bytes"`
 	Meaning  string `json:"meaning,omitempty"` // for states Weir's operators write
 	Codec    string `json:"codec,omitempty"`   // the codec identity recorded (operator format 2 on)
+	// Schema and KeySchema as KeyedState's (operator format 3 on).
+	Schema    string `json:"schema,omitempty"`
+	KeySchema string `json:"keySchema,omitempty"`
+}
+
+// schemaText renders a recorded schema (codec.Schema.AppendBinary) as
+// Go-like type syntax; "" stays "".
+func schemaText(b string) string {
+	if b == "" {
+		return ""
+	}
+	s, err := codec.ParseSchema([]byte(b))
+	if err != nil {
+		return fmt.Sprintf("(corrupt schema: %v)", err)
+	}
+	return s.String()
 }
 
 // PendingCommit is a committable a two-phase-commit sink prepared and had
@@ -181,7 +201,8 @@ func inspectOperator(ctx context.Context, s *storage.Store, os *storage.Operator
 		for _, ost := range snap.States {
 			sum := opStates[ost.Name]
 			if sum == nil {
-				sum = &OperatorState{Name: ost.Name, Kind: ost.Kind.String(), Meaning: meaning(ost.Name), Codec: ost.Codec}
+				sum = &OperatorState{Name: ost.Name, Kind: ost.Kind.String(), Meaning: meaning(ost.Name), Codec: ost.Codec,
+					Schema: schemaText(ost.Schema), KeySchema: schemaText(ost.KeySchema)}
 				opStates[ost.Name] = sum
 			}
 			// Broadcast state is the same in every subtask: count one copy.
@@ -259,7 +280,8 @@ func sumCanonical(ctx context.Context, s *storage.Store, h storage.ObjectHandle,
 	for i, m := range states {
 		sum := sums[m.Name]
 		if sum == nil {
-			sum = &KeyedState{Name: m.Name, Kind: m.Kind.String(), TTLMs: m.TTLMillis, Codec: m.Codec}
+			sum = &KeyedState{Name: m.Name, Kind: m.Kind.String(), TTLMs: m.TTLMillis, Codec: m.Codec,
+				Schema: schemaText(m.Schema), KeySchema: schemaText(m.KeySchema)}
 			sums[m.Name] = sum
 		}
 		local[i] = sum
@@ -328,7 +350,8 @@ func sumNative(ctx context.Context, s *storage.Store, kh storage.KeyedHandle, su
 	for _, st := range states {
 		sum := sums[st.Meta.Name]
 		if sum == nil {
-			sum = &KeyedState{Name: st.Meta.Name, Kind: st.Meta.Kind.String(), TTLMs: st.Meta.TTLMillis, Codec: st.Meta.Codec}
+			sum = &KeyedState{Name: st.Meta.Name, Kind: st.Meta.Kind.String(), TTLMs: st.Meta.TTLMillis, Codec: st.Meta.Codec,
+				Schema: schemaText(st.Meta.Schema), KeySchema: schemaText(st.Meta.KeySchema)}
 			sums[st.Meta.Name] = sum
 		}
 		sum.Native = true

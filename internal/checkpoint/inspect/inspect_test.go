@@ -131,6 +131,9 @@ func TestInspectCanonical(t *testing.T) {
 					if ks.Kind != "value" || ks.Keys != int64(keys) || ks.Entries != int64(keys) || ks.Bytes <= 0 || ks.Codec != "tuple.T2[int64,int64]" {
 						t.Errorf("count-sum: %+v, want value state with %d keys and entries", ks, keys)
 					}
+					if want := "tuple.T2[int64,int64]{F0 int64; F1 int64}"; ks.Schema != want {
+						t.Errorf("count-sum schema %q, want %q", ks.Schema, want)
+					}
 				}
 			}
 			if !found {
@@ -177,6 +180,9 @@ func TestInspectNative(t *testing.T) {
 			if !ks.Native || ks.Keys != int64(keys) || ks.Entries != int64(keys) || ks.Codec != "tuple.T2[int64,int64]" {
 				t.Errorf("count-sum from native files: %+v, want %d keys and records", ks, keys)
 			}
+			if want := "tuple.T2[int64,int64]{F0 int64; F1 int64}"; ks.Schema != want {
+				t.Errorf("count-sum schema from native files %q, want %q", ks.Schema, want)
+			}
 		}
 	}
 	if !found {
@@ -185,6 +191,9 @@ func TestInspectNative(t *testing.T) {
 	var b strings.Builder
 	if err := inspect.WriteText(&b, r); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "schema tuple.T2[int64,int64]{F0 int64; F1 int64}") {
+		t.Errorf("text does not print the schema:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), "Pebble records") {
 		t.Errorf("text does not say native counts are Pebble records:\n%s", b.String())

@@ -55,6 +55,7 @@ func WriteText(w io.Writer, r *Report) error {
 				unit = "Pebble records"
 			}
 			fmt.Fprintf(&b, "  keyed %-24q %s%s: %d keys, %d %s, %d bytes\n", ks.Name, ks.Kind, ttl, ks.Keys, ks.Entries, unit, ks.Bytes)
+			writeSchemas(&b, ks.Schema, ks.KeySchema)
 		}
 		for _, os := range op.OperatorStates {
 			fmt.Fprintf(&b, "  operator state %q (%s): %d elements, %d bytes", os.Name, os.Kind, os.Elements, os.Bytes)
@@ -62,6 +63,7 @@ func WriteText(w io.Writer, r *Report) error {
 				fmt.Fprintf(&b, " (%s)", os.Meaning)
 			}
 			b.WriteString("\n")
+			writeSchemas(&b, os.Schema, os.KeySchema)
 		}
 		if op.SourceSplits > 0 {
 			fmt.Fprintf(&b, "  source splits: %d\n", op.SourceSplits)
@@ -72,4 +74,15 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSchemas writes a state's recorded schemas, one line each, below
+// the state's line.
+func writeSchemas(b *strings.Builder, schema, keySchema string) {
+	if keySchema != "" {
+		fmt.Fprintf(b, "    key schema %s\n", keySchema)
+	}
+	if schema != "" {
+		fmt.Fprintf(b, "    schema %s\n", schema)
+	}
 }

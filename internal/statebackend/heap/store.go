@@ -54,6 +54,9 @@ type Store struct {
 	tables  map[string]erased
 	list    []erased        // the tables in order of registration
 	pending map[string]*raw // restored states not registered yet
+	// evolve holds the registered states' evolve functions (SetEvolve),
+	// which attach and Restore use when restored metadata differs.
+	evolve map[string]snapshot.Evolve
 	// probe is CurrentLines' scratch: a local one escaped to the heap
 	// through the erased interface, an allocation per element.
 	probe Probe
@@ -79,7 +82,16 @@ type erased interface {
 // NewStore returns an empty store for the key groups in rng.
 func NewStore(rng keygroup.Range, maxParallelism int, c clock.Clock) *Store {
 	return &Store{rng: rng, maxPar: maxParallelism, clock: c, kgIdx: -1, epoch: 1,
-		tables: map[string]erased{}, pending: map[string]*raw{}}
+		tables: map[string]erased{}, pending: map[string]*raw{}, evolve: map[string]snapshot.Evolve{}}
+}
+
+// SetEvolve gives the state of the name the function that decides how its
+// restored entries migrate when their metadata differs from the
+// registered state's (snapshot.Resolve). Call it before NewTable.
+func (s *Store) SetEvolve(name string, e snapshot.Evolve) {
+	if e != nil {
+		s.evolve[name] = e
+	}
 }
 
 // Epoch changes whenever the current key or namespace does (and at a
@@ -226,10 +238,12 @@ func (s *Store) attach(name string, t erased) error {
 	if r.meta.Kind != t.meta().Kind {
 		return fmt.Errorf("state %q was restored as %s state but is registered as %s state", name, r.meta.Kind, t.meta().Kind)
 	}
-	if snapshot.CodecMismatch(r.meta.Codec, t.meta().Codec) {
-		return snapshot.CodecChangeError(name, r.meta.Codec, t.meta().Codec)
+	mig, err := snapshot.Resolve(r.meta, t.meta(), s.evolve[name])
+	if err != nil {
+		return err
 	}
 	var mk []byte
+	var mb migrateBufs
 	// Kinds with one entry per key: the table can be sized for a key
 	// group's entries before they go in. (A map or list state has an
 	// entry per user key or element, often many per key.)
@@ -239,6 +253,11 @@ func (s *Store) attach(name string, t erased) error {
 			t.reserve(s.rng.Start+i, len(es))
 		}
 		for _, e := range es {
+			if !mig.None() {
+				if e, err = mb.apply(mig, e); err != nil {
+					return fmt.Errorf("state %q: migrating key group %d: %w", name, s.rng.Start+i, err)
+				}
+			}
 			mk = mapKey(mk[:0], e.Key, e.Namespace)
 			if err := t.restore(s.rng.Start+i, mk, e, r.meta.HasTTL()); err != nil {
 				return fmt.Errorf("state %q: restoring key group %d: %w", name, s.rng.Start+i, err)
@@ -343,6 +362,8 @@ func (s *Store) Restore(r *snapshot.Reader) error {
 	s.epoch++
 	states := r.States()
 	var mk []byte
+	var mb migrateBufs
+	migs := make([]*snapshot.Migration, len(states)) // decided once per state
 	for _, kg := range r.KeyGroups() {
 		if !s.rng.Contains(kg) {
 			continue
@@ -356,8 +377,18 @@ func (s *Store) Restore(r *snapshot.Reader) error {
 				if t.meta().Kind != m.Kind {
 					return fmt.Errorf("state %q: snapshot has %s state, registered as %s", m.Name, m.Kind, t.meta().Kind)
 				}
-				if snapshot.CodecMismatch(m.Codec, t.meta().Codec) {
-					return snapshot.CodecChangeError(m.Name, m.Codec, t.meta().Codec)
+				if migs[e.State] == nil {
+					mig, err := snapshot.Resolve(m, t.meta(), s.evolve[m.Name])
+					if err != nil {
+						return err
+					}
+					migs[e.State] = &mig
+				}
+				if mig := migs[e.State]; !mig.None() {
+					var err error
+					if e, err = mb.apply(*mig, e); err != nil {
+						return fmt.Errorf("state %q: migrating key group %d: %w", m.Name, kg, err)
+					}
 				}
 				mk = mapKey(mk[:0], e.Key, e.Namespace)
 				return t.restore(kg, mk, e, m.HasTTL())
@@ -381,6 +412,27 @@ func (s *Store) Restore(r *snapshot.Reader) error {
 		}
 	}
 	return nil
+}
+
+// migrateBufs holds the scratch of migrated entries: a table's Restore
+// decodes the entry before the next one is migrated.
+type migrateBufs struct{ value, userKey []byte }
+
+func (b *migrateBufs) apply(m snapshot.Migration, e snapshot.Entry) (snapshot.Entry, error) {
+	var err error
+	if m.Value != nil {
+		if b.value, err = m.Value(b.value[:0], e.Value); err != nil {
+			return e, err
+		}
+		e.Value = b.value
+	}
+	if m.UserKey != nil && e.HasUserKey {
+		if b.userKey, err = m.UserKey(b.userKey[:0], e.UserKey); err != nil {
+			return e, err
+		}
+		e.UserKey = b.userKey
+	}
+	return e, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -168,9 +168,16 @@ func encodeMeta(id uint16, m snapshot.StateMeta) []byte {
 	b = append(b, byte(m.TTLUpdate))
 	// The codec identity came later: metadata without it (older databases
 	// and native checkpoints) ends after the TTL update byte.
-	if m.Codec != "" {
+	if m.Codec != "" || m.Schema != "" || m.KeySchema != "" {
 		b = binary.AppendUvarint(b, uint64(len(m.Codec)))
 		b = append(b, m.Codec...)
+	}
+	// So did the schemas: after the codec identity, when there are any.
+	if m.Schema != "" || m.KeySchema != "" {
+		for _, s := range []string{m.Schema, m.KeySchema} {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
 	}
 	return b
 }
@@ -188,12 +195,19 @@ func decodeMeta(name string, v []byte) (snapshot.StateMeta, uint16, error) {
 		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q", name)
 	}
 	m := snapshot.StateMeta{Name: name, Kind: snapshot.Kind(v[2]), TTLMillis: ttl, TTLUpdate: snapshot.TTLUpdate(v[3+n])}
-	if rest := v[3+n+1:]; len(rest) > 0 {
-		cl, w := binary.Uvarint(rest)
-		if w <= 0 || cl != uint64(len(rest)-w) {
-			return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (codec identity)", name)
+	rest := v[3+n+1:]
+	for i, f := range []*string{&m.Codec, &m.Schema, &m.KeySchema} {
+		if len(rest) == 0 && i != 2 {
+			break // older metadata: no codec, or no schemas
 		}
-		m.Codec = string(rest[w:])
+		l, w := binary.Uvarint(rest)
+		if w <= 0 || l > uint64(len(rest)-w) {
+			return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (codec identity or schema)", name)
+		}
+		*f, rest = string(rest[w:w+int(l)]), rest[w+int(l):]
+	}
+	if len(rest) != 0 {
+		return snapshot.StateMeta{}, 0, fmt.Errorf("pebblekv: corrupt metadata of state %q (%d trailing bytes)", name, len(rest))
 	}
 	return m, id, nil
 }
@@ -218,18 +232,28 @@ func (d *DB) loadMeta() error {
 
 // Table returns the table of a state, creating it (and persisting its id)
 // on first use. A state restored with TTL on cannot be opened with TTL off
-// and the other way round (the value layout differs).
-func (d *DB) Table(m snapshot.StateMeta) (*Table, error) {
+// and the other way round (the value layout differs). Restored state whose
+// metadata differs from m is attached through snapshot.Resolve with
+// evolve, and its bytes are rewritten here, once (migrateTable).
+func (d *DB) Table(m snapshot.StateMeta, evolve snapshot.Evolve) (*Table, error) {
 	if t, ok := d.tables[m.Name]; ok {
 		if t.meta.Kind != m.Kind {
 			return nil, fmt.Errorf("state %q holds %s state, requested as %s", m.Name, t.meta.Kind, m.Kind)
 		}
-		if snapshot.CodecMismatch(t.meta.Codec, m.Codec) {
-			return nil, snapshot.CodecChangeError(m.Name, t.meta.Codec, m.Codec)
-		}
 		if t.meta.HasTTL() != m.HasTTL() {
 			return nil, fmt.Errorf("state %q: turning TTL on or off for existing state is not supported by the pebble backend (stored TTL %d ms, requested %d ms)",
 				m.Name, t.meta.TTLMillis, m.TTLMillis)
+		}
+		mig, err := snapshot.Resolve(t.meta, m, evolve)
+		if err != nil {
+			return nil, err
+		}
+		t.registered, t.evolve = true, evolve
+		if !mig.None() {
+			if err := d.migrateTable(t, mig); err != nil {
+				return nil, fmt.Errorf("state %q: migrating restored entries: %w", m.Name, err)
+			}
+			t.meta = snapshot.StateMeta{} // the id changed: persist the metadata
 		}
 		if t.meta != m {
 			t.meta = m
@@ -243,6 +267,7 @@ func (d *DB) Table(m snapshot.StateMeta) (*Table, error) {
 		return nil, errors.New("pebblekv: too many states")
 	}
 	t := newTable(d, m, d.nextID)
+	t.registered, t.evolve = true, evolve
 	if err := d.db.Set(metaKey(m.Name), encodeMeta(t.id, m), d.wo); err != nil {
 		return nil, err
 	}

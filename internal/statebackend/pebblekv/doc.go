@@ -24,6 +24,11 @@
 // fresh directory), and a native checkpoint flushes the memtable first, so
 // new data is in new SST files only (incremental checkpoints).
 //
+// The metadata of a state (kind, TTL, codec identity, schemas) is stored
+// with its id. A state restored under another schema is rewritten once when
+// an operator registers it (DB.Table, migrateTable): every entry into a new
+// state id, the old id's range deleted; reads never check schemas.
+//
 // Memory is bounded by the block cache, the memtables and the write-back
 // cache (Options); the Go heap does not grow with the number of keys.
 package pebblekv

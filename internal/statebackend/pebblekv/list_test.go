@@ -24,7 +24,7 @@ func openTest(tb testing.TB, dir string) *DB {
 
 func listTable(tb testing.TB, d *DB, name string) *Table {
 	tb.Helper()
-	t, err := d.Table(snapshot.StateMeta{Name: name, Kind: snapshot.KindList})
+	t, err := d.Table(snapshot.StateMeta{Name: name, Kind: snapshot.KindList}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,6 +13,8 @@ func TestMetaRoundTrip(t *testing.T) {
 	for _, m := range []snapshot.StateMeta{
 		{Name: "a", Kind: snapshot.KindValue},
 		{Name: "b", Kind: snapshot.KindMap, TTLMillis: 60000, TTLUpdate: snapshot.TTLOnReadAndWrite, Codec: "string -> int64"},
+		{Name: "c", Kind: snapshot.KindValue, Codec: "main.Event", Schema: "\x01\x00\x11"},
+		{Name: "d", Kind: snapshot.KindMap, Schema: "s", KeySchema: "k"},
 	} {
 		got, id, err := decodeMeta(m.Name, encodeMeta(7, m))
 		if err != nil || got != m || id != 7 {
@@ -30,6 +32,7 @@ func TestMetaRoundTrip(t *testing.T) {
 func FuzzDecodeMeta(f *testing.F) {
 	f.Add(encodeMeta(1, snapshot.StateMeta{Name: "s", Kind: snapshot.KindValue, Codec: "int64"}))
 	f.Add([]byte{0, 3, byte(snapshot.KindList), 0, 0})
+	f.Add(encodeMeta(1, snapshot.StateMeta{Name: "s", Kind: snapshot.KindMap, Codec: "k -> v", Schema: "v", KeySchema: "k"}))
 	f.Fuzz(func(t *testing.T, v []byte) {
 		m, id, err := decodeMeta("s", v)
 		if err != nil {

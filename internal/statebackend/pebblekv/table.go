@@ -17,6 +17,10 @@ type Table struct {
 	meta   snapshot.StateMeta
 	id     uint16
 	cached bool // single-value state: goes through the DB's write-back cache
+	// registered: an operator has opened the table (DB.Table); until
+	// then it holds restored bytes under the snapshot's metadata.
+	registered bool
+	evolve     snapshot.Evolve // the registered state's, for restores after registration
 
 	last      *cacheEntry // cache entry of the current key if lastEpoch == d.epoch
 	lastEpoch uint64
