@@ -181,15 +181,19 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
                          buffer at once (default 64mb, at least 5mb): a write
                          holds 2mb on a file store, 5mb on S3; past the bound,
                          subtasks upload in turns
-  --from latest|PATH     resume from the newest complete checkpoint of the job in
-                         --checkpoint-dir (none: start from the beginning), or from
-                         a checkpoint's or a savepoint's path (also moved, or in
+  --from latest|PATH     resume from the newest complete snapshot of the job in
+                         --checkpoint-dir: a checkpoint, or a savepoint the job took
+                         (weir stop's) if newer (none: start from the beginning);
+                         or from a checkpoint's or a savepoint's path (also moved, or in
                          an object store; for canonical savepoints, at any state
                          backend and any parallelism up to the savepoint's max
                          parallelism: see --max-parallelism)
   --allow-non-restored-state
                          with --from: skip (and log) state of operators the job no
                          longer has, instead of failing
+  One run at a time writes a job's checkpoints: a run holds the job's lease in
+  --checkpoint-dir, and a second run of it there is refused, naming the first
+  (a killed run's lease is taken over at once on this machine, after 10s elsewhere).
 
 Flags of run (all jobs):
   --parallelism N        default parallelism, 1 to 32768 (default 1)
