@@ -79,7 +79,18 @@ type CheckpointConfig struct {
 	// loses it. A holder on this machine whose process is gone is passed
 	// over at once; one elsewhere after this timeout.
 	LeaseTimeout time.Duration
+	// ChannelStateMemory bounds, per subtask, the input channel state an
+	// unaligned checkpoint copies while it records the data that came
+	// before each channel's barrier (default DefaultChannelStateMemory).
+	// It is bounded by the buffers in flight, so a bound past that is only
+	// reached with very large network buffers; a subtask past it declines
+	// the checkpoint, naming this setting (a failed checkpoint, counted
+	// against TolerableFailures), instead of holding more.
+	ChannelStateMemory int64
 }
+
+// DefaultChannelStateMemory is CheckpointConfig.ChannelStateMemory's default.
+const DefaultChannelStateMemory = 256 << 20
 
 // DefaultCheckpointWriteMemory is CheckpointConfig.WriteMemory's default.
 const DefaultCheckpointWriteMemory = 64 << 20

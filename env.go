@@ -565,8 +565,15 @@ func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.J
 			return nil, nil, res, err
 		}
 		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: spDir, Fence: res.lease.Check}
+		csm := cp.ChannelStateMemory
+		if csm == 0 {
+			csm = DefaultChannelStateMemory
+		}
+		if csm < 0 {
+			return nil, nil, res, fmt.Errorf("Config.Checkpointing.ChannelStateMemory is %d bytes: want a positive number, or 0 for the default (%d)", csm, DefaultChannelStateMemory)
+		}
 		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental,
-			Interval: time.Duration(settings.Interval) * time.Millisecond}
+			Interval: time.Duration(settings.Interval) * time.Millisecond, ChannelStateMemory: csm}
 	} else if mode == operator.Streaming {
 		staging, remove, err := savepointStaging(ctx, id)
 		if err != nil {

@@ -181,6 +181,10 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
                          buffer at once (default 64mb, at least 5mb): a write
                          holds 2mb on a file store, 5mb on S3; past the bound,
                          subtasks upload in turns
+  --channel-state-memory S
+                         most input channel state one subtask copies for an
+                         unaligned checkpoint (default 256mb, at least 64kb);
+                         past it the subtask declines the checkpoint, naming it
   --from latest|PATH     resume from the newest complete snapshot of the job in
                          --checkpoint-dir: a checkpoint, or a savepoint the job took
                          (weir stop's) if newer (none: start from the beginning);
@@ -482,6 +486,7 @@ type jobFlags struct {
 	bufferSize       sizeFlag
 	networkMemory    sizeFlag
 	writeMemory      sizeFlag // --checkpoint-write-memory
+	channelMemory    sizeFlag // --channel-state-memory
 	batchMemory      sizeFlag // --batch-state-memory
 	heapMemory       sizeFlag // --heap-state-memory
 	logLevel         string
@@ -537,6 +542,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.from, "from", "", "")
 	fs.IntVar(&f.retained, "retained", 1, "")
 	fs.Var(&f.writeMemory, "checkpoint-write-memory", "")
+	fs.Var(&f.channelMemory, "channel-state-memory", "")
 	fs.Var(&f.batchMemory, "batch-state-memory", "")
 	fs.Var(&f.heapMemory, "heap-state-memory", "")
 	fs.BoolVar(&f.allowNonRestored, "allow-non-restored-state", false, "")
@@ -580,7 +586,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("fraud-detection needs --input and --output")
 		}
 	case "keyed-count", "window-agg", "kafka-keyed-count":
-		flags := append(commonRunFlags, "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state", "checkpoint-write-memory")
+		flags := append(commonRunFlags, "checkpoint-dir", "checkpoint-interval", "unaligned", "incremental", "from", "retained", "savepoint-dir", "allow-non-restored-state", "checkpoint-write-memory", "channel-state-memory")
 		switch job {
 		case "window-agg":
 			flags = append(flags, "input", "output", "rate", "window", "watermarks", "late-output", "max-out-of-orderness", "allowed-lateness", "bad-records", "dead-letter")
@@ -616,6 +622,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			err = usagef("--checkpoint-interval must be at least 10ms, or 0 for no periodic checkpoints (savepoints and the final checkpoint only), got %v", f.interval)
 		case f.checkpointDir == "" && setFlag(fs, "checkpoint-write-memory"):
 			err = usagef("--checkpoint-write-memory needs --checkpoint-dir")
+		case f.checkpointDir == "" && setFlag(fs, "channel-state-memory"):
+			err = usagef("--channel-state-memory needs --checkpoint-dir")
+		case setFlag(fs, "channel-state-memory") && f.channelMemory.bytes < 64<<10:
+			err = usagef("--channel-state-memory must be at least 64kb, got %d bytes", f.channelMemory.bytes)
 		case setFlag(fs, "checkpoint-write-memory") && f.writeMemory.bytes < 5<<20:
 			err = usagef("--checkpoint-write-memory must be at least 5mb (the buffers of one write to S3), got %d bytes", f.writeMemory.bytes)
 		case f.retained < 1 || f.retained > 1000:
@@ -682,7 +692,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // where the job starts from.
 func (f *jobFlags) checkpointing(cfg *weir.Config, stderr io.Writer) {
 	cfg.Checkpointing = &weir.CheckpointConfig{Interval: f.interval, Dir: f.checkpointDir, Unaligned: f.unaligned, Retained: f.retained,
-		SavepointDir: f.savepointDir, Incremental: f.incremental, WriteMemory: f.writeMemory.bytes}
+		SavepointDir: f.savepointDir, Incremental: f.incremental, WriteMemory: f.writeMemory.bytes,
+		ChannelStateMemory: f.channelMemory.bytes}
 	cfg.ResumeFrom = f.from
 	cfg.AllowNonRestoredState = f.allowNonRestored
 	announceCheckpoints(cfg, stderr)

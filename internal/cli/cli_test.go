@@ -157,6 +157,8 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"run", "fraud-detection", "--input", "x"}, "fraud-detection needs --input and --output"},
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--allow-non-restored-state"}, "--allow-non-restored-state needs --from"},
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--incremental"}, "--incremental needs --state-backend pebble"},
+		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--channel-state-memory", "1kb"}, "--channel-state-memory must be at least 64kb"},
+		{[]string{"run", "window-agg", "--input", "a", "--output", "b", "--window", "tumbling:1s", "--channel-state-memory", "1mb"}, "--channel-state-memory needs --checkpoint-dir"},
 		{[]string{"run", "window-agg", "--input", "a", "--output", "b", "--window", "tumbling:1s", "--state-backend", "pebble", "--incremental"}, "--incremental needs --checkpoint-dir"},
 		{[]string{"run", "wordcount", "--allow-non-restored-state"}, "--allow-non-restored-state does not apply to wordcount"},
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--checkpoint-write-memory", "1mb"}, "--checkpoint-write-memory must be at least 5mb"},

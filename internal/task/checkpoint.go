@@ -66,8 +66,13 @@ type recording struct {
 	channels map[int]bool // recorded until their barrier comes
 	// copied holds the queued buffers already copied, so that taking them
 	// later does not copy them again.
-	copied      map[*network.Buffer]bool
-	data        []byte // frames: channel index u32 (kind in the high byte, see frameKind), length u32, bytes
+	copied map[*network.Buffer]bool
+	data   []byte // frames: channel index u32 (kind in the high byte, see frameKind), length u32, bytes
+	// limit bounds len(data) (Checkpoints.ChannelStateMemory; 0: none).
+	// Past it the recording drops what it holds and records nothing more,
+	// and the checkpoint is declined naming the setting (over).
+	limit       int64
+	over        bool
 	handlerDone bool
 	done        chan struct{} // closed once complete or canceled
 	closed      bool
@@ -398,6 +403,13 @@ queue:
 // add appends a buffer of channel ch to the recording: data, or a
 // watermark or status (kind).
 func (r *recording) add(ch int, kind network.Kind, data []byte) {
+	if r.over {
+		return
+	}
+	if r.limit > 0 && int64(len(r.data)+8+len(data)) > r.limit {
+		r.over, r.data = true, nil
+		return
+	}
 	r.data = binary.BigEndian.AppendUint32(r.data, uint32(ch)|uint32(kind)<<frameKindShift)
 	r.data = binary.BigEndian.AppendUint32(r.data, uint32(len(data)))
 	r.data = append(r.data, data...)
@@ -446,7 +458,8 @@ func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
 		}
 	}
 	if br.Unaligned && t.source == nil {
-		r := &recording{id: br.ID, channels: map[int]bool{}, copied: map[*network.Buffer]bool{}, done: make(chan struct{})}
+		r := &recording{id: br.ID, channels: map[int]bool{}, copied: map[*network.Buffer]bool{}, done: make(chan struct{}),
+			limit: t.cp.cfg.ChannelStateMemory}
 		t.recordTakenIn(r)
 		t.cp.recs = append(t.cp.recs, r)
 		snap.rec, snap.input = r, r.done
@@ -526,6 +539,13 @@ func (t *Task) upload(snap *pendingSnapshot) {
 	}
 	if snap.rec != nil && snap.rec.canceled {
 		snap.release()
+		return
+	}
+	if snap.rec != nil && snap.rec.over {
+		snap.release()
+		t.decline(snap.id, fmt.Sprintf("task %s: the input channel state of unaligned checkpoint %d passed %d bytes, the bound of "+
+			"CheckpointConfig.ChannelStateMemory (--channel-state-memory): raise it, or give the job fewer network buffers in flight",
+			t.name, snap.id, snap.rec.limit), true)
 		return
 	}
 	start := t.spec.Clock.Now()

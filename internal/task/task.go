@@ -64,6 +64,10 @@ type Checkpoints struct {
 	Incremental bool
 	// Interval is the checkpoint interval (sink.Context.CheckpointInterval).
 	Interval time.Duration
+	// ChannelStateMemory bounds the input channel state one unaligned
+	// checkpoint of the task copies while it records (0: no bound); past
+	// it the task declines the checkpoint.
+	ChannelStateMemory int64
 	// Lineage is the job's lineage (sink.Context.Lineage): sinks tie their
 	// output to it.
 	Lineage string
