@@ -255,8 +255,15 @@ func (cp *checkpoints) referencedLocked() func(string) bool {
 			refs[k] = true
 		}
 	}
-	reg := cp.registry
-	return func(k string) bool { return refs[k] || reg.Referenced(k) }
+	// A copy, not the registry itself: deletions run off the lock while
+	// checkpoints complete. What a checkpoint registers after this cannot
+	// be a file the caller deletes: those are earlier runs' files and the
+	// job's files of checkpoints that ended, and a restored job's first
+	// checkpoint uploads everything anew (no-claim).
+	for _, k := range cp.registry.ReferencedKeys() {
+		refs[k] = true
+	}
+	return func(k string) bool { return refs[k] }
 }
 
 // sweepGap is the least time between two rounds of sweeping: a round lists

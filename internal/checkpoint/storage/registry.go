@@ -65,6 +65,17 @@ func (r *Registry) Checkpoints() []int64 {
 	return slices.Sorted(maps.Keys(r.byCheckpoint))
 }
 
+// ReferencedKeys returns every key a registered checkpoint references.
+func (r *Registry) ReferencedKeys() []string {
+	var keys []string
+	for k, ids := range r.refs {
+		if len(ids) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // Referenced reports whether a registered checkpoint references key.
 func (r *Registry) Referenced(key string) bool { return len(r.refs[key]) > 0 }
 
