@@ -64,7 +64,10 @@ type Split struct {
 // subtask only. A checkpoint holds each reader's splits with the offset of
 // the next unread line, and the splits not handed out yet: a restored job,
 // at any parallelism, reads every line exactly once. Files must not change
-// while they are read or between a checkpoint and a restore from it.
+// while they are read or between a checkpoint and a restore from it: a
+// restore refuses another input, and a file gone or shorter than a
+// restored split, but cannot see a file rewritten to the same length; it
+// logs files added to the input, and does not read them.
 type TextSource struct {
 	Path string
 	// SplitSize is the largest split in bytes (0: chosen from the input size
