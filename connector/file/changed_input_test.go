@@ -2,6 +2,7 @@ package file_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/file"
 	"github.com/weirhq/weir/connector/internal/sourcetest"
 	"github.com/weirhq/weir/source"
@@ -210,6 +212,31 @@ func TestRestoreLogsAddedFiles(t *testing.T) {
 	for _, s := range []string{"files were added to the input", "added=1", "first=" + added, "grew", "b.txt"} {
 		if !strings.Contains(log.String(), s) {
 			t.Errorf("the log does not say %q:\n%s", s, log.String())
+		}
+	}
+}
+
+// The enumerator's state of version 2 refuses to restore when truncated,
+// with trailing bytes or an unknown version.
+func TestEnumeratorStateCorrupt(t *testing.T) {
+	dir, _ := numberedInput(t, 5)
+	cp, _ := checkpointMidway(t, file.LineSource{Path: dir}, 2)
+	st := cp.Enumerator
+	if len(st) == 0 || st[0] != 2 {
+		t.Fatalf("enumerator state %x, want version 2", st)
+	}
+	src := file.LineSource{Path: dir}
+	if _, err := src.CreateEnumerator(nil, st); err != nil {
+		t.Fatalf("the whole state: %v", err)
+	}
+	for k := range len(st) {
+		if _, err := src.CreateEnumerator(nil, st[:k]); !errors.Is(err, codec.ErrTruncated) && !errors.Is(err, codec.ErrCorrupt) {
+			t.Fatalf("cut to %d of %d bytes: %v", k, len(st), err)
+		}
+	}
+	for _, bad := range [][]byte{append(slices.Clone(st), 0), append([]byte{9}, st[1:]...), {2, 0, 0, 0}} {
+		if _, err := src.CreateEnumerator(nil, bad); !errors.Is(err, codec.ErrCorrupt) {
+			t.Errorf("%x restored: %v", bad, err)
 		}
 	}
 }
