@@ -116,6 +116,24 @@ func TestRestoreIntoAnotherInputRefused(t *testing.T) {
 		}
 	}
 
+	// TextSource, with many splits per file, the same way.
+	job, err := sourcetest.Start(file.TextSource{Path: dirA, SplitSize: 40}, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := job.Checkpoint(1)
+	job.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sourcetest.Restore(file.TextSource{Path: dirB, SplitSize: 40}, cp, 3, nil)
+	wantPermanent(t, "text source", err, "read input "+abs(t, dirA), "this run's input is "+abs(t, dirB), "same --input")
+	if err := os.Truncate(filepath.Join(dirA, "b.txt"), 100); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sourcetest.Restore(file.TextSource{Path: dirA, SplitSize: 40}, cp, 3, nil)
+	wantPermanent(t, "text source, truncated", err, "b.txt is 100 bytes long", "from byte 80 to byte 120")
+
 	// Old checkpoints (enumerator state version 1): the splits show the input.
 	c := file.LineSource{}.SplitCodec()
 	started := c.AppendEncode(nil, file.Split{Path: fileA, End: 50 * 5, Started: true, Offset: 8, Lines: 2})

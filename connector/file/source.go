@@ -236,8 +236,9 @@ func (e *enumerator) checkRestored() error {
 	if e.state.Root != "" && e.state.Root != e.root {
 		return changedInput(fmt.Sprintf("read input %s", e.state.Root), e.path)
 	}
+	sizes := map[string]int64{} // a large file has many splits
 	for _, sp := range e.state.Left {
-		if err := checkRestoredSplit(sp, e.path, e.root); err != nil {
+		if err := checkRestoredSplit(sp, e.path, e.root, sizes); err != nil {
 			return err
 		}
 	}
@@ -287,8 +288,8 @@ func changedInput(what, path string) error {
 
 // checkRestoredSplit checks a split restored from a checkpoint: it must be
 // of the source's input (path, whose inputRoot is root), and its file must
-// still hold the split's bytes.
-func checkRestoredSplit(sp Split, path, root string) error {
+// still hold the split's bytes. sizes caches the sizes of files checked.
+func checkRestoredSplit(sp Split, path, root string, sizes map[string]int64) error {
 	if !within(sp.Path, root) {
 		return changedInput(fmt.Sprintf("reads %s", sp.Path), path)
 	}
@@ -299,7 +300,13 @@ func checkRestoredSplit(sp Split, path, root string) error {
 	if sp.Started {
 		at = sp.Offset
 	}
+	if size, ok := sizes[sp.Path]; ok && size >= sp.End {
+		return nil
+	}
 	st, err := os.Stat(sp.Path)
+	if err == nil && st.Mode().IsRegular() {
+		sizes[sp.Path] = st.Size()
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// Permanent, as is a file too short: every restart from this
@@ -674,8 +681,9 @@ func (c *lineReader) checkRestored() error {
 	if c.err != nil {
 		return c.err
 	}
+	sizes := map[string]int64{}
 	for _, sp := range c.splits {
-		if err := checkRestoredSplit(sp, c.path, c.root); err != nil {
+		if err := checkRestoredSplit(sp, c.path, c.root, sizes); err != nil {
 			c.err = err
 			return err
 		}
