@@ -159,7 +159,26 @@ func TestRestoreVersion1EnumeratorState(t *testing.T) {
 		Enumerator: file.EnumeratorStateV1([]file.Split{{Path: b, End: size(b)}}),
 		Splits:     [][][]byte{{c.AppendEncode(nil, file.Split{Path: a, End: size(a), Started: true, Offset: 36, Lines: 9})}},
 	}
-	got := runRestored(t, file.LineSource{Path: dir}, cp, 2)
+	src := file.LineSource{Path: dir}
+	job, err := sourcetest.Restore(src, cp, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint right after the restore, of version 2, restores too.
+	cp2, err := job.Checkpoint(2)
+	job.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp2.Enumerator[0] != 2 {
+		t.Fatalf("the checkpoint after the restore has enumerator state version %d", cp2.Enumerator[0])
+	}
+	var log bytes.Buffer
+	src.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	got := runRestored(t, src, cp2, 3)
+	if log.Len() > 0 {
+		t.Errorf("restored from a checkpoint after a restore of version 1, it logged:\n%s", log.String())
+	}
 	slices.SortFunc(got, compareLines)
 	want = slices.Delete(want, 0, 9)
 	slices.SortFunc(want, compareLines)

@@ -242,9 +242,14 @@ func (e *enumerator) checkRestored() error {
 			return err
 		}
 	}
-	if e.state.Root != "" {
-		e.logAdded()
+	if e.state.Root == "" {
+		// A state of version 1 lists no files: the next checkpoints list
+		// those of today, to compare with at their restores.
+		e.state.Root = e.root
+		e.state.Files, _ = listInputs(e.path)
+		return nil
 	}
+	e.logAdded()
 	return nil
 }
 
@@ -355,7 +360,11 @@ func (e *enumerator) HandleSplitRequest(i int) error {
 	return nil
 }
 
-func (e *enumerator) Snapshot(int64) ([]byte, error) { return encodeEnumeratorState(e.state), nil }
+func (e *enumerator) Snapshot(int64) ([]byte, error) {
+	st := e.state
+	st.Root = e.root // also before Start
+	return encodeEnumeratorState(st), nil
+}
 
 func (e *enumerator) Close() error { return nil }
 
