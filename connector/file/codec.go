@@ -121,43 +121,91 @@ func (d *decoder) string() string {
 	return s
 }
 
-// encodeSplitList encodes the enumerator's splits: the version byte, a
-// uvarint count, then the splits.
-func encodeSplitList(splits []Split) []byte {
-	b := []byte{formatVersion}
+// enumeratorVersion is the first byte of the enumerator's state: 1 for
+// the splits not handed out only (Weir before it recorded its input), 2
+// for the input's root, the files listed (each its path, a flags byte and
+// its size) and the splits, each list after its uvarint count.
+const enumeratorVersion = 2
+
+const fileStream = 1 << 0
+
+// encodeEnumeratorState encodes st as enumeratorVersion.
+func encodeEnumeratorState(st enumeratorState) []byte {
+	b := []byte{enumeratorVersion}
+	b = appendString(b, st.Root)
+	b = binary.AppendUvarint(b, uint64(len(st.Files)))
+	for _, f := range st.Files {
+		b = appendString(b, f.path)
+		var flags byte
+		if f.stream {
+			flags |= fileStream
+		}
+		b = append(b, flags)
+		b = binary.AppendUvarint(b, uint64(f.size))
+	}
+	return appendSplitList(b, st.Left)
+}
+
+// decodeEnumeratorState decodes both versions of the enumerator's state.
+func decodeEnumeratorState(b []byte) (enumeratorState, error) {
+	d := decoder{b: b}
+	v := d.byte()
+	if d.err == nil && v != formatVersion && v != enumeratorVersion {
+		return enumeratorState{}, fmt.Errorf("%w: file enumerator state version %d, want 1 or %d", codec.ErrCorrupt, v, enumeratorVersion)
+	}
+	var st enumeratorState
+	if v == enumeratorVersion {
+		st.Root = d.string()
+		n := d.count()
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			in := input{path: d.string()}
+			flags := d.byte()
+			in.stream, in.size = flags&fileStream != 0, d.int()
+			if d.err == nil && flags&^fileStream != 0 {
+				d.err = fmt.Errorf("%w: file enumerator state file flags %#x", codec.ErrCorrupt, flags)
+			}
+			st.Files = append(st.Files, in)
+		}
+		if d.err == nil && st.Root == "" {
+			d.err = fmt.Errorf("%w: file enumerator state without its input", codec.ErrCorrupt)
+		}
+	}
+	n := d.count()
+	if d.err != nil {
+		return enumeratorState{}, d.err
+	}
+	b = b[d.n:]
+	st.Left = make([]Split, 0, n)
+	for range n {
+		s, k, err := splitCodec{}.Decode(b)
+		if err != nil {
+			return enumeratorState{}, err
+		}
+		st.Left = append(st.Left, s)
+		b = b[k:]
+	}
+	if len(b) != 0 {
+		return enumeratorState{}, fmt.Errorf("%w: %d trailing bytes in the file enumerator state", codec.ErrCorrupt, len(b))
+	}
+	return st, nil
+}
+
+// count reads the length of a list, each element at least one byte long.
+func (d *decoder) count() uint64 {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)-d.n) {
+		d.err = codec.ErrTruncated
+	}
+	return n
+}
+
+// appendSplitList appends a uvarint count and the splits.
+func appendSplitList(b []byte, splits []Split) []byte {
 	b = binary.AppendUvarint(b, uint64(len(splits)))
 	for _, s := range splits {
 		b = splitCodec{}.AppendEncode(b, s)
 	}
 	return b
-}
-
-func decodeSplitList(b []byte) ([]Split, error) {
-	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != formatVersion {
-		return nil, fmt.Errorf("%w: file enumerator state version %d, want %d", codec.ErrCorrupt, v, formatVersion)
-	}
-	n := d.uvarint()
-	if d.err != nil {
-		return nil, d.err
-	}
-	if n > uint64(len(b)) {
-		return nil, codec.ErrTruncated
-	}
-	b = b[d.n:]
-	out := make([]Split, 0, n)
-	for range n {
-		s, k, err := splitCodec{}.Decode(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-		b = b[k:]
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes in the file enumerator state", codec.ErrCorrupt, len(b))
-	}
-	return out, nil
 }
 
 // committableVersion is the first byte of an encoded Committable: 1 for

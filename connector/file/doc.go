@@ -7,7 +7,11 @@
 // input. Readers ask for a split whenever they have none and get the next
 // one, until none are left. A split carries the offset of its next unread
 // line (and the number of lines read before it), so a job restored from a
-// checkpoint, at any parallelism, reads every line exactly once. An input
+// checkpoint, at any parallelism, reads every line exactly once. The
+// enumerator's state records the input's absolute path and the files it
+// listed: a restore into another input, or of a split whose file is gone or
+// shorter than the split, is a permanent error, and files added or grown
+// since the first listing are logged and not read. An input
 // that cannot be sized or seeked (standard input, named "-", a pipe, a
 // FIFO, a character device) is one split, read to its end by one subtask,
 // on a goroutine of its own so that a read that waits for the writer never

@@ -130,9 +130,9 @@ func TestResumeAtOffset(t *testing.T) {
 		want  []file.Line
 	}{
 		// Resumed right after "one\n": "two" is read, not skipped.
-		{file.Split{Path: path, End: 21, Started: true, Offset: 4, Lines: 1}, []file.Line{{path, 2, "two"}, {path, 3, ""}, {path, 4, "four"}, {path, 5, "five"}}},
+		{file.Split{Path: path, End: 19, Started: true, Offset: 4, Lines: 1}, []file.Line{{path, 2, "two"}, {path, 3, ""}, {path, 4, "four"}, {path, 5, "five"}}},
 		// A split from byte 8 not started skips nothing either ("\n" at 7 ends line 2).
-		{file.Split{Path: path, Start: 8, End: 21}, []file.Line{{path, 1, ""}, {path, 2, "four"}, {path, 3, "five"}}},
+		{file.Split{Path: path, Start: 8, End: 19}, []file.Line{{path, 1, ""}, {path, 2, "four"}, {path, 3, "five"}}},
 		// A split from byte 5, not started, skips the rest of "two".
 		{file.Split{Path: path, Start: 5, End: 9}, []file.Line{{path, 1, ""}}},
 		// Resumed in it at 9 ("four"): the line starts before End.

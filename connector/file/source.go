@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,7 +64,10 @@ type Split struct {
 // subtask only. A checkpoint holds each reader's splits with the offset of
 // the next unread line, and the splits not handed out yet: a restored job,
 // at any parallelism, reads every line exactly once. Files must not change
-// while they are read or between a checkpoint and a restore from it.
+// while they are read or between a checkpoint and a restore from it: a
+// restore refuses another input, and a file gone or shorter than a
+// restored split, but cannot see a file rewritten to the same length; it
+// logs files added to the input, and does not read them.
 type TextSource struct {
 	Path string
 	// SplitSize is the largest split in bytes (0: chosen from the input size
@@ -74,16 +78,23 @@ type TextSource struct {
 	// RatePerSecond > 0 limits the source to that many lines a second
 	// (each reader its share), by processing time.
 	RatePerSecond float64
+	// Logger receives what a restored source notices about its input:
+	// files added or grown since the checkpoint's run listed it, which it
+	// does not read (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // Splits lists the splits of the input for a source of the given parallelism,
 // in a deterministic order.
 func (s TextSource) Splits(parallelism int) ([]Split, error) {
-	size := s.SplitSize
-	if size <= 0 {
-		size = -1 // chosen from the total size
+	return splitInput(s.Path, s.splitSize(), parallelism)
+}
+
+func (s TextSource) splitSize() int64 {
+	if s.SplitSize <= 0 {
+		return -1 // chosen from the total size
 	}
-	return splitInput(s.Path, size, parallelism)
+	return s.SplitSize
 }
 
 // Boundedness implements source.Source: the input ends (a stream when its
@@ -95,12 +106,12 @@ func (s TextSource) SplitCodec() codec.Codec[Split] { return splitCodec{} }
 
 // CreateEnumerator implements source.Source.
 func (s TextSource) CreateEnumerator(ctx source.EnumeratorContext[Split], restored []byte) (source.Enumerator[Split], error) {
-	return newEnumerator(ctx, restored, func() ([]Split, error) { return s.Splits(ctx.Parallelism()) })
+	return newEnumerator(ctx, restored, s.Path, s.Logger, func(in []input) []Split { return cutInputs(in, s.splitSize(), ctx.Parallelism()) })
 }
 
 // CreateReader implements source.Source.
 func (s TextSource) CreateReader(ctx source.ReaderContext) (source.Reader[string, Split], error) {
-	return &textReader{lines: newLineReader(ctx, s.Stdin), rate: newThrottle(ctx.Clock(), s.RatePerSecond, ctx.Parallelism())}, nil
+	return &textReader{lines: newLineReader(ctx, s.Path, s.Stdin), rate: newThrottle(ctx.Clock(), s.RatePerSecond, ctx.Parallelism())}, nil
 }
 
 // Line is one line of a LineSource's input.
@@ -135,6 +146,10 @@ type LineSource struct {
 	// RatePerSecond > 0 limits the source to that many lines a second
 	// (each reader its share), by processing time.
 	RatePerSecond float64
+	// Logger receives what a restored source notices about its input:
+	// files added or grown since the checkpoint's run listed it, which it
+	// does not read (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // Splits lists the splits of the input, one per file, in name order.
@@ -148,61 +163,208 @@ func (s LineSource) SplitCodec() codec.Codec[Split] { return splitCodec{} }
 
 // CreateEnumerator implements source.Source.
 func (s LineSource) CreateEnumerator(ctx source.EnumeratorContext[Split], restored []byte) (source.Enumerator[Split], error) {
-	return newEnumerator(ctx, restored, s.Splits)
+	return newEnumerator(ctx, restored, s.Path, s.Logger, func(in []input) []Split { return cutInputs(in, 0, 1) })
 }
 
 // CreateReader implements source.Source.
 func (s LineSource) CreateReader(ctx source.ReaderContext) (source.Reader[Line, Split], error) {
-	return &lineSourceReader{lines: newLineReader(ctx, s.Stdin), rate: newThrottle(ctx.Clock(), s.RatePerSecond, ctx.Parallelism())}, nil
+	return &lineSourceReader{lines: newLineReader(ctx, s.Path, s.Stdin), rate: newThrottle(ctx.Clock(), s.RatePerSecond, ctx.Parallelism())}, nil
 }
 
 // enumerator lists the input when the source first starts and hands a split
 // to each reader that asks, in order; a reader that asks when none are
-// left is told there will be no more. Its state is the splits not handed
-// out.
+// left is told there will be no more. Its state is the input it read (its
+// path made absolute), the files it listed with their sizes, and the
+// splits not handed out. A restored enumerator refuses an input other than
+// the one its checkpoint recorded, or a restored split whose file is gone
+// or shorter than the split, and logs files added to the input or grown
+// since it listed it: it does not read them (a bounded source reads what
+// it listed at its first start, as Flink's bounded FileSource does).
 type enumerator struct {
-	ctx      source.EnumeratorContext[Split]
-	list     func() ([]Split, error)
+	ctx  source.EnumeratorContext[Split]
+	path string // the input as configured
+	root string // inputRoot(path)
+	cut  func([]input) []Split
+	log  *slog.Logger
+
 	restored bool
-	left     []Split
+	state    enumeratorState // as restored, or as listed at the first start
 }
 
-func newEnumerator(ctx source.EnumeratorContext[Split], restored []byte, list func() ([]Split, error)) (*enumerator, error) {
-	e := &enumerator{ctx: ctx, list: list}
+// enumeratorState is what a checkpoint holds of the enumerator. Root and
+// Files are empty in states of Weir before enumeratorVersion 2.
+type enumeratorState struct {
+	Root  string  // inputRoot of the input it listed
+	Files []input // the input's files when it was listed, with their sizes
+	Left  []Split // the splits not handed out
+}
+
+func newEnumerator(ctx source.EnumeratorContext[Split], restored []byte, path string, log *slog.Logger, cut func([]input) []Split) (*enumerator, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	e := &enumerator{ctx: ctx, path: path, root: inputRoot(path), cut: cut, log: log}
 	if restored != nil {
-		left, err := decodeSplitList(restored)
+		st, err := decodeEnumeratorState(restored)
 		if err != nil {
 			return nil, fmt.Errorf("file source: restoring the split enumerator: %w", err)
 		}
-		e.left, e.restored = left, true
+		e.state, e.restored = st, true
 	}
 	return e, nil
 }
 
-// Start lists the input, unless the enumerator was restored.
+// Start lists the input, unless the enumerator was restored: then it
+// checks that the input is the one the checkpoint read, and the files of
+// the splits it holds.
 func (e *enumerator) Start() error {
 	if e.restored {
+		return e.checkRestored()
+	}
+	files, err := listInputs(e.path)
+	if err != nil {
+		return err
+	}
+	e.state = enumeratorState{Root: e.root, Files: files, Left: e.cut(files)}
+	return nil
+}
+
+// checkRestored refuses a restore into another input, and splits whose
+// files are gone or shorter than they were; it logs what was added to the
+// input since the checkpoint's run listed it.
+func (e *enumerator) checkRestored() error {
+	if e.state.Root != "" && e.state.Root != e.root {
+		return changedInput(fmt.Sprintf("read input %s", e.state.Root), e.path)
+	}
+	sizes := map[string]int64{} // a large file has many splits
+	for _, sp := range e.state.Left {
+		if err := checkRestoredSplit(sp, e.path, e.root, sizes); err != nil {
+			return err
+		}
+	}
+	if e.state.Root == "" {
+		// A state of version 1 lists no files: the next checkpoints list
+		// those of today, to compare with at their restores.
+		e.state.Root = e.root
+		e.state.Files, _ = listInputs(e.path)
 		return nil
 	}
-	all, err := e.list()
-	e.left = all
-	return err
+	e.logAdded()
+	return nil
+}
+
+// logAdded lists the input again and logs the files added or grown since
+// the enumerator first listed it: a restored bounded source does not read
+// them.
+func (e *enumerator) logAdded() {
+	if e.path == "-" {
+		return
+	}
+	now, err := listInputs(e.path)
+	if err != nil {
+		return // what the restored splits need was checked
+	}
+	listed := make(map[string]int64, len(e.state.Files))
+	for _, in := range e.state.Files {
+		listed[inputRoot(in.path)] = in.size
+	}
+	var added []string
+	for _, in := range now {
+		size, ok := listed[inputRoot(in.path)]
+		switch {
+		case !ok:
+			added = append(added, in.path)
+		case in.size > size && !in.stream:
+			e.log.Warn("file source: a file of the input grew after the job first listed it; a restored job reads it only up to the size it had then (start without --from to read all of it)",
+				"file", in.path, "listed size", size, "size", in.size)
+		}
+	}
+	if len(added) > 0 {
+		e.log.Warn("file source: files were added to the input after the job first listed it; a restored job reads only the files it listed at its first start, so these are not read (start without --from to read them)",
+			"input", e.path, "added", len(added), "first", added[0])
+	}
+}
+
+// changedInput is the error of a restore whose checkpoint read another input.
+func changedInput(what, path string) error {
+	// Permanent: every restart from this checkpoint finds the same splits.
+	return failure.Permanent(fmt.Errorf("file source: the checkpoint being restored %s, but this run's input is %s: a restored job goes on with the splits its checkpoint recorded and would not read the new input; resume with the same --input, or start without --from to read the new one", what, inputRoot(path)))
+}
+
+// checkRestoredSplit checks a split restored from a checkpoint: it must be
+// of the source's input (path, whose inputRoot is root), and its file must
+// still hold the split's bytes. sizes caches the sizes of files checked.
+func checkRestoredSplit(sp Split, path, root string, sizes map[string]int64) error {
+	if !within(sp.Path, root) {
+		return changedInput(fmt.Sprintf("reads %s", sp.Path), path)
+	}
+	if sp.Stream {
+		return nil
+	}
+	at := sp.Start
+	if sp.Started {
+		at = sp.Offset
+	}
+	if size, ok := sizes[sp.Path]; ok && size >= sp.End {
+		return nil
+	}
+	st, err := os.Stat(sp.Path)
+	if err == nil && st.Mode().IsRegular() {
+		sizes[sp.Path] = st.Size()
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Permanent, as is a file too short: every restart from this
+		// checkpoint finds the same split.
+		return failure.Permanent(fmt.Errorf("file source: %s is gone, but the checkpoint being restored has yet to read it from byte %d to byte %d: the input changed after the checkpoint; resume with the input as it was, or start without --from", sp.Path, at, sp.End))
+	case err != nil:
+		return inputError(sp.Path, err)
+	case st.Mode().IsRegular() && st.Size() < sp.End:
+		return failure.Permanent(fmt.Errorf("file source: %s is %d bytes long, but the checkpoint being restored has yet to read it from byte %d to byte %d: the file was truncated or replaced after the checkpoint; resume with the input as it was, or start without --from", sp.Path, st.Size(), at, sp.End))
+	}
+	return nil
+}
+
+// inputRoot is the path of an input as checkpoints record it: "-" for
+// standard input, else absolute and clean, so that a resume from another
+// working directory is not taken for the same input.
+func inputRoot(path string) string {
+	if path == "-" {
+		return path
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return filepath.Clean(path)
+}
+
+// within reports whether the file at path is the input root or in it.
+func within(path, root string) bool {
+	p := inputRoot(path)
+	if p == root {
+		return true
+	}
+	return root != "-" && strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator))
 }
 
 func (e *enumerator) AddReader(int) error { return nil }
 
 func (e *enumerator) HandleSplitRequest(i int) error {
-	if len(e.left) == 0 {
+	if len(e.state.Left) == 0 {
 		e.ctx.NoMoreSplits(i)
 		return nil
 	}
-	sp := e.left[0]
-	e.left = e.left[1:]
+	sp := e.state.Left[0]
+	e.state.Left = e.state.Left[1:]
 	e.ctx.Assign(i, sp)
 	return nil
 }
 
-func (e *enumerator) Snapshot(int64) ([]byte, error) { return encodeSplitList(e.left), nil }
+func (e *enumerator) Snapshot(int64) ([]byte, error) {
+	st := e.state
+	st.Root = e.root // also before Start
+	return encodeEnumeratorState(st), nil
+}
 
 func (e *enumerator) Close() error { return nil }
 
@@ -220,6 +382,11 @@ func splitInput(path string, size int64, parallelism int) ([]Split, error) {
 	if err != nil {
 		return nil, err
 	}
+	return cutInputs(inputs, size, parallelism), nil
+}
+
+// cutInputs cuts inputs into splits as splitInput does.
+func cutInputs(inputs []input, size int64, parallelism int) []Split {
 	if size < 0 {
 		var total int64
 		for _, in := range inputs {
@@ -248,7 +415,7 @@ func splitInput(path string, size int64, parallelism int) ([]Split, error) {
 			start = end
 		}
 	}
-	return out, nil
+	return out
 }
 
 func listInputs(path string) ([]input, error) {
@@ -302,7 +469,7 @@ type textReader struct {
 	out   splitOutputs[string]
 }
 
-func (r *textReader) Start() error                         { return r.lines.err }
+func (r *textReader) Start() error                         { return r.lines.checkRestored() }
 func (r *textReader) AddSplits(splits []Split)             { r.lines.addSplits(splits) }
 func (r *textReader) NoMoreSplits()                        { r.lines.noMoreSplits() }
 func (r *textReader) Close() error                         { return r.lines.close() }
@@ -349,7 +516,7 @@ type lineSourceReader struct {
 	out   splitOutputs[Line]
 }
 
-func (r *lineSourceReader) Start() error                         { return r.lines.err }
+func (r *lineSourceReader) Start() error                         { return r.lines.checkRestored() }
 func (r *lineSourceReader) AddSplits(splits []Split)             { r.lines.addSplits(splits) }
 func (r *lineSourceReader) NoMoreSplits()                        { r.lines.noMoreSplits() }
 func (r *lineSourceReader) Close() error                         { return r.lines.close() }
@@ -426,6 +593,8 @@ func splitID(sp Split) string {
 // the part TextSource and LineSource share.
 type lineReader struct {
 	ctx    source.ReaderContext
+	path   string    // the source's input
+	root   string    // inputRoot(path)
 	stdin  io.Reader // what "-" reads (nil: os.Stdin)
 	splits []Split   // assigned or restored, not yet opened
 
@@ -510,8 +679,25 @@ func (c *lineReader) updateStall() {
 	}
 }
 
-func newLineReader(ctx source.ReaderContext, stdin io.Reader) lineReader {
-	return lineReader{ctx: ctx, stdin: stdin, wake: make(chan struct{}, 1)}
+func newLineReader(ctx source.ReaderContext, path string, stdin io.Reader) lineReader {
+	return lineReader{ctx: ctx, path: path, root: inputRoot(path), stdin: stdin, wake: make(chan struct{}, 1)}
+}
+
+// checkRestored checks the splits restored from a checkpoint, those added before
+// it: they must be of the source's input, and their files must still hold
+// them (checkRestoredSplit).
+func (c *lineReader) checkRestored() error {
+	if c.err != nil {
+		return c.err
+	}
+	sizes := map[string]int64{}
+	for _, sp := range c.splits {
+		if err := checkRestoredSplit(sp, c.path, c.root, sizes); err != nil {
+			c.err = err
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *lineReader) fail(err error) (string, bool) {

@@ -191,7 +191,8 @@ Checkpoints (keyed-count, window-agg, kafka-keyed-count):
                          or from a checkpoint's or a savepoint's path (also moved, or in
                          an object store; for canonical savepoints, at any state
                          backend and any parallelism up to the savepoint's max
-                         parallelism: see --max-parallelism)
+                         parallelism: see --max-parallelism); a job that reads
+                         files resumes with the same --input (another is refused)
   --allow-non-restored-state
                          with --from: skip (and log) state of operators the job no
                          longer has, instead of failing
