@@ -607,6 +607,17 @@ func (s *Store) list(ctx context.Context, prefix string, withTemp bool) ([]strin
 	if err := s.begin(ctx, OpList, prefix, false); err != nil {
 		return nil, err
 	}
+	// A file store's listing walks directories and fails when a file or
+	// directory goes while it walks (a checkpoint being deleted): list again.
+	for try := 0; ; try++ {
+		keys, err := s.listOnce(ctx, prefix, withTemp)
+		if err == nil || !errors.Is(err, ErrNotFound) || try == 4 || ctx.Err() != nil {
+			return keys, err
+		}
+	}
+}
+
+func (s *Store) listOnce(ctx context.Context, prefix string, withTemp bool) ([]string, error) {
 	var keys []string
 	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + prefix})
 	for {
