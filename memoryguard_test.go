@@ -62,7 +62,7 @@ func TestProcessMemoryGuardChild(t *testing.T) {
 // A job whose keyed values point to large strings (10,000 keys of 100 KB:
 // 1 GB, against a process memory of 256 MiB) fails within seconds, exit 1,
 // with a message naming the setting, and its process's peak RSS stays
-// under twice the setting; the same job with 200 keys (20 MB) runs to the
+// under twice the setting (four times with -short, run under -race); the same job with 200 keys (20 MB) runs to the
 // end. Each runs in a process of its own, so its RSS is its own.
 func TestProcessMemoryGuard(t *testing.T) {
 	if os.Getenv(memoryGuardChild) != "" {
@@ -99,8 +99,12 @@ func TestProcessMemoryGuard(t *testing.T) {
 	if !strings.Contains(msg, `from="Config.ProcessMemory (--process-memory)"`) {
 		t.Errorf("the log does not say where the process memory came from:\n%s", tail(msg))
 	}
-	if rss >= 512 {
-		t.Errorf("peak RSS %d MiB, want under 512 MiB (twice the process memory)", rss)
+	limit := int64(512) // twice the process memory
+	if testing.Short() {
+		limit = 1024 // scripts/test runs -short under the race detector, whose shadow memory is not on the Go heap
+	}
+	if rss >= limit {
+		t.Errorf("peak RSS %d MiB, want under %d MiB", rss, limit)
 	}
 	code, took, rss, msg = run(200)
 	t.Logf("200 keys of 100 KB under 256 MiB: exit %d after %v, peak RSS %d MiB", code, took.Round(time.Millisecond), rss)
