@@ -62,8 +62,9 @@ func TestProcessMemoryGuardChild(t *testing.T) {
 // A job whose keyed values point to large strings (10,000 keys of 100 KB:
 // 1 GB, against a process memory of 256 MiB) fails within seconds, exit 1,
 // with a message naming the setting, and its process's peak RSS stays
-// under twice the setting (four times with -short, run under -race); the same job with 200 keys (20 MB) runs to the
-// end. Each runs in a process of its own, so its RSS is its own.
+// under twice the setting (four times with -short, run under -race); the
+// same job with 200 keys (20 MB) runs to the end. Each runs in a process of
+// its own, so its RSS is its own.
 func TestProcessMemoryGuard(t *testing.T) {
 	if os.Getenv(memoryGuardChild) != "" {
 		t.Skip("in the child")
