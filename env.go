@@ -184,9 +184,7 @@ func (c Config) withDefaults() Config {
 	if c.FloatingBuffers <= 0 {
 		c.FloatingBuffers = 8
 	}
-	if c.ProcessMemory == 0 {
-		c.ProcessMemory = memory.Detect().Bytes
-	}
+	// NewEnvironment has put the detected ProcessMemory in place of 0.
 	if c.ProcessMemory > 0 && c.NetworkMemory == 0 {
 		c.NetworkMemory = memory.NetworkDefault(c.ProcessMemory)
 	}
