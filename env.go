@@ -8,17 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/barrier"
 	"github.com/weirhq/weir/internal/checkpoint/coordinator"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/jobmanager"
+	"github.com/weirhq/weir/internal/memory"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/task"
@@ -62,9 +63,23 @@ type Config struct {
 	// BuffersPerChannel is the credit of each input channel (default 2);
 	// FloatingBuffers the extra buffers of each result partition (default 8).
 	BuffersPerChannel, FloatingBuffers int
+	// ProcessMemory is the memory the whole process may use (Flink's
+	// taskmanager.memory.process.size; weir run --process-memory). Default:
+	// the memory cgroup's limit, else the machine's memory (0 after the
+	// defaults: neither is known). While a job runs, the Go runtime's soft
+	// memory limit is 90% of it; NetworkMemory and HeapStateMemory, when not
+	// set, are 10% (at most 4 GiB) and 40% of it, and set ones that add up
+	// to more than it are refused. A guard samples the Go heap every 100 ms
+	// and fails the job, naming this setting, when the live heap (what the
+	// last collection found reachable, including what state values point
+	// to and the network buffers) plus goroutine stacks stays above 80% of
+	// it over two collections: before the operating system kills the
+	// process. docs/architecture.md says how it is divided.
+	ProcessMemory int64
 	// NetworkMemory bounds the bytes of network buffers each TaskManager's
 	// result partitions hold at once (Flink's taskmanager.memory.network.max;
-	// default 4 GiB). Buffers are allocated as data flows; every output
+	// default 10% of ProcessMemory up to 4 GiB, or 4 GiB when that is
+	// unknown). Buffers are allocated as data flows; every output
 	// channel needs room for one, and a job whose channels need more fails
 	// at deployment with a message saying how much it needs.
 	NetworkMemory int64
@@ -111,10 +126,11 @@ type Config struct {
 	BatchStateMemory int64
 	// HeapStateMemory bounds, per TaskManager, the memory of the hashmap
 	// state backend's tables, counted as they grow: their slots, which hold
-	// the keys and the values themselves (default: half of the machine's
-	// memory, or DefaultHeapStateMemory where that is unknown). Not
-	// counted: memory that values point to (strings, list elements) and
-	// the pages a checkpoint still holds after a write copied them. A
+	// the keys and the values themselves (default: 40% of ProcessMemory,
+	// or DefaultHeapStateMemory where that is unknown). Not counted here:
+	// memory that values point to (strings, list elements) and the pages a
+	// checkpoint still holds after a write copied them; the ProcessMemory
+	// guard counts those, in the live heap. A
 	// growth past it fails the job, naming this setting, without a restart
 	// (one would restore the state that grew past it): for state larger
 	// than memory, use the pebble backend.
@@ -168,8 +184,15 @@ func (c Config) withDefaults() Config {
 	if c.FloatingBuffers <= 0 {
 		c.FloatingBuffers = 8
 	}
+	// NewEnvironment has put the detected ProcessMemory in place of 0.
+	if c.ProcessMemory > 0 && c.NetworkMemory == 0 {
+		c.NetworkMemory = memory.NetworkDefault(c.ProcessMemory)
+	}
 	if c.HeapStateMemory == 0 {
-		c.HeapStateMemory = defaultHeapStateMemory()
+		c.HeapStateMemory = DefaultHeapStateMemory
+		if c.ProcessMemory > 0 {
+			c.HeapStateMemory = memory.HeapStateDefault(c.ProcessMemory)
+		}
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}
@@ -184,38 +207,48 @@ func (c Config) withDefaults() Config {
 // machine's memory is unknown.
 const DefaultHeapStateMemory = 8 << 30
 
-// defaultHeapStateMemory is half of the machine's memory (MemTotal of
-// /proc/meminfo), or DefaultHeapStateMemory. Half leaves room for what the
-// bound does not count, and for the collector, which lets garbage grow to
-// about the live heap before it runs.
-func defaultHeapStateMemory() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return DefaultHeapStateMemory
-	}
-	for line := range strings.Lines(string(b)) {
-		if kb, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kb = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB"))
-			if n, err := strconv.ParseInt(kb, 10, 64); err == nil && n > 0 {
-				return n << 10 / 2
-			}
-		}
-	}
-	return DefaultHeapStateMemory
-}
-
 // Environment is where a job is declared and from where it is executed.
 type Environment struct {
 	cfg      Config
 	sg       graph.StreamGraph
 	collects []collectSink
 	err      error // first declaration error; reported by Execute
+	// memoryFrom says where cfg.ProcessMemory came from (for the log).
+	memoryFrom string
 }
 
 // NewEnvironment returns an environment with the given configuration.
 func NewEnvironment(cfg Config) *Environment {
+	given := cfg
+	from := "Config.ProcessMemory (--process-memory)"
+	if cfg.ProcessMemory == 0 {
+		sz := memory.Detect()
+		cfg.ProcessMemory, from = sz.Bytes, sz.From
+	}
 	cfg = cfg.withDefaults()
-	return &Environment{cfg: cfg, sg: graph.StreamGraph{DefaultParallelism: cfg.Parallelism, MaxParallelism: cfg.MaxParallelism}}
+	e := &Environment{cfg: cfg, memoryFrom: from, sg: graph.StreamGraph{DefaultParallelism: cfg.Parallelism, MaxParallelism: cfg.MaxParallelism}}
+	if err := checkMemory(given, cfg); err != nil {
+		e.fail(err)
+	}
+	return e
+}
+
+// checkMemory refuses a negative ProcessMemory, and network and heap state
+// memory, one of them set, that add up to more than the process memory.
+func checkMemory(given, cfg Config) error {
+	if cfg.ProcessMemory < 0 {
+		return fmt.Errorf("weir: Config.ProcessMemory is %d bytes: want a positive number, or 0 for the default (the cgroup's limit or the machine's memory)", cfg.ProcessMemory)
+	}
+	if cfg.ProcessMemory == 0 || (given.NetworkMemory <= 0 && given.HeapStateMemory <= 0) || cfg.NetworkMemory <= 0 || cfg.HeapStateMemory <= 0 {
+		return nil
+	}
+	if sum := cfg.NetworkMemory + cfg.HeapStateMemory; sum > cfg.ProcessMemory {
+		return fmt.Errorf("weir: network memory %d bytes (Config.NetworkMemory, --network-memory) plus heap state memory %d bytes "+
+			"(Config.HeapStateMemory, --heap-state-memory) is %d bytes, more than the process memory of %d bytes "+
+			"(Config.ProcessMemory, --process-memory): lower them, or raise the process memory",
+			cfg.NetworkMemory, cfg.HeapStateMemory, sum, cfg.ProcessMemory)
+	}
+	return nil
 }
 
 // Config returns the environment's configuration with defaults applied.
@@ -449,6 +482,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 		}
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
 	}
+	endMemory := e.guardMemory(spec.ID, func(err error) { c.JM.Fail(spec.ID, err) })
 	if cfg.OnSubmit != nil {
 		cfg.OnSubmit(j)
 	}
@@ -491,6 +525,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 		}
 		c.Close(context.Background())
 		c.JM.Drain(spec.ID)
+		endMemory()
 		res.close()
 		if removeDir {
 			os.RemoveAll(stateDir)
@@ -501,6 +536,40 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 		close(j.done)
 	}()
 	return j, nil
+}
+
+// guardMemory, for a known ProcessMemory, lowers the Go runtime's soft
+// limit to its share and starts the guard that fails the job (permanently:
+// a restart would rebuild the same heap) when the live heap stays above
+// its bound; the returned function stops the guard and restores the limit.
+// It logs what was chosen and from where.
+func (e *Environment) guardMemory(job string, fail func(error)) (end func()) {
+	cfg := e.cfg
+	p := cfg.ProcessMemory
+	if p <= 0 {
+		cfg.Logger.Info("process memory unknown (no cgroup limit, no /proc/meminfo; set Config.ProcessMemory or --process-memory): no soft limit, no memory guard",
+			"job", job, "network_memory", cfg.NetworkMemory, "heap_state_memory", cfg.HeapStateMemory)
+		return func() {}
+	}
+	cfg.Logger.Info("process memory", "job", job, "bytes", p, "from", e.memoryFrom,
+		"go_soft_limit", memory.SoftLimit(p), "guard_live_heap_bound", memory.GuardBound(p),
+		"network_memory", cfg.NetworkMemory, "heap_state_memory", cfg.HeapStateMemory)
+	restore := memory.SetSoftLimit(memory.SoftLimit(p))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		w := &memory.Watch{Bound: memory.GuardBound(p)}
+		memory.Run(stop, memory.Interval, w, memory.Read, func(s memory.Sample) {
+			cfg.Logger.Warn("memory guard: failing the job", "job", job, "live_heap", s.LiveHeap, "stacks", s.Stacks,
+				"gc_cycles", s.Cycles, "bound", w.Bound, "process_memory", p)
+			fail(failure.Permanent(memory.ExceededError(s, p, "Config.ProcessMemory, weir run --process-memory")))
+		})
+	}()
+	return func() {
+		close(stop)
+		<-done
+		restore()
+	}
 }
 
 // savepointPollGrace bounds how long an ended job's embedded cluster keeps

@@ -213,12 +213,18 @@ Flags of run (all jobs):
   --buffer-timeout D     longest a partly filled network buffer waits (default
                          100ms; 0 sends after every batch)
   --buffer-size S        size of network buffers (default 32kb)
+  --process-memory S     memory the whole process may use
+                         (taskmanager.memory.process.size; default the cgroup's
+                         limit, else the machine's memory): the Go soft limit is
+                         90% of it, and a job whose live heap stays above 80% of
+                         it fails, naming it, before the OS kills the process
   --network-memory S     network buffers each TaskManager may hold at once
-                         (taskmanager.memory.network.max; default 4gb)
+                         (taskmanager.memory.network.max; default 10% of the
+                         process memory, at most 4gb)
   --state-backend B      where keyed state lives: hashmap (default) or pebble
   --heap-state-memory S  bound of the hashmap backend's tables (keys and values
                          in place; not what values point to) per TaskManager
-                         (default half of the machine's memory); past it the
+                         (default 40% of the process memory); past it the
                          job fails, naming it
   --log-level L          debug, info, warn or error (default warn)
 
@@ -490,6 +496,7 @@ type jobFlags struct {
 	channelMemory    sizeFlag // --channel-state-memory
 	batchMemory      sizeFlag // --batch-state-memory
 	heapMemory       sizeFlag // --heap-state-memory
+	processMemory    sizeFlag // --process-memory
 	logLevel         string
 	backend          string
 	input, output    string
@@ -514,7 +521,7 @@ type jobFlags struct {
 	bad                                                           badRecordFlags // restartflags.go
 }
 
-var commonRunFlags = []string{"parallelism", "max-parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "state-backend", "heap-state-memory", "log-level", "restart-strategy", "D"}
+var commonRunFlags = []string{"parallelism", "max-parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "process-memory", "state-backend", "heap-state-memory", "log-level", "restart-strategy", "D"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
@@ -546,6 +553,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&f.channelMemory, "channel-state-memory", "")
 	fs.Var(&f.batchMemory, "batch-state-memory", "")
 	fs.Var(&f.heapMemory, "heap-state-memory", "")
+	fs.Var(&f.processMemory, "process-memory", "")
 	fs.BoolVar(&f.allowNonRestored, "allow-non-restored-state", false, "")
 	fs.StringVar(&f.window, "window", "", "")
 	fs.StringVar(&f.watermarks, "watermarks", "punctuated", "")
@@ -804,6 +812,9 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	if given["heap-state-memory"] && f.heapMemory.bytes < 1<<20 {
 		return weir.Config{}, usagef("--heap-state-memory must be at least 1mb, got %d bytes", f.heapMemory.bytes)
 	}
+	if given["process-memory"] && f.processMemory.bytes < 32<<20 {
+		return weir.Config{}, usagef("--process-memory must be at least 32mb (the Go runtime and a small job), got %d bytes", f.processMemory.bytes)
+	}
 	if given["batch-state-memory"] && f.batchMemory.bytes < 1<<20 {
 		return weir.Config{}, usagef("--batch-state-memory must be at least 1mb, got %d bytes", f.batchMemory.bytes)
 	}
@@ -821,7 +832,7 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	cfg := weir.Config{
 		Parallelism: f.parallelism, MaxParallelism: f.maxParallelism, RESTAddr: f.restAddr, RESTPortFallback: !given["address"],
 		BufferTimeout: bt, BufferSize: int(f.bufferSize.bytes), NetworkMemory: f.networkMemory.bytes, StateBackend: f.backend,
-		BatchStateMemory: f.batchMemory.bytes, HeapStateMemory: f.heapMemory.bytes,
+		BatchStateMemory: f.batchMemory.bytes, HeapStateMemory: f.heapMemory.bytes, ProcessMemory: f.processMemory.bytes,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	cfg.OnSubmit = func(j *weir.Job) {

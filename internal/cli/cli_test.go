@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runCLI(args ...string) (code int, out, errOut string) {
@@ -170,6 +171,8 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--heap-state-memory", "100kb"}, "--heap-state-memory must be at least 1mb"},
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c", "--heap-state-memory", "lots"}, `--heap-state-memory "lots"`},
 		{[]string{"run", "keyed-count", "--input", "a", "--output", "b", "--batch-state-memory", "8mb"}, "--batch-state-memory does not apply to keyed-count"},
+		{[]string{"run", "wordcount", "--process-memory", "16mb"}, "--process-memory must be at least 32mb"},
+		{[]string{"run", "wordcount", "--process-memory", "lots"}, `--process-memory "lots"`},
 		{[]string{"run"}, "run needs exactly one job name"},
 		{[]string{"run", "wordcount", "extra"}, "run needs exactly one job name"},
 		{[]string{"run", "wordcount", "--nope"}, "unknown flag --nope"},
@@ -246,5 +249,26 @@ func TestRunIncrementalCheckpoints(t *testing.T) {
 	}
 	if n := strings.Count(all.String(), "\n"); n != 60 || !strings.Contains(all.String(), "k0\t12\t330\n") {
 		t.Fatalf("after the resumed run the output has %d lines (want 60, ending with k0's 12th count, sum 330):\n%.400s", n, all.String())
+	}
+}
+
+// --process-memory reaches the job: with --heap-state-memory above it the
+// run fails at once, exit 1, naming the three settings; under it the job
+// runs and the log says the process memory and where it came from.
+func TestProcessMemoryFlag(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte("a b\n"), 0o644)
+	code, _, stderr := runWeir(t, 30*time.Second, "run", "wordcount", "--input", in, "--output", filepath.Join(dir, "out1"),
+		"--process-memory", "64mb", "--heap-state-memory", "100mb", "--rest-address", "")
+	for _, want := range []string{"--process-memory", "--heap-state-memory", "--network-memory", "more than the process memory of 67108864 bytes"} {
+		if code != ExitFailed || !strings.Contains(stderr, want) {
+			t.Fatalf("exit %d, want 1 with a message naming %s: %s", code, want, stderr)
+		}
+	}
+	code, _, stderr = runWeir(t, 30*time.Second, "run", "wordcount", "--input", in, "--output", filepath.Join(dir, "out2"),
+		"--process-memory", "64mb", "--log-level", "info", "--rest-address", "")
+	if code != ExitOK || !strings.Contains(stderr, `msg="process memory"`) || !strings.Contains(stderr, "bytes=67108864") || !strings.Contains(stderr, "go_soft_limit=60397920") {
+		t.Fatalf("exit %d, want 0 and a log of the process memory: %s", code, stderr)
 	}
 }
