@@ -694,7 +694,8 @@ type jobResources struct {
 	stores      []*storage.Store
 	lease       *storage.Lease
 	stopKeeping context.CancelFunc
-	after       []func() // run last, after the stores are closed
+	kept        chan struct{} // closed when Keep returned
+	after       []func()      // run last, after the stores are closed
 }
 
 // keepLease renews the lease until close, calling lost if another run takes
@@ -704,8 +705,11 @@ func (r *jobResources) keepLease(lost func(error)) {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r.stopKeeping = stop
-	go r.lease.Keep(ctx, lost)
+	r.stopKeeping, r.kept = stop, make(chan struct{})
+	go func() {
+		defer close(r.kept)
+		r.lease.Keep(ctx, lost)
+	}()
 }
 
 // close stops renewing and releases the lease, closes the stores, then
@@ -713,6 +717,7 @@ func (r *jobResources) keepLease(lost func(error)) {
 func (r *jobResources) close() {
 	if r.stopKeeping != nil {
 		r.stopKeeping()
+		<-r.kept // a heartbeat in flight must not overwrite the release
 	}
 	if r.lease != nil {
 		_ = r.lease.Release(context.Background())

@@ -86,7 +86,8 @@ func sameFile(a, b string) bool {
 // checkpoints), which would become a directory named "-".
 func checkJobPaths(job string, f *jobFlags) error {
 	dirs := job == "keyed-count" || job == "window-agg" && f.checkpointDir != ""
-	for _, o := range []pathFlag{{"output", f.output}, {"late-output", f.lateOutput}} {
+	outs := []pathFlag{{"output", f.output}, {"late-output", f.lateOutput}, {"dead-letter", f.bad.deadLetter}}
+	for _, o := range outs {
 		if dirs && o.path == "-" {
 			why := "keyed-count writes a directory of part files, committed exactly once"
 			if job == "window-agg" {
@@ -98,5 +99,5 @@ func checkJobPaths(job string, f *jobFlags) error {
 	if comparable(f.output) && comparable(f.lateOutput) && resolvePath(f.output) == resolvePath(f.lateOutput) {
 		return usagef("--late-output %s and --output %s are the same path; they must differ", f.lateOutput, f.output)
 	}
-	return checkNotInput([]pathFlag{{"input", f.input}}, pathFlag{"output", f.output}, pathFlag{"late-output", f.lateOutput})
+	return checkNotInput([]pathFlag{{"input", f.input}}, outs...)
 }

@@ -124,9 +124,6 @@ func (b *badRecordFlags) check(fs *flag.FlagSet, target string, input, output st
 	if err != nil {
 		return p, usagef("--bad-records %q: want fail, skip or dead-letter", b.policy)
 	}
-	if setFlag(fs, "bad-records") && b.policy == "" {
-		return p, usagef("--bad-records is empty: want fail, skip or dead-letter")
-	}
 	value := b.deadLetter
 	if target == "dead-letter-topic" {
 		value = b.deadLetterTopic

@@ -1,6 +1,7 @@
 package kafkakeyedcount
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ type input struct {
 // operator applies the bad-record policy (and counts, and dead-letters
 // through a sink with the output's guarantee).
 func decode(r *kafka.Record) (input, error) {
-	if badrecords.Blank(string(r.Value)) {
+	if len(bytes.TrimSpace(r.Value)) == 0 { // badrecords.Blank, without a copy of every value
 		return input{Blank: true}, nil
 	}
 	rec, err := Deserialize(r)

@@ -196,7 +196,7 @@ func (l *Lease) newest(ctx context.Context) (int64, *LeaseInfo, error) {
 var errGenGone = errors.New("lease generation gone")
 
 func (l *Lease) newestOnce(ctx context.Context) (int64, *LeaseInfo, error) {
-	keys, err := l.list(ctx)
+	keys, err := l.store.List(ctx, l.dir)
 	if err != nil {
 		return 0, nil, fmt.Errorf("reading the lineage lease in %s: %w", l.store.URL(), err)
 	}
@@ -223,22 +223,10 @@ func (l *Lease) newestOnce(ctx context.Context) (int64, *LeaseInfo, error) {
 	return 0, nil, nil
 }
 
-// list lists the generations. A file store's listing fails when a file goes
-// while it walks (a newer holder dropping older generations): then it
-// lists again.
-func (l *Lease) list(ctx context.Context) ([]string, error) {
-	for try := 0; ; try++ {
-		keys, err := l.store.List(ctx, l.dir)
-		if err == nil || !errors.Is(err, ErrNotFound) || try == 4 {
-			return keys, err
-		}
-	}
-}
-
 // dropOlder deletes the generations before l's (best effort: they hold
 // nothing once a newer one exists).
 func (l *Lease) dropOlder(ctx context.Context) {
-	keys, err := l.list(ctx)
+	keys, err := l.store.List(ctx, l.dir)
 	if err != nil {
 		return
 	}
@@ -348,10 +336,13 @@ func (l *Lease) Keep(ctx context.Context, lost func(error)) {
 }
 
 // Release marks the lease released, so the next run takes it at once. A
-// lost lease is left alone.
+// lost lease is left alone. Call it after Keep has returned, or a heartbeat
+// written after it could undo it.
 func (l *Lease) Release(ctx context.Context) error {
-	if err := l.Check(ctx); err != nil {
+	if err := l.Check(ctx); errors.Is(err, ErrLeaseLost) {
 		return nil
+	} else if err != nil {
+		return err
 	}
 	l.mu.Lock()
 	l.info.Released = true

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,11 +84,6 @@ type Snapshot struct {
 	Store    *Store // the checkpoint storage, or an opened savepoint folder (the caller closes it)
 }
 
-// newer orders snapshots as LatestSnapshot does: by completion time, then id.
-func newer(a, b *Metadata) bool {
-	return cmp.Or(cmp.Compare(a.CompleteMillis, b.CompleteMillis), cmp.Compare(a.CheckpointID, b.CheckpointID)) > 0
-}
-
 // LatestSnapshot returns the newest complete snapshot of jobName among the
 // checkpoints in s and the savepoints its runs took (Latest, plus the
 // savepoint pointers): newest by completion time, then id. A pointer whose
@@ -120,7 +114,7 @@ func LatestSnapshot(ctx context.Context, s *Store, jobName string, log *slog.Log
 			if p.JobName != jobName {
 				break
 			}
-			if out.Metadata != nil && !newer(&Metadata{CompleteMillis: p.CompleteMillis, CheckpointID: p.CheckpointID}, out.Metadata) {
+			if out.Metadata != nil && Newer(&Metadata{CompleteMillis: p.CompleteMillis, CheckpointID: p.CheckpointID}, out.Metadata) <= 0 {
 				break // this job's older pointers are older still
 			}
 			sp, m, err := Resolve(ctx, p.URL)

@@ -149,7 +149,7 @@ func ScanLineage(ctx context.Context, s *Store, me *Metadata, log *slog.Logger) 
 	}
 	var runs []Run
 	for _, jobID := range jobs {
-		if jobID == me.JobID || checkComponent(jobID) != nil || IsSavepointDir(jobID) {
+		if jobID == me.JobID || jobID == LeasePrefix || checkComponent(jobID) != nil || IsSavepointDir(jobID) {
 			continue
 		}
 		r, ident, err := scanRun(ctx, s, jobID, me)
