@@ -76,9 +76,6 @@ func (r *Registry) ReferencedKeys() []string {
 	return keys
 }
 
-// Referenced reports whether a registered checkpoint references key.
-func (r *Registry) Referenced(key string) bool { return len(r.refs[key]) > 0 }
-
 // References returns the registered checkpoints that reference key, ascending.
 func (r *Registry) References(key string) []int64 {
 	return slices.Sorted(maps.Keys(r.refs[key]))
