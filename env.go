@@ -513,6 +513,9 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 			j.err = ctx.Err()
 		case status == rest.JobCanceled:
 			j.err = ErrCanceled
+		case err != nil && f.Stack != "":
+			// A panic: where it happened, the user's frames first.
+			j.err = fmt.Errorf("weir: job %q (%s) failed: %w\n%s", name, spec.ID, err, f.Stack)
 		case err != nil:
 			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
 		}

@@ -4,4 +4,7 @@
 // A task that fails with such an error fails the job at once, whatever the
 // restart strategy (Flink's SuppressRestartsException). Other errors are
 // retried by the restart strategy.
+//
+// It also names the failure of a task whose code panicked: a *Panic holds
+// the panic's value and where it happened (the user's frames first).
 package failure

@@ -165,7 +165,7 @@ type Failure struct {
 	Err      error
 	TaskName string       // "" when not caused by a task
 	Exec     *ExecutionID // the failed execution, if a task failed
-	Stack    string
+	Stack    string       // where a panic happened, the user's frames first; "" for errors
 	Time     time.Time
 }
 
@@ -399,10 +399,14 @@ func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 			d = restart.Decision{Reason: "the failure is permanent: restarting cannot fix it"}
 		}
 		restartOK, j.restartDelay = d.Restart, d.Delay
+		attrs := []any{"job", j.spec.ID, "task", name, "err", err}
+		if f.Stack != "" { // a panic: where it happened
+			attrs = append(attrs, "stack", f.Stack)
+		}
 		if d.Restart {
-			jm.logger.Warn("task failed; restarting the job", "job", j.spec.ID, "task", name, "err", err, "delay", d.Delay, "strategy", d.Reason)
+			jm.logger.Warn("task failed; restarting the job", append(attrs, "delay", d.Delay, "strategy", d.Reason)...)
 		} else {
-			jm.logger.Info("task failed; failing the job", "job", j.spec.ID, "task", name, "err", err, "strategy", d.Reason)
+			jm.logger.Info("task failed; failing the job", append(attrs, "strategy", d.Reason)...)
 			if j.spec.Restart.Type != restart.None {
 				err = fmt.Errorf("%w (not restarted: %s)", err, d.Reason)
 				j.failure.Err = err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/watermark"
+	"github.com/weirhq/weir/state"
 )
 
 // ErrCanceled is returned by Run when the task was canceled.
@@ -30,7 +30,7 @@ type Error struct {
 	Operator string // operator name
 	Task     string // "chain name (i/n)"
 	Err      error
-	Stack    string // for panics that were not operator.Failure
+	Stack    string // where a panic happened (failure.Panic.Stack); "" for errors
 }
 
 func (e *Error) Error() string {
@@ -277,12 +277,14 @@ func (t *Task) failure(r any) error {
 		// A state table past its bound: the message names the setting, and
 		// a restart would restore the state that grew past it.
 		cause = failure.Permanent(v)
-	case error:
+	case *state.BackendError:
+		// Weir's own signal that a state backend failed, not the user's
+		// panic; where the state call was made still helps.
 		cause = fmt.Errorf("panic: %w", v)
-		stack = string(debug.Stack())
+		stack = panicStack()
 	default:
-		cause = fmt.Errorf("panic: %v", v)
-		stack = string(debug.Stack())
+		p := &failure.Panic{Value: r, Stack: panicStack()}
+		cause, stack = p, p.Stack
 	}
 	e := t.opError(t.current, cause)
 	e.Stack = stack
@@ -304,7 +306,10 @@ func (t *Task) closeAll() (err error) {
 		func() {
 			defer func() {
 				if r := recover(); r != nil && err == nil {
-					err = t.opError(i, fmt.Errorf("close: panic: %v", r))
+					p := &failure.Panic{Value: r, Stack: panicStack()}
+					e := t.opError(i, fmt.Errorf("close: %w", p))
+					e.Stack = p.Stack
+					err = e
 				}
 			}()
 			if cerr := t.ops[i].Close(); cerr != nil && err == nil {
