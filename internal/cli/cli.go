@@ -392,9 +392,16 @@ func report(err error, cmd string, ctx context.Context, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "weir: canceled")
 		return ExitCanceled
 	}
-	// Errors of the library carry its "weir: " prefix already.
-	fmt.Fprintf(stderr, "weir: %s\n", strings.TrimPrefix(err.Error(), "weir: "))
+	fmt.Fprint(stderr, failureMessage(err))
 	return ExitFailed
+}
+
+// failureMessage is what the command prints when it fails: the error, and
+// when a task panicked, the lines of its stack that the job's error carries
+// (the panic site and the user's frames first).
+func failureMessage(err error) string {
+	// Errors of the library carry its "weir: " prefix already.
+	return fmt.Sprintf("weir: %s\n", strings.TrimPrefix(err.Error(), "weir: "))
 }
 
 // signals routes SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command running

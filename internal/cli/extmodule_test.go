@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -98,4 +99,45 @@ func buildExternal(t *testing.T, pkg string) string {
 		t.Fatalf("building the external module: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// A job in a separate module whose function panics (cmd/extpanic) ends with
+// an error that shows the user's frames, file and line, the panic site
+// first, and none of Weir's or the Go runtime's frames by name; its log at
+// info level carries the same stack.
+func TestExternalModulePanicShowsUserFrames(t *testing.T) {
+	bin := buildExternal(t, "./cmd/extpanic")
+	src, err := os.ReadFile("testdata/extconnector/cmd/extpanic/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lineOf := func(marker string) string {
+		for i, l := range strings.Split(string(src), "\n") {
+			if strings.HasSuffix(l, marker) {
+				return fmt.Sprintf("extpanic/main.go:%d", i+1)
+			}
+		}
+		t.Fatalf("no line ends with %q", marker)
+		return ""
+	}
+	site, call := lineOf("// the panic site"), lineOf("// the call")
+	cmd := exec.Command(bin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("extpanic succeeded; stderr:\n%s", stderr.String())
+	}
+	out := stderr.String()
+	i := strings.Index(out, "panic: assignment to entry in nil map\n")
+	if i < 0 {
+		t.Fatalf("no job error ending in the panic:\n%s", out)
+	}
+	want := fmt.Sprintf("main.count\n\t.*%s\nmain.main.func1\n\t.*%s\n", regexp.QuoteMeta(site), regexp.QuoteMeta(call))
+	trace := out[i+len("panic: assignment to entry in nil map\n"):]
+	if !regexp.MustCompile(`^` + want + `$`).MatchString(trace) {
+		t.Fatalf("the error's stack is not the panic site %s then the call %s:\n%s", site, call, trace)
+	}
+	if !strings.Contains(out, "stack=") || !strings.Contains(out[:i], site) {
+		t.Fatalf("the log has no stack with %s:\n%s", site, out)
+	}
 }

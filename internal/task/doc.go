@@ -15,6 +15,8 @@
 // stores, keyed backends), forwards the barrier, and uploads on a goroutine
 // of its own (checkpoint.go); alignedtimeout.go promotes barriers held up
 // by data past an aligned timeout; restore.go brings a checkpoint back.
+// It recovers a panic once, at the loop, into the task's failure, with
+// where it happened, the user's frames first (panicstack.go).
 //
 // The loop is type-erased; typed work happens in internal/operator, reached
 // through the Factory and StreamType payloads of the graph's nodes.
