@@ -160,7 +160,17 @@ func TestRun(t *testing.T) {
 	close(stop)
 	Run(stop, 1, &Watch{Bound: 100}, func() Sample { return Sample{} }, func(Sample) { t.Fatal("fired under the bound") })
 	runtime.GC() // the live heap is measured by a collection
-	if s := Read(); s.LiveHeap <= 0 || s.Stacks <= 0 {
+	r := NewReader()
+	if s := r.Read(); s.LiveHeap <= 0 || s.Stacks <= 0 {
 		t.Fatalf("Read = %+v: the runtime's metrics are missing", s)
+	}
+}
+
+// A Reader allocates nothing per sample: the guard samples every Interval
+// and after every collection for the life of the job.
+func TestReaderReusesSamples(t *testing.T) {
+	r := NewReader()
+	if n := testing.AllocsPerRun(100, func() { r.Read() }); n != 0 {
+		t.Fatalf("Read allocates %v times a sample, want 0", n)
 	}
 }
