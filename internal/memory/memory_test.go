@@ -48,8 +48,8 @@ func TestParseLimits(t *testing.T) {
 		{"max\n", 0, false}, {"268435456\n", 268435456, true}, {"9223372036854771712\n", 0, false},
 		{"18446744073709551615", 0, false}, {"0\n", 0, false}, {"-1\n", 0, false}, {"", 0, false}, {"12 kB", 0, false},
 	} {
-		if n, ok := ParseCgroupV2([]byte(tc.in)); n != tc.n || ok != tc.ok {
-			t.Errorf("ParseCgroupV2(%q) = %d, %t; want %d, %t", tc.in, n, ok, tc.n, tc.ok)
+		if n, ok := ParseCgroupLimit([]byte(tc.in)); n != tc.n || ok != tc.ok {
+			t.Errorf("ParseCgroupLimit(%q) = %d, %t; want %d, %t", tc.in, n, ok, tc.n, tc.ok)
 		}
 	}
 	if n, ok := ParseMemTotal([]byte("MemFree: 5 kB\nMemTotal:   1024 kB\n")); n != 1<<20 || !ok {
