@@ -121,7 +121,14 @@ func (s setup) args(extra ...string) []string {
 // start starts a run with env added to the test's environment.
 func (s setup) start(t *testing.T, env []string, extra ...string) *job {
 	t.Helper()
-	j := &job{cmd: exec.Command(weir(t), s.args(extra...)...), done: make(chan struct{})}
+	return startWeir(t, env, s.args(extra...)...)
+}
+
+// startWeir starts weir with args, env added to the test's environment;
+// the test's cleanup kills it if it still runs.
+func startWeir(t *testing.T, env []string, args ...string) *job {
+	t.Helper()
+	j := &job{cmd: exec.Command(weir(t), args...), done: make(chan struct{})}
 	j.cmd.Env = append(append(os.Environ(), privateTmp(t), traceback), env...)
 	j.cmd.Stderr = &j.stderr
 	dieWithParent(j.cmd)
@@ -187,15 +194,7 @@ func (j *job) wait(t *testing.T, limit time.Duration) (code int, killed bool) {
 // stderr.
 func runWeir(t *testing.T, limit time.Duration, args ...string) (int, string) {
 	t.Helper()
-	j := &job{cmd: exec.Command(weir(t), args...), done: make(chan struct{})}
-	j.cmd.Env = append(os.Environ(), privateTmp(t), traceback)
-	j.cmd.Stderr = &j.stderr
-	dieWithParent(j.cmd)
-	j.started = time.Now()
-	if err := j.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { j.cmd.Wait(); close(j.done) }()
+	j := startWeir(t, nil, args...)
 	code, _ := j.wait(t, limit)
 	return code, j.stderr.String()
 }
