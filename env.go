@@ -562,7 +562,7 @@ func (e *Environment) guardMemory(job string, fail func(error)) (end func()) {
 	go func() {
 		defer close(done)
 		w := &memory.Watch{Bound: memory.GuardBound(p)}
-		memory.Run(stop, memory.Interval, w, memory.Read, func(s memory.Sample) {
+		memory.Run(stop, memory.Interval, w, memory.NewReader().Read, func(s memory.Sample) {
 			cfg.Logger.Warn("memory guard: failing the job", "job", job, "live_heap", s.LiveHeap, "stacks", s.Stacks,
 				"gc_cycles", s.Cycles, "bound", w.Bound, "process_memory", p)
 			fail(failure.Permanent(memory.ExceededError(s, p, "Config.ProcessMemory, weir run --process-memory")))

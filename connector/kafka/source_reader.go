@@ -418,15 +418,6 @@ func (r *reader[T]) emit(s *splitState[T], out source.Output[T], limit int) (int
 	return n, nil
 }
 
-// excerpt is the start of a bad record's value, for error messages.
-func excerpt(b []byte) string {
-	const max = 64
-	if len(b) > max {
-		return strconv.Quote(string(b[:max])) + "..."
-	}
-	return strconv.Quote(string(b))
-}
-
 // badRecord handles a record the deserializer rejected, by the policy: an
 // error fails the job.
 func (r *reader[T]) badRecord(rec *kgo.Record, derr error) error {
@@ -453,7 +444,7 @@ func (r *reader[T]) badRecord(rec *kgo.Record, derr error) error {
 		return nil
 	}
 	// Permanent: after a restart the same record is read and rejected again.
-	return failure.Permanent(fmt.Errorf("kafka source: bad record at topic %q partition %d offset %d: %w (value %s; SourceConfig.BadRecords can skip or dead-letter bad records)", rec.Topic, rec.Partition, rec.Offset, derr, excerpt(rec.Value)))
+	return failure.Permanent(fmt.Errorf("kafka source: bad record at topic %q partition %d offset %d: %w (value %s; SourceConfig.BadRecords can skip or dead-letter bad records)", rec.Topic, rec.Partition, rec.Offset, derr, ValueExcerpt(rec.Value)))
 }
 
 func (r *reader[T]) updateMetrics(hwm map[topicPartition]int64) {

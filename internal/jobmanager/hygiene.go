@@ -147,9 +147,9 @@ func (jm *JobManager) cleanLineage(j *job) {
 	}
 	slices.SortFunc(cp.earlier, func(a, b storage.Metadata) int { return storage.Newer(&a, &b) })
 	cp.scanned = true
-	trim := jm.trimEarlierLocked(j)
+	refs := &refSet{cp: cp}
+	trim := jm.trimEarlierLocked(j, refs)
 	c.checkpoints, c.runs = trim.checkpoints, trim.runs
-	referenced := cp.referencedLocked()
 	for _, r := range runs {
 		if _, live := cp.earlierRuns[r.JobID]; !live {
 			continue // deleted whole, or kept whole
@@ -158,7 +158,7 @@ func (jm *JobManager) cleanLineage(j *job) {
 			c.incomplete = append(c.incomplete, storage.Metadata{JobID: r.JobID, CheckpointID: id})
 		}
 		for _, k := range r.Objects {
-			if strings.HasPrefix(k, storage.SharedPrefix(r.JobID)) && !referenced(k) {
+			if strings.HasPrefix(k, storage.SharedPrefix(r.JobID)) && !refs.hasLocked(k) {
 				c.objects = append(c.objects, k)
 			}
 		}
@@ -178,8 +178,9 @@ func (jm *JobManager) cleanLineage(j *job) {
 // checkpoints fill the rest of Settings.Retained, newest first. It returns
 // the deletions of those beyond it, and of the earlier runs left without a
 // complete checkpoint (whole). The checkpoint the job restored from stays
-// until one of the job's own completed.
-func (jm *JobManager) trimEarlierLocked(j *job) cleanup {
+// until one of the job's own completed. refs is looked at only when
+// something is deleted.
+func (jm *JobManager) trimEarlierLocked(j *job, refs *refSet) cleanup {
 	cp := j.cp
 	var c cleanup
 	if !cp.scanned {
@@ -199,7 +200,6 @@ func (jm *JobManager) trimEarlierLocked(j *job) cleanup {
 	for _, m := range kept {
 		cp.runCheckpoints[m.JobID] = append(cp.runCheckpoints[m.JobID], m.CheckpointID)
 	}
-	referenced := cp.referencedLocked()
 	for jobID, objects := range cp.earlierRuns {
 		if len(cp.runCheckpoints[jobID]) == 0 {
 			if cp.latest == nil && slices.ContainsFunc(objects, storage.IsSavepointPointer) {
@@ -209,7 +209,7 @@ func (jm *JobManager) trimEarlierLocked(j *job) cleanup {
 				// checkpoints completes.
 				continue
 			}
-			c.runs = append(c.runs, deadRun{jobID: jobID, objects: objects, keep: referenced})
+			c.runs = append(c.runs, deadRun{jobID: jobID, objects: objects, keep: refs.lookupLocked()})
 			delete(cp.earlierRuns, jobID)
 		}
 	}
@@ -223,7 +223,7 @@ func (jm *JobManager) trimEarlierLocked(j *job) cleanup {
 		}
 		var shared []string
 		for _, k := range m.SharedKeys() {
-			if !referenced(k) {
+			if !refs.hasLocked(k) {
 				shared = append(shared, k)
 			}
 		}
@@ -240,10 +240,37 @@ func (jm *JobManager) restoredLocked(j *job, m *storage.Metadata) bool {
 		r.JobID == m.JobID && r.CheckpointID == m.CheckpointID && !r.Savepoint
 }
 
-// referencedLocked returns whether a shared file is referenced by a
-// retained checkpoint (the job's own or an earlier run's) or by what the
-// tasks acknowledged of a checkpoint in flight.
-func (cp *checkpoints) referencedLocked() func(string) bool {
+// refSet is the set of shared files that a retained checkpoint (the job's
+// own or an earlier run's) or what the tasks acknowledged of a checkpoint
+// in flight references. Gathering it walks every retained checkpoint's
+// keys under the JobManager's lock, so it is built on first use: once for
+// the hygiene after a completion (afterCompletedLocked) or a lineage scan,
+// and not at all when nothing is to be deleted. A refSet lives only as long
+// as the lock is held; what lookupLocked returns may outlive it.
+type refSet struct {
+	cp   *checkpoints
+	keys map[string]bool // nil until built
+}
+
+func (r *refSet) keysLocked() map[string]bool {
+	if r.keys == nil {
+		r.keys = r.cp.referencedLocked()
+	}
+	return r.keys
+}
+
+// hasLocked reports whether shared file k is referenced.
+func (r *refSet) hasLocked(k string) bool { return r.keysLocked()[k] }
+
+// lookupLocked returns hasLocked as a function that may be called off the
+// lock (the set is built before it returns and never changes).
+func (r *refSet) lookupLocked() func(string) bool {
+	keys := r.keysLocked()
+	return func(k string) bool { return keys[k] }
+}
+
+// referencedLocked gathers the shared files refSet holds.
+func (cp *checkpoints) referencedLocked() map[string]bool {
 	refs := map[string]bool{}
 	for _, m := range cp.earlier {
 		for _, k := range m.SharedKeys() {
@@ -263,7 +290,7 @@ func (cp *checkpoints) referencedLocked() func(string) bool {
 	for _, k := range cp.registry.ReferencedKeys() {
 		refs[k] = true
 	}
-	return func(k string) bool { return refs[k] }
+	return refs
 }
 
 // sweepGap is the least time between two rounds of sweeping: a round lists
@@ -284,9 +311,9 @@ type sweepList struct {
 // maybeSweepLocked runs a round of sweeping after checkpoint completed
 // completed: if the last listing may be acted on (see the top of this
 // file), it deletes what is listed there and no retained or in-flight
-// checkpoint needs; then it lists again, for the next round. One round at
-// a time, in the background (counted in j.io).
-func (jm *JobManager) maybeSweepLocked(j *job, completed int64) {
+// checkpoint needs (refs); then it lists again, for the next round. One
+// round at a time, in the background (counted in j.io).
+func (jm *JobManager) maybeSweepLocked(j *job, completed int64, refs *refSet) {
 	cp := j.cp
 	now := j.spec.Clock.NowMillis()
 	if cp.sweeping || cp.stopped || now < cp.nextSweep {
@@ -298,9 +325,8 @@ func (jm *JobManager) maybeSweepLocked(j *job, completed int64) {
 		if completed < l.before || cp.inFlightBelowLocked(completed) {
 			return // a later completion will do
 		}
-		referenced := cp.referencedLocked()
 		for _, k := range l.shared {
-			if !referenced(k) {
+			if !refs.hasLocked(k) {
 				del = append(del, k)
 			}
 		}
@@ -356,10 +382,11 @@ func (cp *checkpoints) inFlightBelowLocked(id int64) bool {
 
 // afterCompletedLocked is the hygiene after checkpoints completed (the
 // newest is newest): retention across the lineage, and a round of
-// sweeping.
+// sweeping, which share one refSet.
 func (jm *JobManager) afterCompletedLocked(j *job, newest int64) {
-	jm.cleanupLocked(j, jm.trimEarlierLocked(j))
-	jm.maybeSweepLocked(j, newest)
+	refs := &refSet{cp: j.cp}
+	jm.cleanupLocked(j, jm.trimEarlierLocked(j, refs))
+	jm.maybeSweepLocked(j, newest, refs)
 }
 
 // discardSavepointFolder removes what a failed savepoint left in its folder

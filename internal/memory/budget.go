@@ -72,44 +72,39 @@ func detect(read func(string) ([]byte, error)) Size {
 			total = Size{n, "/proc/meminfo MemTotal"}
 		}
 	}
-	for _, f := range cgroupFiles(read) {
-		b, err := read(f.path)
+	for _, file := range cgroupFiles(read) {
+		b, err := read(file)
 		if err != nil {
 			continue
 		}
-		n, ok := f.parse(b)
+		n, ok := ParseCgroupLimit(b)
 		if !ok {
 			continue // no limit here: try the next
 		}
 		if total.Bytes > 0 && total.Bytes < n {
 			return total // a cgroup limit above the machine's memory
 		}
-		return Size{n, f.path}
+		return Size{n, file}
 	}
 	return total
 }
 
-type cgroupFile struct {
-	path  string
-	parse func([]byte) (int64, bool)
-}
-
 // cgroupFiles lists the limit files to try, the process's own cgroup
-// (from /proc/self/cgroup) before the mounted root.
-func cgroupFiles(read func(string) ([]byte, error)) []cgroupFile {
+// (from /proc/self/cgroup) before the mounted root, v2 before v1.
+func cgroupFiles(read func(string) ([]byte, error)) []string {
 	var v2, v1 string
 	if b, err := read("/proc/self/cgroup"); err == nil {
 		v2, v1 = ParseSelfCgroup(b)
 	}
-	var fs []cgroupFile
+	var fs []string
 	if v2 != "" && v2 != "/" {
-		fs = append(fs, cgroupFile{path.Join("/sys/fs/cgroup", v2, "memory.max"), ParseCgroupV2})
+		fs = append(fs, path.Join("/sys/fs/cgroup", v2, "memory.max"))
 	}
-	fs = append(fs, cgroupFile{"/sys/fs/cgroup/memory.max", ParseCgroupV2})
+	fs = append(fs, "/sys/fs/cgroup/memory.max")
 	if v1 != "" && v1 != "/" {
-		fs = append(fs, cgroupFile{path.Join("/sys/fs/cgroup/memory", v1, "memory.limit_in_bytes"), ParseCgroupV1})
+		fs = append(fs, path.Join("/sys/fs/cgroup/memory", v1, "memory.limit_in_bytes"))
 	}
-	return append(fs, cgroupFile{"/sys/fs/cgroup/memory/memory.limit_in_bytes", ParseCgroupV1})
+	return append(fs, "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 }
 
 // ParseSelfCgroup returns the cgroup v2 path ("0::PATH") and the v1 memory
@@ -133,14 +128,11 @@ func ParseSelfCgroup(b []byte) (v2, v1 string) {
 	return v2, v1
 }
 
-// ParseCgroupV2 reads memory.max: a number of bytes, or "max" for none.
-func ParseCgroupV2(b []byte) (int64, bool) { return parseLimit(b) }
-
-// ParseCgroupV1 reads memory.limit_in_bytes: a number of bytes, with
-// values near 2^63 meaning none.
-func ParseCgroupV1(b []byte) (int64, bool) { return parseLimit(b) }
-
-func parseLimit(b []byte) (int64, bool) {
+// ParseCgroupLimit reads a memory cgroup's limit file, of either version:
+// v2's memory.max (a number of bytes, or "max" for none) or v1's
+// memory.limit_in_bytes (a number of bytes, with values near 2^63 meaning
+// none). It reports false when the file sets no limit.
+func ParseCgroupLimit(b []byte) (int64, bool) {
 	s := strings.TrimSpace(string(b))
 	if s == "max" {
 		return 0, false

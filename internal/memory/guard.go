@@ -53,12 +53,23 @@ func (w *Watch) Observe(s Sample) bool {
 
 var names = []string{"/gc/heap/live:bytes", "/memory/classes/heap/stacks:bytes", "/gc/cycles/total:gc-cycles"}
 
-// Read samples the Go runtime.
-func Read() Sample {
+// Reader samples the Go runtime into one metrics.Sample slice, reused by
+// every sample (the guard takes one every Interval and after every
+// collection). Not for concurrent use: each guard has its own.
+type Reader struct{ ms []metrics.Sample }
+
+// NewReader returns a Reader of the metrics Sample holds.
+func NewReader() *Reader {
 	ms := make([]metrics.Sample, len(names))
 	for i, n := range names {
 		ms[i].Name = n
 	}
+	return &Reader{ms: ms}
+}
+
+// Read samples the Go runtime.
+func (r *Reader) Read() Sample {
+	ms := r.ms
 	metrics.Read(ms)
 	var s Sample
 	if ms[0].Value.Kind() == metrics.KindUint64 {

@@ -48,8 +48,8 @@ func TestParseLimits(t *testing.T) {
 		{"max\n", 0, false}, {"268435456\n", 268435456, true}, {"9223372036854771712\n", 0, false},
 		{"18446744073709551615", 0, false}, {"0\n", 0, false}, {"-1\n", 0, false}, {"", 0, false}, {"12 kB", 0, false},
 	} {
-		if n, ok := ParseCgroupV2([]byte(tc.in)); n != tc.n || ok != tc.ok {
-			t.Errorf("ParseCgroupV2(%q) = %d, %t; want %d, %t", tc.in, n, ok, tc.n, tc.ok)
+		if n, ok := ParseCgroupLimit([]byte(tc.in)); n != tc.n || ok != tc.ok {
+			t.Errorf("ParseCgroupLimit(%q) = %d, %t; want %d, %t", tc.in, n, ok, tc.n, tc.ok)
 		}
 	}
 	if n, ok := ParseMemTotal([]byte("MemFree: 5 kB\nMemTotal:   1024 kB\n")); n != 1<<20 || !ok {
@@ -160,7 +160,17 @@ func TestRun(t *testing.T) {
 	close(stop)
 	Run(stop, 1, &Watch{Bound: 100}, func() Sample { return Sample{} }, func(Sample) { t.Fatal("fired under the bound") })
 	runtime.GC() // the live heap is measured by a collection
-	if s := Read(); s.LiveHeap <= 0 || s.Stacks <= 0 {
+	r := NewReader()
+	if s := r.Read(); s.LiveHeap <= 0 || s.Stacks <= 0 {
 		t.Fatalf("Read = %+v: the runtime's metrics are missing", s)
+	}
+}
+
+// A Reader allocates nothing per sample: the guard samples every Interval
+// and after every collection for the life of the job.
+func TestReaderReusesSamples(t *testing.T) {
+	r := NewReader()
+	if n := testing.AllocsPerRun(100, func() { r.Read() }); n != 0 {
+		t.Fatalf("Read allocates %v times a sample, want 0", n)
 	}
 }

@@ -1,11 +1,15 @@
 package task
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/protocol"
 )
 
 // An unaligned barrier's channel state keeps the watermarks among the data
@@ -81,4 +85,76 @@ func describeInFlight(bufs []network.InFlight) string {
 		}
 	}
 	return fmt.Sprint(s)
+}
+
+// reports is a Reporter that keeps what the task tells the JobManager.
+type reports struct {
+	mu       sync.Mutex // guards the fields below
+	acks     []protocol.AcknowledgeCheckpoint
+	declines []protocol.DeclineCheckpoint
+}
+
+func (r *reports) Acknowledge(a protocol.AcknowledgeCheckpoint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.acks = append(r.acks, a)
+}
+
+func (r *reports) Decline(d protocol.DeclineCheckpoint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.declines = append(r.declines, d)
+}
+
+func (r *reports) SendEvent(protocol.OperatorEvent) {}
+func (r *reports) SourceEnded(protocol.SourceEnded) {}
+
+func (r *reports) counts() (acks, declines int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acks), len(r.declines)
+}
+
+// An unaligned checkpoint's input channel state that passes
+// ChannelStateMemory is declined at once, naming the setting, while the
+// recording still waits for barriers (a backpressured channel can hold
+// them back for long); the recording's end declines nothing more and
+// acknowledges nothing.
+func TestChannelStateBoundDeclinesAtOnce(t *testing.T) {
+	rep := &reports{}
+	tk := &Task{name: "Map (1/2)", spec: Spec{Reporter: rep}, cp: newCheckpoint(&Checkpoints{ChannelStateMemory: 100}, 0)}
+	tk.asyncCtx, tk.asyncCancel = context.WithCancel(context.Background())
+	defer tk.asyncCancel()
+	r := tk.newRecording(7)
+	r.channels[0], r.channels[1] = true, true
+	r.add(0, network.KindData, make([]byte, 40)) // 48 of 100 bytes
+	if _, n := rep.counts(); n != 0 {
+		t.Fatalf("declined under the bound: %+v", rep.declines)
+	}
+	r.add(1, network.KindData, make([]byte, 50)) // 106
+	if _, n := rep.counts(); n != 1 {
+		t.Fatalf("%d declines once the bound was passed, want 1 at once", n)
+	}
+	d := rep.declines[0]
+	if d.ID != 7 || !d.Counts || !strings.Contains(d.Reason, "CheckpointConfig.ChannelStateMemory (--channel-state-memory)") ||
+		!strings.Contains(d.Reason, "Map (1/2)") || !strings.Contains(d.Reason, "100 bytes") {
+		t.Fatalf("decline %+v: want checkpoint 7, counted, naming the task, the bound and the setting", d)
+	}
+	if r.complete() {
+		t.Fatal("the recording ended with the decline; it should wait for its barriers as before")
+	}
+	r.add(0, network.KindData, make([]byte, 10))
+	if len(r.data) != 0 {
+		t.Fatalf("the recording holds %d bytes past its bound", len(r.data))
+	}
+
+	r.handlerDone = true // the last barrier came
+	if !r.complete() {
+		t.Fatal("the recording did not end with its last barrier")
+	}
+	tk.asyncWG.Add(1)
+	tk.upload(&pendingSnapshot{id: 7, unaligned: true, rec: r, input: r.done})
+	if acks, declines := rep.counts(); acks != 0 || declines != 1 {
+		t.Fatalf("after the recording ended: %d acks, %d declines; want 0 and the one decline", acks, declines)
+	}
 }

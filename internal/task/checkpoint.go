@@ -69,10 +69,12 @@ type recording struct {
 	copied map[*network.Buffer]bool
 	data   []byte // frames: channel index u32 (kind in the high byte, see frameKind), length u32, bytes
 	// limit bounds len(data) (Checkpoints.ChannelStateMemory; 0: none).
-	// Past it the recording drops what it holds and records nothing more,
-	// and the checkpoint is declined naming the setting (over).
+	// Past it the recording drops what it holds and records nothing more
+	// (over), and calls exceeded, which declines the checkpoint at once
+	// naming the setting.
 	limit       int64
 	over        bool
+	exceeded    func()
 	handlerDone bool
 	done        chan struct{} // closed once complete or canceled
 	closed      bool
@@ -408,6 +410,9 @@ func (r *recording) add(ch int, kind network.Kind, data []byte) {
 	}
 	if r.limit > 0 && int64(len(r.data)+8+len(data)) > r.limit {
 		r.over, r.data = true, nil
+		if r.exceeded != nil {
+			r.exceeded()
+		}
 		return
 	}
 	r.data = binary.BigEndian.AppendUint32(r.data, uint32(ch)|uint32(kind)<<frameKindShift)
@@ -458,8 +463,7 @@ func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
 		}
 	}
 	if br.Unaligned && t.source == nil {
-		r := &recording{id: br.ID, channels: map[int]bool{}, copied: map[*network.Buffer]bool{}, done: make(chan struct{}),
-			limit: t.cp.cfg.ChannelStateMemory}
+		r := t.newRecording(br.ID)
 		t.recordTakenIn(r)
 		t.cp.recs = append(t.cp.recs, r)
 		snap.rec, snap.input = r, r.done
@@ -470,6 +474,22 @@ func (t *Task) takeCheckpoint(br network.Barrier, alignMs int64) {
 		"kind", protocol.CheckpointKind(br.Kind), "finished", t.finished)
 	t.asyncWG.Add(1)
 	go t.upload(snap)
+}
+
+// newRecording starts the recording of unaligned checkpoint id's input
+// channel state, bounded by ChannelStateMemory: the checkpoint is declined
+// as soon as the bound is passed, not once the recording ends (when the
+// last of its barriers comes, which a backpressured channel can put off
+// for long).
+func (t *Task) newRecording(id int64) *recording {
+	r := &recording{id: id, channels: map[int]bool{}, copied: map[*network.Buffer]bool{}, done: make(chan struct{}),
+		limit: t.cp.cfg.ChannelStateMemory}
+	r.exceeded = func() {
+		t.decline(id, fmt.Sprintf("task %s: the input channel state of unaligned checkpoint %d passed %d bytes, the bound of "+
+			"CheckpointConfig.ChannelStateMemory (--channel-state-memory): raise it, or give the job fewer network buffers in flight",
+			t.name, id, r.limit), true)
+	}
+	return r
 }
 
 // snapshotOperators runs the operators' Snapshotter hooks and freezes their
@@ -537,15 +557,9 @@ func (t *Task) upload(snap *pendingSnapshot) {
 			return
 		}
 	}
-	if snap.rec != nil && snap.rec.canceled {
+	if snap.rec != nil && (snap.rec.canceled || snap.rec.over) {
+		// Over: declined when it passed the bound (newRecording).
 		snap.release()
-		return
-	}
-	if snap.rec != nil && snap.rec.over {
-		snap.release()
-		t.decline(snap.id, fmt.Sprintf("task %s: the input channel state of unaligned checkpoint %d passed %d bytes, the bound of "+
-			"CheckpointConfig.ChannelStateMemory (--channel-state-memory): raise it, or give the job fewer network buffers in flight",
-			t.name, snap.id, snap.rec.limit), true)
 		return
 	}
 	start := t.spec.Clock.Now()

@@ -121,8 +121,15 @@ func (s setup) args(extra ...string) []string {
 // start starts a run with env added to the test's environment.
 func (s setup) start(t *testing.T, env []string, extra ...string) *job {
 	t.Helper()
-	j := &job{cmd: exec.Command(weir(t), s.args(extra...)...), done: make(chan struct{})}
-	j.cmd.Env = append(append(os.Environ(), privateTmp(t)), env...)
+	return startWeir(t, env, s.args(extra...)...)
+}
+
+// startWeir starts weir with args, env added to the test's environment;
+// the test's cleanup kills it if it still runs.
+func startWeir(t *testing.T, env []string, args ...string) *job {
+	t.Helper()
+	j := &job{cmd: exec.Command(weir(t), args...), done: make(chan struct{})}
+	j.cmd.Env = append(append(os.Environ(), privateTmp(t), traceback), env...)
 	j.cmd.Stderr = &j.stderr
 	dieWithParent(j.cmd)
 	j.started = time.Now()
@@ -142,15 +149,41 @@ func (s setup) start(t *testing.T, env []string, extra ...string) *job {
 // and the test's cleanup then does.
 func privateTmp(t *testing.T) string { return "TMPDIR=" + t.TempDir() }
 
-// wait waits for the run to end (failing the test after limit) and returns
-// its exit code (-1 when killed by a signal) and whether SIGKILL ended it.
+// traceback makes a run's first SIGQUIT write every goroutine's stack to
+// stderr before it cancels (internal/cli): without it only a second SIGQUIT
+// does, and the cancel may end a run that overran before then.
+const traceback = "WEIR_TRACEBACK=1"
+
+// dumpGrace is how long endWithDump gives a run after each signal.
+const dumpGrace = 5 * time.Second
+
+// endWithDump ends a run that overran, with every goroutine's stack on its
+// stderr: the first SIGQUIT writes them as they were and cancels
+// (traceback); a second, if the cancel has not ended the run within
+// dumpGrace, writes them again (where the cancel is stuck) and exits at
+// once; SIGKILL ends a run that outlived both (a signal that came before
+// the command installed its handler, or after it returned, is swallowed).
+func (j *job) endWithDump() {
+	for _, sig := range []os.Signal{syscall.SIGQUIT, syscall.SIGQUIT, os.Kill} {
+		j.cmd.Process.Signal(sig)
+		select {
+		case <-j.done:
+			return
+		case <-time.After(dumpGrace):
+		}
+	}
+	<-j.done
+}
+
+// wait waits for the run to end (failing the test after limit, with a
+// goroutine dump: endWithDump) and returns its exit code (-1 when killed by
+// a signal) and whether SIGKILL ended it.
 func (j *job) wait(t *testing.T, limit time.Duration) (code int, killed bool) {
 	t.Helper()
 	select {
 	case <-j.done:
 	case <-time.After(limit):
-		j.cmd.Process.Signal(syscall.SIGQUIT) // the goroutine dump goes to stderr
-		<-j.done
+		j.endWithDump()
 		t.Fatalf("weir %s did not exit within %v; stderr:\n%s", strings.Join(j.cmd.Args[1:], " "), limit, j.stderr.String())
 	}
 	ws, _ := j.cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -161,15 +194,7 @@ func (j *job) wait(t *testing.T, limit time.Duration) (code int, killed bool) {
 // stderr.
 func runWeir(t *testing.T, limit time.Duration, args ...string) (int, string) {
 	t.Helper()
-	j := &job{cmd: exec.Command(weir(t), args...), done: make(chan struct{})}
-	j.cmd.Env = append(os.Environ(), privateTmp(t))
-	j.cmd.Stderr = &j.stderr
-	dieWithParent(j.cmd)
-	j.started = time.Now()
-	if err := j.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { j.cmd.Wait(); close(j.done) }()
+	j := startWeir(t, nil, args...)
 	code, _ := j.wait(t, limit)
 	return code, j.stderr.String()
 }
@@ -372,3 +397,26 @@ func compare(recs []*kgo.Record, model map[string][]int64, exact bool) (duplicat
 	}
 	return duplicates, nil
 }
+
+// A run that overruns its limit is ended with every goroutine's stack on
+// its stderr (endWithDump): the test's failure shows where it hung.
+func TestOverrunEndsWithGoroutineDump(t *testing.T) {
+	s := setup{brokers: fake(t, "in", "out"), in: "in", out: "out", ck: t.TempDir(),
+		guarantee: "at-least-once", parallelism: 1, interval: time.Second}
+	j := s.start(t, nil)
+	for deadline := time.Now().Add(60 * time.Second); !startedRE.MatchString(j.stderr.String()); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not start; stderr:\n%s", j.stderr.String())
+		}
+	}
+	j.endWithDump()
+	stderr := j.stderr.String()
+	if !goroutineRE.MatchString(stderr) {
+		t.Fatalf("no goroutine dump on stderr (exit %d):\n%s", j.cmd.ProcessState.ExitCode(), stderr)
+	}
+}
+
+var (
+	startedRE   = regexp.MustCompile(`(?m)^weir: job [0-9a-f]{32} started`)
+	goroutineRE = regexp.MustCompile(`(?m)^goroutine \d+ \[`)
+)

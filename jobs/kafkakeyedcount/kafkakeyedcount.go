@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/kafka"
@@ -65,14 +64,6 @@ func decode(r *kafka.Record) (input, error) {
 	return input{Record: rec}, nil
 }
 
-// excerpt is the start of a bad record's value, for error messages.
-func excerpt(v string) string {
-	if len(v) > 64 {
-		return strconv.Quote(v[:64]) + "..."
-	}
-	return strconv.Quote(v)
-}
-
 // parse is the parsing operator: good records go on, blank ones are
 // skipped, bad ones go by the policy.
 type parse struct{ badrecords.Handler }
@@ -81,7 +72,7 @@ func (p *parse) ProcessElement(ctx weir.Context, in input, out weir.Collector[ke
 	switch {
 	case in.Blank:
 	case in.Where != "":
-		return p.Bad(ctx, in.Where, in.Where+" (topic/partition/offset), value "+excerpt(in.Value), errors.New(in.Reason), in.Value)
+		return p.Bad(ctx, in.Where, in.Where+" (topic/partition/offset), value "+kafka.ValueExcerpt([]byte(in.Value)), errors.New(in.Reason), in.Value)
 	default:
 		out.Collect(in.Record)
 	}

@@ -141,10 +141,12 @@ func AcquireLease(ctx context.Context, s *Store, jobName string, info LeaseInfo,
 	for range 16 {
 		gen, holder, err := l.newest(ctx)
 		if err != nil {
-			if failures++; failures > maxLeaseRetries || ctx.Err() != nil {
+			if failures++; failures > maxLeaseRetries {
 				return nil, err
 			}
-			time.Sleep(time.Duration(failures) * 50 * time.Millisecond)
+			if err := retryPause(ctx, failures, err); err != nil {
+				return nil, fmt.Errorf("taking the lineage lease in %s: %w", s.URL(), err)
+			}
 			continue
 		}
 		t := now().UnixMilli()
@@ -160,10 +162,12 @@ func AcquireLease(ctx context.Context, s *Store, jobName string, info LeaseInfo,
 			continue // another run took gen+1 first: look at it
 		}
 		if err != nil {
-			if failures++; failures > maxLeaseRetries || ctx.Err() != nil {
+			if failures++; failures > maxLeaseRetries {
 				return nil, fmt.Errorf("taking the lineage lease in %s: %w", s.URL(), err)
 			}
-			time.Sleep(time.Duration(failures) * 50 * time.Millisecond)
+			if err := retryPause(ctx, failures, err); err != nil {
+				return nil, fmt.Errorf("taking the lineage lease in %s: %w", s.URL(), err)
+			}
 			continue
 		}
 		l.gen, l.info, l.ok = gen+1, info, now()
@@ -171,6 +175,20 @@ func AcquireLease(ctx context.Context, s *Store, jobName string, info LeaseInfo,
 		return l, nil
 	}
 	return nil, fmt.Errorf("taking the lineage lease in %s: other runs kept taking it first", s.URL())
+}
+
+// retryPause waits before the retry that follows the failures-th failure
+// (failed, the last error) of the store: failures*50ms, or until ctx ends,
+// whose error it then returns together with failed.
+func retryPause(ctx context.Context, failures int, failed error) error {
+	t := time.NewTimer(time.Duration(failures) * 50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w while retrying after: %w", context.Cause(ctx), failed)
+	}
 }
 
 // newest returns the newest generation in l.dir and what it says (nil when

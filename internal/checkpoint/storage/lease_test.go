@@ -139,6 +139,32 @@ func TestLeaseAcquireRefuseTakeOver(t *testing.T) {
 	}
 }
 
+// Taking a lease while the store fails retries with pauses that end with
+// the context: canceled during a pause, it returns at once with the
+// context's error and the store's.
+func TestLeaseRetryPauseEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var lists atomic.Int64
+	s := WithFaults(openTestStore(t, t.TempDir()), func(op, key string) (time.Duration, error) {
+		if op != OpList {
+			return 0, nil
+		}
+		if lists.Add(1) == maxLeaseRetries {
+			// The last pause is the longest (200 ms): cancel during it.
+			time.AfterFunc(10*time.Millisecond, cancel)
+		}
+		return 0, fmt.Errorf("listing %s: %w", key, ErrInjected)
+	})
+	_, err := AcquireLease(ctx, s, "keyed-count", remoteInfo("job-a"), time.Second, nil)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrInjected) {
+		t.Fatalf("AcquireLease = %v, want the cancel during the pause and the store's error", err)
+	}
+	if n := lists.Load(); n != maxLeaseRetries {
+		t.Errorf("listed %d times, want %d (no retry after the cancel)", n, maxLeaseRetries)
+	}
+}
+
 // A holder that paused past its timeout and came back finds the lease taken
 // at its next check (before any commit), even though its own clock says it
 // renewed in time.
