@@ -104,6 +104,10 @@ type Sink[T any] struct {
 	// Prefix begins the names of the part files ("": "part"); it must not
 	// start with "." or "_". Suffix ends them (".txt", say).
 	Prefix, Suffix string
+	// Compact, if set, holds rolled parts smaller than a threshold back and
+	// concatenates them into larger ones before they become visible (see
+	// CompactPolicy; nil: every part is committed as it rolled).
+	Compact *CompactPolicy
 	// Logger receives what the sink decides on its own: pending commits of
 	// another directory finished or discarded, output taken over
 	// (nil: slog.Default()).
@@ -130,6 +134,15 @@ type Committable struct {
 	// it; a restore from Checkpoint cuts the file to Length and commits it.
 	Open   bool
 	Length int64
+	// Sources, if not empty, makes this a compaction (see CompactPolicy):
+	// the in-progress names, in Dir, of the small parts that InProgress
+	// concatenates, deleted once it is committed.
+	Sources []string
+	// Held marks a compaction not written yet: a group of small parts kept
+	// hidden at Checkpoint. Committing it is a no-op in the run that wrote
+	// it; a restore from Checkpoint writes and commits the compaction (one
+	// from an earlier checkpoint is superseded).
+	Held bool
 }
 
 func (s Sink[T]) prefix() string {
@@ -158,6 +171,9 @@ func (s Sink[T]) Validate(parallelism int) error {
 	}
 	if strings.ContainsAny(s.Suffix, `/\`) {
 		return fmt.Errorf("part file suffix %q: it must not contain a path separator", s.Suffix)
+	}
+	if err := s.Compact.validate(); err != nil {
+		return err
 	}
 	st, err := os.Stat(s.Dir)
 	if err == nil && !st.IsDir() {
@@ -193,6 +209,7 @@ func (s Sink[T]) CreateWriter(ctx sink.Context) (sink.CommittingWriter[T, Commit
 		dir: dir, format: s.Format, prefix: s.prefix(), suffix: s.Suffix,
 		roll: s.RollSize, interval: s.RollInterval, inactivity: s.InactivityInterval, now: s.now,
 		subtask: ctx.Subtask(), run: fmt.Sprintf("%016x", rand.Uint64()),
+		compact: newCompacting(s.Compact),
 	}
 	if w.format == nil {
 		w.format = func(v T) string { return fmt.Sprint(v) }
@@ -227,7 +244,7 @@ func (s Sink[T]) CreateCommitter(ctx sink.Context) (sink.Committer[Committable],
 		dir: dir, prefix: s.prefix(), suffix: s.Suffix, log: s.logger(),
 		subtask: ctx.Subtask(), parallelism: ctx.Parallelism(), lineage: ctx.Lineage(),
 		restored: ctx.RestoredCheckpoint(), checkpointing: ctx.Checkpointing(),
-		open: map[string]Committable{},
+		open: map[string]Committable{}, held: map[string]Committable{},
 	}, nil
 }
 
@@ -250,9 +267,10 @@ type partWriter[T any] struct {
 	inactivity          time.Duration
 	now                 func() time.Time
 	subtask             int
-	run                 string // random, names this writer's parts
-	parts               int64  // parts begun
-	checkpoint          int64  // the barrier being taken (Barrier)
+	run                 string      // random, names this writer's parts
+	parts               int64       // parts begun
+	checkpoint          int64       // the barrier being taken (Barrier)
+	compact             *compacting // nil: no compaction
 
 	cur    *part         // the open part, or nil
 	w      *bufio.Writer // buffers cur
@@ -294,8 +312,7 @@ func (w *partWriter[T]) open() error {
 	if w.err != nil {
 		return w.err
 	}
-	final := fmt.Sprintf("%s-%s-%d-%d%s", w.prefix, w.run, w.subtask, w.parts, w.suffix)
-	w.parts++
+	final := w.nextName()
 	now := w.now()
 	p := &part{c: Committable{InProgress: "." + final + ".inprogress", Final: final, Dir: w.dir}, opened: now, lastWrite: now, marked: -1}
 	f, err := os.OpenFile(w.path(p), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -309,6 +326,12 @@ func (w *partWriter[T]) open() error {
 		w.w.Reset(f)
 	}
 	return nil
+}
+
+// nextName returns the final name of the next part.
+func (w *partWriter[T]) nextName() string {
+	w.parts++
+	return fmt.Sprintf("%s-%s-%d-%d%s", w.prefix, w.run, w.subtask, w.parts-1, w.suffix)
 }
 
 // sync flushes and syncs the open part.
@@ -391,10 +414,18 @@ func (w *partWriter[T]) PrepareCommit() ([]Committable, error) {
 	}
 	syncEntries := len(w.rolled) > 0
 	var cs []Committable
-	for _, p := range w.rolled {
-		c := p.c
-		c.Checkpoint = w.checkpoint
-		cs = append(cs, c)
+	if w.compact != nil {
+		var err error
+		if cs, err = w.prepareCompaction(w.rolled); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, p := range w.rolled {
+			cs = append(cs, w.closed(p))
+		}
+	}
+	for _, c := range cs {
+		syncEntries = syncEntries || len(c.Sources) > 0 // a compaction file
 	}
 	w.rolled = nil
 	if p := w.cur; p != nil {
@@ -419,8 +450,16 @@ func (w *partWriter[T]) PrepareCommit() ([]Committable, error) {
 
 // Close leaves the parts that a checkpoint recorded cut to the length it
 // recorded (a restore, or the committer's Close, commits them) and deletes
-// the others, which no checkpoint holds.
+// the others, which no checkpoint holds. A held group of small parts is
+// compacted as the last checkpoint recorded it, as a restore from that
+// checkpoint would, so the committer's Close can commit it if that
+// checkpoint completed.
 func (w *partWriter[T]) Close() error {
+	if k := w.compact; k != nil && k.group != nil && w.err == nil {
+		c := k.group.committable(w.dir, w.checkpoint)
+		concat(w.dir, c.InProgress, c.Sources) // on failure, the restore writes it
+		k.group = nil
+	}
 	if p := w.cur; p != nil {
 		p.f.Close()
 		p.f, w.cur = nil, nil

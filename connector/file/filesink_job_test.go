@@ -168,3 +168,82 @@ func TestSinkJobResumeIntoAnotherDirectory(t *testing.T) {
 	}
 	t.Logf("canceled after %v: %d lines committed then, %d in the first directory after the resume, %d in the second", delay, len(first), len(a), len(b))
 }
+
+// 30,000 lines through a job with checkpoints every 10 ms whose parts roll
+// at every checkpoint and flush (RollInterval 1 ns: more parts than
+// checkpoints per subtask), compacted at 16 KiB or every 8 checkpoints,
+// with task failures at random records: the output holds every line
+// exactly once (the reference is the input), in at most one file per 16
+// KiB of output and, per subtask, one per 8 checkpoints, the last, and
+// two per failure (the open part and the group the restore commits); and
+// no hidden file but the commit markers is left.
+func TestSinkJobCompactsSmallFiles(t *testing.T) {
+	r := testseed.Rand(t, 0)
+	const lines, small, maxCheckpoints = 30_000, 16 << 10, 8
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+	os.Mkdir(in, 0o755)
+	p := 1 + r.IntN(3)
+	want := make([]string, lines)
+	bs := make([]strings.Builder, p)
+	size := 0
+	for i := range want {
+		want[i] = fmt.Sprintf("line-%06d-%x", i, r.Uint32())
+		bs[i%p].WriteString(want[i] + "\n")
+		size += len(want[i]) + 1
+	}
+	for i := range bs {
+		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("in-%d.txt", i)), []byte(bs[i].String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	failures := r.IntN(3)
+	var failAt []int64
+	for range failures {
+		failAt = append(failAt, 1+r.Int64N(lines))
+	}
+	slices.Sort(failAt)
+	t.Logf("%d lines, parallelism %d, failures at records %v", lines, p, failAt)
+	var seen, fired atomic.Int64
+	cfg := weir.Config{Parallelism: p,
+		Checkpointing: &weir.CheckpointConfig{Interval: 10 * time.Millisecond, Dir: filepath.Join(dir, "checkpoints"), TolerableFailures: 1000},
+		Restart:       map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "100", "restart-strategy.fixed-delay.delay": "0 ms"},
+	}
+	env := weir.NewEnvironment(cfg)
+	src := weir.FromSource[file.Line, file.Split](env, file.LineSource{Path: in, RatePerSecond: lines / 1.5}, in).UID("lines")
+	text := weir.Process(src, weir.ProcessFunc[file.Line, string](func(_ weir.Context, l file.Line, out weir.Collector[string]) error {
+		n := seen.Add(1)
+		if k := fired.Load(); k < int64(len(failAt)) && n >= failAt[k] && fired.CompareAndSwap(k, k+1) {
+			return fmt.Errorf("injected failure %d at record %d", k+1, n)
+		}
+		out.Collect(l.Text)
+		return nil
+	})).UID("fail")
+	s := file.Sink[string]{Dir: out, RollInterval: time.Nanosecond,
+		Compact: &file.CompactPolicy{SmallerThan: small, MaxCheckpoints: maxCheckpoints}}
+	weir.SinkToCommitting[string, file.Committable](text, s, out).UID("sink")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := env.Execute(ctx, "file-sink-compaction")
+	if err != nil {
+		t.Fatalf("the job failed: %v", err)
+	}
+	got, files := outputLines(t, out)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		missing, extra := diffSorted(want, got)
+		t.Fatalf("%d lines in the output, want %d; missing %d (%.3q), extra %d (%.3q); %d failures fired", len(got), len(want), len(missing), missing, len(extra), extra, fired.Load())
+	}
+	limit := size/small + p*(1+int(res.Checkpoints)/maxCheckpoints+2*int(fired.Load()))
+	if files > limit {
+		t.Fatalf("%d part files for %d bytes at parallelism %d, %d checkpoints, %d failures; want at most %d", files, size, p, res.Checkpoints, fired.Load(), limit)
+	}
+	entries, _ := os.ReadDir(out)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(e.Name(), ".weir-commit-") {
+			t.Errorf("hidden file left: %s", e.Name())
+		}
+	}
+	t.Logf("%d part files for %d bytes at parallelism %d, %d checkpoints, %d failures fired", files, size, p, res.Checkpoints, fired.Load())
+}
