@@ -53,12 +53,21 @@ const (
 // is gone and whose final file exists was committed already. When the
 // task ends (a stop with a savepoint, a failure), an open part whose
 // length is what the last completed checkpoint recorded is committed
-// then, so a stopped job's output is whole.
+// then, and so is a held group of small parts that checkpoint recorded
+// (compacted), so a stopped job's output is whole.
+//
+// With Compact set, a part that rolls smaller than its threshold is not
+// committed: it stays hidden, with the other small parts of the subtask,
+// until they are concatenated into one part at a checkpoint barrier and
+// that part is committed like a rolled one (see CompactPolicy). The cost is
+// per checkpoint, none per record; the records of small parts become
+// visible up to CompactPolicy.MaxCheckpoints checkpoints later.
 //
 // Readers that skip names starting with "." or "_" (as TextSource does for
 // directories) see only committed parts, each whole, and every record of a
-// completed checkpoint exactly once, once its part rolled. Without
-// checkpoints, everything is committed at the end of input.
+// completed checkpoint exactly once, once its part rolled (and, if it was
+// small, was compacted). Without checkpoints, everything is committed (and
+// small parts compacted) at the end of input.
 //
 // With checkpoints, the output directory is tied to the job's lineage
 // (sink.Context.Lineage): each subtask keeps a hidden marker
@@ -75,8 +84,8 @@ const (
 // still there and still its lineage's (or discards them), says so in the
 // log, and writes its new output in Dir.
 //
-// In-progress files of failed attempts that no checkpoint holds are
-// deleted once a checkpoint of the new attempt completes (by then every
+// In-progress files (and compaction files) of failed attempts that no
+// checkpoint holds are deleted once a checkpoint of the new attempt completes (by then every
 // subtask has committed what it restored): each subtask deletes those of
 // its own subtask index, and subtask 0 those of indexes at or above the
 // current parallelism, left by a run at a higher parallelism. A writer
