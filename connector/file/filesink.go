@@ -466,7 +466,9 @@ func (w *partWriter[T]) PrepareCommit() ([]Committable, error) {
 func (w *partWriter[T]) Close() error {
 	if k := w.compact; k != nil && k.group != nil && w.err == nil {
 		c := k.group.committable(w.dir, w.checkpoint)
-		concat(w.dir, c.InProgress, c.Sources) // on failure, the restore writes it
+		if err := concat(w.dir, c.InProgress, c.Sources); err != nil {
+			os.Remove(filepath.Join(w.dir, c.InProgress)) // the restore writes it
+		}
 		k.group = nil
 	}
 	if p := w.cur; p != nil {
