@@ -32,9 +32,10 @@ type committer struct {
 	// recorded them, by in-progress name: Close commits those still of
 	// that length.
 	open map[string]Committable
-	// held holds this run's held parts (see CompactPolicy) as the last
-	// completed checkpoint recorded them, by in-progress name, until a
-	// compaction takes them: Close commits those no compaction began.
+	// held holds this run's held groups of small parts (see
+	// CompactPolicy) as the last completed checkpoint recorded them, by
+	// final name, until their compaction commits: Close commits those the
+	// writer compacted as that checkpoint recorded them.
 	held    map[string]Committable
 	cleaned bool  // in-progress files of earlier runs were deleted
 	broken  error // another lineage took the directory: commit nothing more

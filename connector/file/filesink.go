@@ -85,11 +85,12 @@ const (
 // log, and writes its new output in Dir.
 //
 // In-progress files (and compaction files) of failed attempts that no
-// checkpoint holds are deleted once a checkpoint of the new attempt completes (by then every
-// subtask has committed what it restored): each subtask deletes those of
-// its own subtask index, and subtask 0 those of indexes at or above the
-// current parallelism, left by a run at a higher parallelism. A writer
-// closed after a failure deletes the parts no checkpoint recorded.
+// checkpoint holds are deleted once a checkpoint of the new attempt
+// completes (by then every subtask has committed what it restored): each
+// subtask deletes those of its own subtask index, and subtask 0 those of
+// indexes at or above the current parallelism, left by a run at a higher
+// parallelism. A writer closed after a failure deletes the parts no
+// checkpoint recorded.
 //
 // Dir, with Prefix and Suffix, must belong to one sink of one job: another
 // writer of the same names there would have its in-progress files deleted.
