@@ -210,17 +210,27 @@ func appendSplitList(b []byte, splits []Split) []byte {
 
 // committableVersion is the first byte of an encoded Committable: 1 for
 // the two names only (checkpoints of Weir before commit markers), 2 for
-// the names, Dir, a flags byte (committableOpen), Checkpoint and Length.
-const committableVersion = 2
+// the names, Dir, a flags byte (committableOpen), Checkpoint and Length,
+// 3 for those (flags with committableHeld too), then Sources (a uvarint
+// count and the names). Committables without compaction fields are
+// written as version 2, which Weir before compaction reads.
+const committableVersion = 3
 
-const committableOpen = 1 << 0
+const (
+	committableOpen = 1 << 0
+	committableHeld = 1 << 1
+)
 
 // committableCodec encodes a Committable (see committableVersion); it
-// decodes both versions.
+// decodes every version.
 type committableCodec struct{}
 
 func (committableCodec) AppendEncode(dst []byte, c Committable) []byte {
-	dst = append(dst, committableVersion)
+	v := byte(2)
+	if c.Held || len(c.Sources) > 0 {
+		v = committableVersion
+	}
+	dst = append(dst, v)
 	for _, s := range [...]string{c.InProgress, c.Final, c.Dir} {
 		dst = appendString(dst, s)
 	}
@@ -228,24 +238,44 @@ func (committableCodec) AppendEncode(dst []byte, c Committable) []byte {
 	if c.Open {
 		flags |= committableOpen
 	}
+	if c.Held {
+		flags |= committableHeld
+	}
 	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(c.Checkpoint))
-	return binary.AppendUvarint(dst, uint64(c.Length))
+	dst = binary.AppendUvarint(dst, uint64(c.Length))
+	if v < committableVersion {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(c.Sources)))
+	for _, s := range c.Sources {
+		dst = appendString(dst, s)
+	}
+	return dst
 }
 
 func (committableCodec) Decode(src []byte) (Committable, int, error) {
 	d := decoder{b: src}
 	v := d.byte()
-	if d.err == nil && v != 1 && v != committableVersion {
-		return Committable{}, 0, fmt.Errorf("%w: file sink committable version %d, want 1 or %d", codec.ErrCorrupt, v, committableVersion)
+	if d.err == nil && (v < 1 || v > committableVersion) {
+		return Committable{}, 0, fmt.Errorf("%w: file sink committable version %d, want 1 to %d", codec.ErrCorrupt, v, committableVersion)
 	}
 	c := Committable{InProgress: d.string(), Final: d.string()}
-	if v == committableVersion {
+	if v >= 2 {
 		c.Dir = d.string()
 		flags := d.byte()
 		c.Open = flags&committableOpen != 0
 		c.Checkpoint, c.Length = d.int(), d.int()
-		if d.err == nil && flags&^committableOpen != 0 {
+		known := byte(committableOpen)
+		if v >= 3 {
+			known |= committableHeld
+			c.Held = flags&committableHeld != 0
+			n := d.count()
+			for i := uint64(0); i < n && d.err == nil; i++ {
+				c.Sources = append(c.Sources, d.string())
+			}
+		}
+		if d.err == nil && flags&^known != 0 {
 			return Committable{}, 0, fmt.Errorf("%w: file sink committable flags %#x", codec.ErrCorrupt, flags)
 		}
 	}

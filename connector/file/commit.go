@@ -31,7 +31,12 @@ type committer struct {
 	// open holds this run's open parts as the last completed checkpoint
 	// recorded them, by in-progress name: Close commits those still of
 	// that length.
-	open    map[string]Committable
+	open map[string]Committable
+	// held holds this run's held groups of small parts (see
+	// CompactPolicy) as the last completed checkpoint recorded them, by
+	// final name, until their compaction commits: Close commits those the
+	// writer compacted as that checkpoint recorded them.
+	held    map[string]Committable
 	cleaned bool  // in-progress files of earlier runs were deleted
 	broken  error // another lineage took the directory: commit nothing more
 }
@@ -59,8 +64,7 @@ func (c *committer) Commit(cs []Committable) error {
 	var current *Committable
 	for i := range cs {
 		cm := cs[i]
-		if !validPartName(cm.InProgress) || !validPartName(cm.Final) || !strings.HasPrefix(cm.InProgress, ".") ||
-			(cm.Dir != "" && !filepath.IsAbs(cm.Dir)) || (cm.Open && cm.Length < 0) {
+		if !validCommittable(cm) {
 			return fmt.Errorf("file sink: corrupt committable %+v", cm)
 		}
 		if cm.Dir == "" {
@@ -82,12 +86,26 @@ func (c *committer) Commit(cs []Committable) error {
 		return err
 	}
 	for _, dir := range slices.Sorted(maps.Keys(other)) {
-		c.finishElsewhere(dir, other[dir])
+		if err := c.finishElsewhere(dir, other[dir]); err != nil {
+			return err
+		}
 	}
 	if current != nil && (!c.checkpointing || c.restored < current.Checkpoint) {
-		c.cleanup(current.InProgress)
+		c.cleanup(current.Final)
 	}
 	return nil
+}
+
+// validCommittable reports whether cm names files of its directory and
+// is of one kind: open, closed, a compaction or a held group.
+func validCommittable(cm Committable) bool {
+	ok := validPartName(cm.InProgress) && validPartName(cm.Final) && strings.HasPrefix(cm.InProgress, ".") &&
+		(cm.Dir == "" || filepath.IsAbs(cm.Dir)) && (!cm.Open || cm.Length >= 0) &&
+		(!cm.Held || len(cm.Sources) > 0) && (!cm.Open || len(cm.Sources) == 0)
+	for _, src := range cm.Sources {
+		ok = ok && validPartName(src) && strings.HasPrefix(src, ".") && strings.HasSuffix(src, ".inprogress")
+	}
+	return ok
 }
 
 // holds reports whether the sink's directory holds the part cm of another
@@ -119,8 +137,29 @@ func (c *committer) commitOwn(cs []Committable) error {
 			// open part is recorded at every checkpoint, a rolled one as
 			// closed); committing this one would cut records it holds.
 			continue
+		case cm.Held && !restored:
+			if prev, ok := c.held[cm.Final]; !ok || prev.Checkpoint < cm.Checkpoint {
+				c.held[cm.Final] = cm
+			}
+			continue
+		case cm.Held && cm.Checkpoint < c.restored:
+			// The restored checkpoint recorded the group again (held, or
+			// compacted at it or before): that entry commits it.
+			continue
+		case cm.Held:
+			g, ok, err := restoredGroup(c.dir, cm)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			cm = g
 		}
 		delete(c.open, cm.InProgress)
+		if len(cm.Sources) > 0 {
+			delete(c.held, cm.Final)
+		}
 		todo = append(todo, cm)
 		cp := cm.Checkpoint
 		if restored {
@@ -141,6 +180,18 @@ func (c *committer) commitOwn(cs []Committable) error {
 	}
 	if err := syncDir(c.dir); err != nil {
 		return fmt.Errorf("file sink: syncing directory %s: %w", c.dir, err)
+	}
+	// The compacted parts are durable under their final names: their
+	// sources can go.
+	for _, cm := range todo {
+		if len(cm.Sources) > 0 {
+			if err := fault("renamed"); err != nil {
+				return err
+			}
+			if err := deleteSources(c.dir, cm); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -234,44 +285,63 @@ func cut(path string, length int64) error {
 // ones copied, cut to their recorded length, to their final names (the
 // in-progress file stays: a job still running there may be writing it).
 // What it did goes to the log; failures there only warn, since the
-// output of this run is elsewhere.
-func (c *committer) finishElsewhere(dir string, cs []Committable) {
+// output of this run is elsewhere. It returns only the crashes tests
+// inject (see compactFault).
+func (c *committer) finishElsewhere(dir string, cs []Committable) error {
 	log := c.log.With("old output", dir, "output", c.dir, "checkpoint", c.restored, "subtask", c.subtask, "parts", len(cs))
 	if _, err := os.Stat(dir); err != nil {
 		log.Warn("file sink: resumed into another output directory; the previous one is gone, so its pending commits are discarded", "error", err)
-		return
+		return nil
 	}
 	if c.lineage != "" {
 		ms, err := readMarkers(dir)
 		if err != nil {
 			log.Warn("file sink: resumed into another output directory; the pending commits of the previous one are discarded", "error", err)
-			return
+			return nil
 		}
 		for _, m := range ms {
 			if m.Lineage != c.lineage {
 				log.Warn("file sink: resumed into another output directory; the previous one now holds another job's output, so its pending commits are discarded", "lineage", m.Lineage)
-				return
+				return nil
 			}
 			if m.Checkpoint > c.restored {
 				log.Info("file sink: resumed into another output directory; the previous one's job committed a later checkpoint there, so the pending commits are left to it", "committed", m.Checkpoint)
-				return
+				return nil
 			}
 		}
 		if err := c.raiseFloor(dir, c.restored, false); err != nil {
 			log.Warn("file sink: resumed into another output directory; the pending commits of the previous one are discarded", "error", err)
-			return
+			return nil
 		}
 	}
 	n := 0
+	var compacted []Committable
 	for _, cm := range cs {
 		var err error
 		switch {
-		case cm.Open && cm.Checkpoint < c.restored:
+		case (cm.Open || cm.Held) && cm.Checkpoint < c.restored:
 			continue // superseded, see commitOwn
 		case cm.Open:
 			err = copyPrefix(dir, cm)
+		case cm.Held:
+			var ok bool
+			if cm, ok, err = restoredGroup(dir, cm); err == nil && !ok {
+				continue
+			}
+			if err == nil {
+				err = commitPart(dir, cm)
+			}
+			if err == nil {
+				compacted = append(compacted, cm)
+			}
 		default:
 			err = commitPart(dir, cm)
+			if err == nil && len(cm.Sources) > 0 {
+				compacted = append(compacted, cm)
+			}
+		}
+		if errors.As(err, new(injected)) {
+			return err
 		}
 		if err != nil {
 			log.Warn("file sink: finishing a pending commit in the previous output directory failed", "part", cm.Final, "error", err)
@@ -281,8 +351,15 @@ func (c *committer) finishElsewhere(dir string, cs []Committable) {
 	}
 	if err := syncDir(dir); err != nil {
 		log.Warn("file sink: syncing the previous output directory", "error", err)
+	} else {
+		for _, cm := range compacted {
+			if err := deleteSources(dir, cm); err != nil {
+				return err
+			}
+		}
 	}
 	log.Info("file sink: resumed into another output directory; finished the restored pending commits in the previous one", "committed", n)
+	return nil
 }
 
 // copyPrefix commits an open part of dir as a copy of its first Length
@@ -334,14 +411,15 @@ func copyPrefix(dir string, cm Committable) error {
 // committed every committable it restored, so no checkpoint that can still
 // be restored holds them. Each subtask deletes those of its own index, and
 // subtask 0 those of indexes at or above the parallelism. Failures to
-// delete are ignored: the files are only garbage. mine is an in-progress
-// name of this run.
+// delete are ignored: the files are only garbage. mine is the final name
+// of a part of this run. Compaction files count as in-progress files of
+// their target's run.
 func (c *committer) cleanup(mine string) {
 	if c.cleaned {
 		return
 	}
 	c.cleaned = true
-	run, _, ok := parsePart(mine, c.prefix, c.suffix, true)
+	run, _, ok := parsePart(mine, c.prefix, c.suffix, false)
 	if !ok {
 		return
 	}
@@ -351,6 +429,9 @@ func (c *committer) cleanup(mine string) {
 	}
 	for _, e := range entries {
 		r, sub, ok := parsePart(e.Name(), c.prefix, c.suffix, true)
+		if final, _, isCompaction := parseCompaction(e.Name()); isCompaction {
+			r, sub, ok = parsePart(final, c.prefix, c.suffix, false)
+		}
 		if !ok || r == run {
 			continue
 		}
@@ -367,11 +448,14 @@ func (c *committer) cleanup(mine string) {
 // later one, which has written nothing more into the part, so its
 // records are final. The output of a stopped job is whole.
 func (c *committer) Close() error {
-	if c.broken != nil || len(c.open) == 0 {
+	if c.broken != nil || len(c.open)+len(c.held) == 0 {
 		return nil
 	}
 	var errs []error
-	n := 0
+	n, err := c.closeHeld()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.open)) {
 		cm := c.open[name]
 		st, err := os.Lstat(filepath.Join(c.dir, cm.InProgress))
@@ -395,4 +479,45 @@ func (c *committer) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closeHeld commits this run's held groups that the writer, closed
+// first, compacted as the last completed checkpoint recorded them (see
+// partWriter.Close): the writer's last checkpoint was that one, so
+// whatever restores next restores it, where the group's final name shows
+// the compaction done. A group of a later checkpoint, which may still
+// complete, is left to the restore. It returns how many it committed.
+func (c *committer) closeHeld() (int, error) {
+	if len(c.held) == 0 {
+		return 0, nil
+	}
+	held := c.held
+	c.held = map[string]Committable{}
+	files, err := compactions(c.dir)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(held)) {
+		g := held[name]
+		if !slices.Equal(files[g.Final], []int64{g.Checkpoint}) {
+			continue
+		}
+		if err := c.raiseFloor(c.dir, g.Checkpoint, true); err != nil {
+			return n, err
+		}
+		g.Held = false
+		if err := commitPart(c.dir, g); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := syncDir(c.dir); err != nil {
+			errs = append(errs, fmt.Errorf("file sink: syncing directory %s: %w", c.dir, err))
+			continue
+		}
+		deleteSources(c.dir, g)
+		n++
+	}
+	return n, errors.Join(errs...)
 }

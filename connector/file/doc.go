@@ -28,7 +28,12 @@
 // skip hidden files see exactly the records of completed checkpoints, once
 // their part rolled. Hidden commit markers tie the directory to the job's
 // lineage and record the highest checkpoint committed, so that another
-// lineage, or a restore from an older checkpoint, cannot write there.
+// lineage, or a restore from an older checkpoint, cannot write there. With
+// a CompactPolicy (Flink's enableCompact), parts that roll small stay
+// hidden, recorded by every checkpoint, until they are concatenated into
+// one part at a barrier (on size or after some checkpoints) and that part
+// is committed; a restore finishes or redoes a compaction, so readers still
+// see every record once, in whole files.
 //
 // TextSink writes one line per record, to one file at parallelism 1 or one
 // part file per subtask. Files are written under a hidden temporary name and

@@ -53,12 +53,21 @@ const (
 // is gone and whose final file exists was committed already. When the
 // task ends (a stop with a savepoint, a failure), an open part whose
 // length is what the last completed checkpoint recorded is committed
-// then, so a stopped job's output is whole.
+// then, and so is a held group of small parts that checkpoint recorded
+// (compacted), so a stopped job's output is whole.
+//
+// With Compact set, a part that rolls smaller than its threshold is not
+// committed: it stays hidden, with the other small parts of the subtask,
+// until they are concatenated into one part at a checkpoint barrier and
+// that part is committed like a rolled one (see CompactPolicy). The cost is
+// per checkpoint, none per record; the records of small parts become
+// visible up to CompactPolicy.MaxCheckpoints checkpoints later.
 //
 // Readers that skip names starting with "." or "_" (as TextSource does for
 // directories) see only committed parts, each whole, and every record of a
-// completed checkpoint exactly once, once its part rolled. Without
-// checkpoints, everything is committed at the end of input.
+// completed checkpoint exactly once, once its part rolled (and, if it was
+// small, was compacted). Without checkpoints, everything is committed (and
+// small parts compacted) at the end of input.
 //
 // With checkpoints, the output directory is tied to the job's lineage
 // (sink.Context.Lineage): each subtask keeps a hidden marker
@@ -75,12 +84,13 @@ const (
 // still there and still its lineage's (or discards them), says so in the
 // log, and writes its new output in Dir.
 //
-// In-progress files of failed attempts that no checkpoint holds are
-// deleted once a checkpoint of the new attempt completes (by then every
-// subtask has committed what it restored): each subtask deletes those of
-// its own subtask index, and subtask 0 those of indexes at or above the
-// current parallelism, left by a run at a higher parallelism. A writer
-// closed after a failure deletes the parts no checkpoint recorded.
+// In-progress files (and compaction files) of failed attempts that no
+// checkpoint holds are deleted once a checkpoint of the new attempt
+// completes (by then every subtask has committed what it restored): each
+// subtask deletes those of its own subtask index, and subtask 0 those of
+// indexes at or above the current parallelism, left by a run at a higher
+// parallelism. A writer closed after a failure deletes the parts no
+// checkpoint recorded.
 //
 // Dir, with Prefix and Suffix, must belong to one sink of one job: another
 // writer of the same names there would have its in-progress files deleted.
@@ -104,6 +114,10 @@ type Sink[T any] struct {
 	// Prefix begins the names of the part files ("": "part"); it must not
 	// start with "." or "_". Suffix ends them (".txt", say).
 	Prefix, Suffix string
+	// Compact, if set, holds rolled parts smaller than a threshold back and
+	// concatenates them into larger ones before they become visible (see
+	// CompactPolicy; nil: every part is committed as it rolled).
+	Compact *CompactPolicy
 	// Logger receives what the sink decides on its own: pending commits of
 	// another directory finished or discarded, output taken over
 	// (nil: slog.Default()).
@@ -130,6 +144,15 @@ type Committable struct {
 	// it; a restore from Checkpoint cuts the file to Length and commits it.
 	Open   bool
 	Length int64
+	// Sources, if not empty, makes this a compaction (see CompactPolicy):
+	// the in-progress names, in Dir, of the small parts that InProgress
+	// concatenates, deleted once it is committed.
+	Sources []string
+	// Held marks a compaction not written yet: a group of small parts kept
+	// hidden at Checkpoint. Committing it is a no-op in the run that wrote
+	// it; a restore from Checkpoint writes and commits the compaction (one
+	// from an earlier checkpoint is superseded).
+	Held bool
 }
 
 func (s Sink[T]) prefix() string {
@@ -158,6 +181,9 @@ func (s Sink[T]) Validate(parallelism int) error {
 	}
 	if strings.ContainsAny(s.Suffix, `/\`) {
 		return fmt.Errorf("part file suffix %q: it must not contain a path separator", s.Suffix)
+	}
+	if err := s.Compact.validate(); err != nil {
+		return err
 	}
 	st, err := os.Stat(s.Dir)
 	if err == nil && !st.IsDir() {
@@ -193,6 +219,7 @@ func (s Sink[T]) CreateWriter(ctx sink.Context) (sink.CommittingWriter[T, Commit
 		dir: dir, format: s.Format, prefix: s.prefix(), suffix: s.Suffix,
 		roll: s.RollSize, interval: s.RollInterval, inactivity: s.InactivityInterval, now: s.now,
 		subtask: ctx.Subtask(), run: fmt.Sprintf("%016x", rand.Uint64()),
+		compact: newCompacting(s.Compact),
 	}
 	if w.format == nil {
 		w.format = func(v T) string { return fmt.Sprint(v) }
@@ -227,7 +254,7 @@ func (s Sink[T]) CreateCommitter(ctx sink.Context) (sink.Committer[Committable],
 		dir: dir, prefix: s.prefix(), suffix: s.Suffix, log: s.logger(),
 		subtask: ctx.Subtask(), parallelism: ctx.Parallelism(), lineage: ctx.Lineage(),
 		restored: ctx.RestoredCheckpoint(), checkpointing: ctx.Checkpointing(),
-		open: map[string]Committable{},
+		open: map[string]Committable{}, held: map[string]Committable{},
 	}, nil
 }
 
@@ -250,9 +277,10 @@ type partWriter[T any] struct {
 	inactivity          time.Duration
 	now                 func() time.Time
 	subtask             int
-	run                 string // random, names this writer's parts
-	parts               int64  // parts begun
-	checkpoint          int64  // the barrier being taken (Barrier)
+	run                 string      // random, names this writer's parts
+	parts               int64       // parts begun
+	checkpoint          int64       // the barrier being taken (Barrier)
+	compact             *compacting // nil: no compaction
 
 	cur    *part         // the open part, or nil
 	w      *bufio.Writer // buffers cur
@@ -294,8 +322,7 @@ func (w *partWriter[T]) open() error {
 	if w.err != nil {
 		return w.err
 	}
-	final := fmt.Sprintf("%s-%s-%d-%d%s", w.prefix, w.run, w.subtask, w.parts, w.suffix)
-	w.parts++
+	final := w.nextName()
 	now := w.now()
 	p := &part{c: Committable{InProgress: "." + final + ".inprogress", Final: final, Dir: w.dir}, opened: now, lastWrite: now, marked: -1}
 	f, err := os.OpenFile(w.path(p), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -309,6 +336,12 @@ func (w *partWriter[T]) open() error {
 		w.w.Reset(f)
 	}
 	return nil
+}
+
+// nextName returns the final name of the next part.
+func (w *partWriter[T]) nextName() string {
+	w.parts++
+	return fmt.Sprintf("%s-%s-%d-%d%s", w.prefix, w.run, w.subtask, w.parts-1, w.suffix)
 }
 
 // sync flushes and syncs the open part.
@@ -391,10 +424,18 @@ func (w *partWriter[T]) PrepareCommit() ([]Committable, error) {
 	}
 	syncEntries := len(w.rolled) > 0
 	var cs []Committable
-	for _, p := range w.rolled {
-		c := p.c
-		c.Checkpoint = w.checkpoint
-		cs = append(cs, c)
+	if w.compact != nil {
+		var err error
+		if cs, err = w.prepareCompaction(w.rolled); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, p := range w.rolled {
+			cs = append(cs, w.closed(p))
+		}
+	}
+	for _, c := range cs {
+		syncEntries = syncEntries || len(c.Sources) > 0 // a compaction file
 	}
 	w.rolled = nil
 	if p := w.cur; p != nil {
@@ -419,8 +460,18 @@ func (w *partWriter[T]) PrepareCommit() ([]Committable, error) {
 
 // Close leaves the parts that a checkpoint recorded cut to the length it
 // recorded (a restore, or the committer's Close, commits them) and deletes
-// the others, which no checkpoint holds.
+// the others, which no checkpoint holds. A held group of small parts is
+// compacted as the last checkpoint recorded it, as a restore from that
+// checkpoint would, so the committer's Close can commit it if that
+// checkpoint completed.
 func (w *partWriter[T]) Close() error {
+	if k := w.compact; k != nil && k.group != nil && w.err == nil {
+		c := k.group.committable(w.dir, w.checkpoint)
+		if err := concat(w.dir, c.InProgress, c.Sources); err != nil {
+			os.Remove(filepath.Join(w.dir, c.InProgress)) // the restore writes it
+		}
+		k.group = nil
+	}
 	if p := w.cur; p != nil {
 		p.f.Close()
 		p.f, w.cur = nil, nil

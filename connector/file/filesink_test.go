@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -525,10 +526,15 @@ func TestSinkCommittableCodec(t *testing.T) {
 	for _, want := range []file.Committable{
 		{InProgress: ".part-0123456789abcdef-3-7.inprogress", Final: "part-0123456789abcdef-3-7"},
 		{InProgress: ".p.inprogress", Final: "p", Dir: "/out/dir", Checkpoint: 1 << 40, Open: true, Length: 12345},
+		{InProgress: ".q.compact-7", Final: "q", Dir: "/out/dir", Checkpoint: 7, Held: true, Sources: []string{".p.inprogress"}},
+		{InProgress: ".q.compact-9", Final: "q", Dir: "/out/dir", Checkpoint: 9, Sources: []string{".p.inprogress", ".r.inprogress"}},
 	} {
 		enc := c.AppendEncode([]byte("z"), want)
+		if v := enc[1]; (v == 3) != (want.Held || len(want.Sources) > 0) {
+			t.Fatalf("%+v encoded as version %d: version 3 is for compaction only", want, v)
+		}
 		got, n, err := c.Decode(enc[1:])
-		if err != nil || n != len(enc)-1 || got != want {
+		if err != nil || n != len(enc)-1 || !reflect.DeepEqual(got, want) {
 			t.Fatalf("decoded %+v, %d, %v", got, n, err)
 		}
 		for k := range len(enc) - 1 {
@@ -544,7 +550,7 @@ func TestSinkCommittableCodec(t *testing.T) {
 	// Version 1, as checkpoints of Weir before commit markers hold it.
 	v1 := []byte{1, 3, '.', 'p', 'x', 1, 'p'}
 	got, n, err := c.Decode(v1)
-	if err != nil || n != len(v1) || got != (file.Committable{InProgress: ".px", Final: "p"}) {
+	if err != nil || n != len(v1) || !reflect.DeepEqual(got, file.Committable{InProgress: ".px", Final: "p"}) {
 		t.Fatalf("version 1: %+v, %d, %v", got, n, err)
 	}
 }
@@ -610,7 +616,12 @@ type sinkSim struct {
 	covered  []string             // what the restored checkpoint covers
 	written  []string             // what this attempt wrote
 	records  int
+	died     bool // an injected fault stopped the attempt where it was
 }
+
+// errInjected is the failure that SetCompactFault injects: the process
+// dies there.
+var errInjected = errors.New("injected crash")
 
 type simCheckpoint struct {
 	pending [][]simPending // per subtask
@@ -673,7 +684,7 @@ func (s *sinkSim) start(p int) {
 // the subtask's first record.
 func (s *sinkSim) initialize(i int) {
 	sub := s.subs[i]
-	if sub.init {
+	if sub.init || s.died {
 		return
 	}
 	sub.init = true
@@ -683,13 +694,20 @@ func (s *sinkSim) initialize(i int) {
 }
 
 func (s *sinkSim) commit(sub *simSub, cs []file.Committable) {
-	if err := sub.c.Commit(cs); err != nil {
+	if s.died {
+		return
+	}
+	if err := sub.c.Commit(cs); errors.Is(err, errInjected) {
+		s.died = true
+	} else if err != nil {
 		s.t.Fatalf("attempt %d: %v", s.attempt, err)
 	}
 }
 
 func (s *sinkSim) write(i int) {
-	s.initialize(i)
+	if s.initialize(i); s.died {
+		return
+	}
 	line := fmt.Sprintf("a%d-s%d-r%d-%s", s.attempt, i, s.records, strings.Repeat("x", s.rng.IntN(30)))
 	s.records++
 	if err := s.subs[i].w.Write(line, 0); err != nil {
@@ -709,10 +727,27 @@ func (s *sinkSim) checkpoint() {
 	for i := range s.subs {
 		s.initialize(i)
 	}
+	if s.died {
+		return
+	}
 	s.id++
 	cp := &simCheckpoint{covered: append(slices.Clone(s.covered), s.written...)}
 	for _, sub := range s.subs {
-		for _, c := range prepare(s.t, sub.w, s.id) {
+		if err := sub.w.(sink.BarrierAware).Barrier(s.id); err != nil {
+			s.t.Fatal(err)
+		}
+		if err := sub.w.Flush(false); err != nil {
+			s.t.Fatal(err)
+		}
+		cs, err := sub.w.PrepareCommit()
+		if errors.Is(err, errInjected) {
+			s.died = true
+			return // the checkpoint never completes
+		}
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, c := range cs {
 			sub.pending = append(sub.pending, simPending{s.id, c})
 		}
 		cp.pending = append(cp.pending, slices.Clone(sub.pending))
@@ -755,7 +790,8 @@ func (s *sinkSim) notify(i int) {
 // crash ends the attempt; the next one starts at parallelism p, into a new
 // output directory if move.
 func (s *sinkSim) crash(p int, move bool) {
-	clean := s.rng.IntN(2) == 0 // a cancellation or stop; else the process died
+	clean := s.rng.IntN(2) == 0 && !s.died // a cancellation or stop; else the process died
+	s.died = false
 	for _, sub := range s.subs {
 		if clean {
 			sub.w.Close()
@@ -845,6 +881,15 @@ func TestSinkExactlyOnceAcrossCrashes(t *testing.T) {
 		rounds = 4
 	}
 	for round := range rounds {
+		simulateSink(t, rng, round, nil)
+	}
+}
+
+// simulateSink runs one round of TestSinkExactlyOnceAcrossCrashes, with
+// compaction if compact is not nil: it picks the policy and sets the
+// sink's Compact.
+func simulateSink(t *testing.T, rng *rand.Rand, round int, compact func(*sinkSim) string) {
+	{
 		dir := filepath.Join(t.TempDir(), "out")
 		s := &sinkSim{t: t, rng: rng, dirs: []string{dir}, cps: map[int64]*simCheckpoint{}, now: time.Unix(1e6, 0)}
 		s.sink = partSink(dir)
@@ -854,9 +899,15 @@ func TestSinkExactlyOnceAcrossCrashes(t *testing.T) {
 		s.sink.Logger = slog.New(slog.DiscardHandler)
 		file.SetClock(&s.sink, func() time.Time { return s.now })
 		what := fmt.Sprintf("round %d (roll size %d, interval %v, inactivity %v)", round, s.sink.RollSize, s.sink.RollInterval, s.sink.InactivityInterval)
+		if compact != nil {
+			what += compact(s)
+		}
 		s.start(1 + rng.IntN(4))
 		for range 3 + rng.IntN(5) { // attempts that crash
 			for range rng.IntN(150) {
+				if s.died {
+					break
+				}
 				switch k := rng.IntN(24); {
 				case k < 12:
 					s.write(rng.IntN(len(s.subs)))
@@ -877,6 +928,7 @@ func TestSinkExactlyOnceAcrossCrashes(t *testing.T) {
 		}
 		// The last attempt: every subtask writes, the input ends, and a
 		// final checkpoint completes and is committed everywhere.
+		defer file.SetCompactFault(nil)()
 		for i := range s.subs {
 			s.write(i)
 		}
