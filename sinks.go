@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/weirhq/weir/connector/file"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/sink"
@@ -129,13 +130,27 @@ func (w *printWriter[T]) Flush(bool) error { return nil }
 func (w *printWriter[T]) Close() error     { return nil }
 
 // Collected gives the elements of a Collect sink back to the program.
+//
+// The sink does not wait for its reader until MaxUnread elements wait to be
+// read, so a job ends even when the program reads its Collect sinks one
+// after the other, or only after Execute returned. At that bound the sink
+// waits for a reader that is in All (backpressure), and fails the job with
+// an error naming MaxUnread when no All runs: a program reading another
+// sink first would otherwise wait for ever.
 type Collected[T any] struct {
-	ch chan []T
-
-	mu    sync.Mutex
-	done  chan struct{} // closed when the run feeding ch has ended or failed to start
-	ended bool          // done is closed
+	mu        sync.Mutex    // guards the fields below
+	buf       [][]T         // batches not yet read, oldest first
+	unread    int           // elements in buf
+	maxUnread int           // bound on unread (MaxUnread)
+	readers   int           // All loops running
+	changed   chan struct{} // closed and replaced when buf, readers or ended change
+	done      chan struct{} // closed when the run feeding buf has ended or failed to start
+	ended     bool          // done is closed
 }
+
+// DefaultCollectMaxUnread is how many elements a Collect sink holds for its
+// reader before it waits for one (see Collected.MaxUnread).
+const DefaultCollectMaxUnread = 1 << 20
 
 // collectSink is what ExecuteAsync tells a Collect sink: a run begins, and
 // it has ended (or never started, when ExecuteAsync failed).
@@ -144,9 +159,9 @@ type collectSink interface {
 	end()
 }
 
-// begin readies the sink for a run: the first run keeps the channel made by
-// Collect, so that an All called before it waits for it; a later run of the
-// same environment gets a new one.
+// begin readies the sink for a run: the first run keeps the done channel
+// made by Collect, so that an All called before it waits for it; a later
+// run of the same environment gets a new one.
 func (c *Collected[T]) begin() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -161,25 +176,40 @@ func (c *Collected[T]) end() {
 	if !c.ended {
 		close(c.done)
 		c.ended = true
+		c.signal()
 	}
 }
 
-func (c *Collected[T]) runDone() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done
+// signal wakes everyone waiting for a change; c.mu is held.
+func (c *Collected[T]) signal() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
-// Collect adds a sink whose elements the program reads with All while the job
-// runs. The sink blocks (and so backpressures the job) while nobody reads.
-// All may be called before or after the job starts: it returns once the job
-// has ended (or failed to start) and every collected element was read. When
-// the environment runs again, call All after ExecuteAsync: before it, All
-// still speaks of the run that ended.
+// Collect adds a sink whose elements the program reads with All, while the
+// job runs or after it ended. The Collect sinks of a job may be read in any
+// order, one after the other: each holds up to MaxUnread elements
+// (DefaultCollectMaxUnread unless set) for its reader. All may be called
+// before or after the job starts: it returns once the job has ended (or
+// failed to start) and every collected element was read. When the
+// environment runs again, call All after ExecuteAsync: before it, All still
+// speaks of the run that ended.
 func Collect[T any](s DataStream[T]) *Collected[T] {
-	c := &Collected[T]{ch: make(chan []T, 16), done: make(chan struct{})}
+	c := &Collected[T]{maxUnread: DefaultCollectMaxUnread, changed: make(chan struct{}), done: make(chan struct{})}
 	s.env.collects = append(s.env.collects, c)
 	SinkTo[T](s, collectFactory[T]{c}, "Collect")
+	return c
+}
+
+// MaxUnread sets how many elements the sink holds for its reader (n >= 1;
+// the default is DefaultCollectMaxUnread). At that bound the sink waits
+// while an All is reading it, and so backpressures the job; when no All
+// runs, the job fails with an error naming MaxUnread. Set it before the job
+// runs.
+func (c *Collected[T]) MaxUnread(n int) *Collected[T] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxUnread = max(n, 1)
 	return c
 }
 
@@ -187,29 +217,102 @@ func Collect[T any](s DataStream[T]) *Collected[T] {
 // one sink subtask arrive in order.
 func (c *Collected[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
-		done := c.runDone()
+		c.mu.Lock()
+		done := c.done
+		c.readers++
+		c.signal()
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.readers--
+			c.signal() // a writer waiting at the bound fails now
+			c.mu.Unlock()
+		}()
 		for {
-			select {
-			case batch := <-c.ch:
-				for _, v := range batch {
-					if !yield(v) {
-						return
-					}
+			// Checked before take: the run writes nothing after done closes.
+			finished := isClosed(done)
+			batch, changed := c.take()
+			if batch == nil {
+				if finished {
+					return
 				}
-			case <-done:
-				for {
-					select {
-					case batch := <-c.ch:
-						for _, v := range batch {
-							if !yield(v) {
-								return
-							}
-						}
-					default:
-						return
-					}
+				select {
+				case <-done:
+				case <-changed:
+				}
+				continue
+			}
+			for i, v := range batch {
+				if !yield(v) {
+					c.putBack(batch[i+1:])
+					return
 				}
 			}
+		}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// take removes the oldest unread batch, or returns nil and a channel closed
+// at the next change.
+func (c *Collected[T]) take() ([]T, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.buf) == 0 {
+		return nil, c.changed
+	}
+	b := c.buf[0]
+	c.buf[0] = nil
+	c.buf = c.buf[1:]
+	c.unread -= len(b)
+	c.signal()
+	return b, nil
+}
+
+// putBack returns the unread rest of a batch to the front, for the next All.
+func (c *Collected[T]) putBack(rest []T) {
+	if len(rest) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf = append([][]T{rest}, c.buf...)
+	c.unread += len(rest)
+	c.signal()
+}
+
+// put appends a batch, waiting at the bound while a reader is in All and
+// failing the job when none is.
+func (c *Collected[T]) put(batch []T, cancel <-chan struct{}) error {
+	for {
+		c.mu.Lock()
+		if c.unread+len(batch) <= c.maxUnread || c.unread == 0 {
+			c.buf = append(c.buf, batch)
+			c.unread += len(batch)
+			c.signal()
+			c.mu.Unlock()
+			return nil
+		}
+		if c.readers == 0 {
+			n, bound := c.unread, c.maxUnread
+			c.mu.Unlock()
+			return failure.Permanent(fmt.Errorf("Collect sink: %d elements wait to be read, its bound (Collected.MaxUnread, default %d is %d here), "+
+				"and no All is reading them: read each Collect sink in its own goroutine while the job runs, or raise MaxUnread", n, DefaultCollectMaxUnread, bound))
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-cancel:
+			return context.Canceled
 		}
 	}
 }
@@ -217,13 +320,17 @@ func (c *Collected[T]) All() iter.Seq[T] {
 type collectFactory[T any] struct{ c *Collected[T] }
 
 func (f collectFactory[T]) CreateWriter(ctx sink.Context) (sink.Writer[T], error) {
-	return &collectWriter[T]{c: f.c, cancel: ctx.Canceled()}, nil
+	f.c.mu.Lock()
+	size := min(collectBatch, f.c.maxUnread)
+	f.c.mu.Unlock()
+	return &collectWriter[T]{c: f.c, size: size, cancel: ctx.Canceled()}, nil
 }
 
-// collectWriter hands elements over in batches, never one channel send per element.
+// collectWriter hands elements over in batches, never one lock per element.
 type collectWriter[T any] struct {
 	c      *Collected[T]
 	batch  []T
+	size   int // elements per batch: collectBatch, or MaxUnread if smaller
 	cancel <-chan struct{}
 }
 
@@ -231,7 +338,7 @@ const collectBatch = 256
 
 func (w *collectWriter[T]) Write(v T, _ int64) error {
 	w.batch = append(w.batch, v)
-	if len(w.batch) >= collectBatch {
+	if len(w.batch) >= w.size {
 		return w.Flush(false)
 	}
 	return nil
@@ -243,13 +350,11 @@ func (w *collectWriter[T]) Flush(bool) error {
 	if len(w.batch) == 0 {
 		return nil
 	}
-	select {
-	case w.c.ch <- w.batch:
-		w.batch = make([]T, 0, collectBatch)
-		return nil
-	case <-w.cancel:
-		return context.Canceled
+	if err := w.c.put(w.batch, w.cancel); err != nil {
+		return err
 	}
+	w.batch = make([]T, 0, w.size)
+	return nil
 }
 
 func (w *collectWriter[T]) Close() error { return nil }

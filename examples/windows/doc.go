@@ -5,6 +5,10 @@
 // generated out of order, with a few far behind, so late firings and late
 // data show up.
 //
-//	go run ./examples/windows
-//	go run ./examples/windows -readings 100000 -parallelism 4 -state-backend pebble
+//	go run .
+//	go run . -readings 100000 -parallelism 4 -state-backend pebble
+//
+// This directory is a Go module of its own. To start a project from it,
+// copy the directory and delete the replace line of go.mod, which builds it
+// against the Weir of this repository.
 package main
