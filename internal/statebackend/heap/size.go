@@ -275,6 +275,27 @@ func mapMeasure(t reflect.Type, open map[reflect.Type]bool) (measure, bool) {
 	}, true
 }
 
+// visits says whether measureOf's measure of t visits container elements
+// (a slice or map whose elements hold pointers): then its cost grows with
+// the value, else it is the same for every value of t.
+func visits(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice:
+		return hasPointers(t.Elem())
+	case reflect.Map:
+		return hasPointers(t.Key()) || hasPointers(t.Elem())
+	case reflect.Array, reflect.Pointer:
+		return visits(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if visits(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // sizer counts what a sized table's values point to. A write to an entry
 // is handed out as a pointer (Writable, Upsert, Insert, OwnedWord,
 // Probed), and the caller then changes the value in place: the table
@@ -284,25 +305,47 @@ func mapMeasure(t reflect.Type, open map[reflect.Type]bool) (measure, bool) {
 // Then the difference from what the entry was counted at goes to (or
 // comes back from) the store's Memory, and a growth past it fails there.
 //
-// A measure that visits many container elements (a list of strings, a
-// map of them) would make appending to a long list cost the list's
-// length: after a measure that visited v elements, the entry's next v/8
-// writes are measured shallowly (shallowOf: arrays and map tables, not
-// what their elements point to), so a measure costs at most about 8
-// visits per write, and what the elements written since the last full
-// measure point to (at most one in nine) is not counted yet.
+// A value whose measure visits no elements (a string, a struct of
+// strings) is measured when it is handed out and when it settles: what it
+// was counted at is its measure. A value whose measure visits elements (a
+// list of strings, a map of them) or that is measured by its encoding
+// keeps what it was counted at in a word per slot (group.sizes, cells):
+// measuring it on every write would make appending to a long list cost
+// the list's length. After a measure that visited v elements, the entry's
+// next v/8 writes are measured shallowly (shallowOf: arrays and map
+// tables, not what their elements point to), so a measure costs at most
+// about 8 visits per write, and what the elements written since the last
+// full measure point to (at most one in nine) is not counted yet.
 type sizer[E any] struct {
 	m       measure // nil: by the length of the value's encoding
-	shallow measure // with m
-	scratch []byte  // measureEntry's, by encoding
+	shallow measure // with cells
+	cells   bool
+	scratch []byte // encoded's
 	pend    *Entry[E]
-	cell    *int64 // pend's word in its group's sizes
-	// before is pend's shallow measure when it was handed out.
+	cell    *int64 // pend's word in its group's sizes, with cells
+	// before is what pend measured when it was handed out: in full
+	// without cells, shallowly with cells while its word says to wait.
 	before int64
 }
 
+// newSizer returns the sizer of a table of E, or nil if E holds no
+// pointers.
+func newSizer[E any]() *sizer[E] {
+	t := reflect.TypeFor[E]()
+	m, ok := measureOf(t)
+	switch {
+	case !ok:
+		return &sizer[E]{cells: true, shallow: func(unsafe.Pointer) (int64, int64) { return 0, 0 }}
+	case m == nil:
+		return nil
+	case visits(t):
+		return &sizer[E]{m: m, cells: true, shallow: shallowOf(t)}
+	}
+	return &sizer[E]{m: m}
+}
+
 // A size word holds the bytes an entry was counted at (cellMask) and,
-// above cellBits, how many writes are still not measured.
+// above cellBits, how many writes are still not measured in full.
 const (
 	cellBits = 40
 	cellMask = 1<<cellBits - 1
@@ -311,10 +354,36 @@ const (
 
 func cellBytes(c int64) int64 { return c & cellMask }
 
+// counted is what the value in slot i of g (sl) is counted at.
+func (t *Table[E]) counted(g *group[E], i int, sl *slot[E]) int64 {
+	if z := t.sz; !z.cells {
+		b, _ := z.m(unsafe.Pointer(&sl.e.Val))
+		return b
+	}
+	if g.sizes == nil {
+		return 0
+	}
+	return cellBytes(g.sizes[i])
+}
+
+// uncount forgets what slot i of g is counted at, for a delete, and
+// returns it.
+func (t *Table[E]) uncount(g *group[E], i int, sl *slot[E]) int64 {
+	n := t.counted(g, i, sl)
+	if g.sizes != nil {
+		g.sizes[i] = 0
+	}
+	return n
+}
+
 // track makes slot i of key group index idx the entry being written,
 // settling the one before.
 func (t *Table[E]) track(idx, i int) {
 	z := t.sz
+	if !z.cells {
+		t.trackEntry(&t.groups[idx].t.at(i).e)
+		return
+	}
 	if z.pend != nil {
 		t.settle()
 	}
@@ -328,13 +397,37 @@ func (t *Table[E]) track(idx, i int) {
 	}
 }
 
+// trackEntry is track for a table without cells.
+func (t *Table[E]) trackEntry(e *Entry[E]) {
+	z := t.sz
+	if z.pend == e {
+		return
+	}
+	if z.pend != nil {
+		t.settle()
+	}
+	z.pend = e
+	z.before, _ = z.m(unsafe.Pointer(&e.Val))
+}
+
 // trackCurrent is track for the current key's owned entry e.
 func (t *Table[E]) trackCurrent(e *Entry[E]) {
-	if t.sz.pend == e {
+	z := t.sz
+	if !z.cells {
+		t.trackEntry(e)
+		return
+	}
+	if z.pend == e {
 		return
 	}
 	s := t.s
-	t.track(s.kgIdx, t.groups[s.kgIdx].t.find(s.image(), s.cur))
+	g := &t.groups[s.kgIdx].t
+	if len(g.p0) > 0 {
+		// A one-page table: the index is where e is.
+		t.track(s.kgIdx, int((uintptr(unsafe.Pointer(slotOf(e)))-uintptr(unsafe.Pointer(&g.p0[0])))/unsafe.Sizeof(slot[E]{})))
+		return
+	}
+	t.track(s.kgIdx, g.find(s.image(), s.cur))
 }
 
 // settle measures the entry being written, if any, and counts the
@@ -346,6 +439,11 @@ func (t *Table[E]) settle() {
 		return
 	}
 	z.pend = nil
+	if !z.cells {
+		b, _ := z.m(unsafe.Pointer(&e.Val))
+		t.recount(z.before, b)
+		return
+	}
 	c := *z.cell
 	old := cellBytes(c)
 	var b, wait int64
@@ -358,12 +456,17 @@ func (t *Table[E]) settle() {
 		wait = min(v/8, cellWait)
 	}
 	b = min(b, cellMask)
+	t.recount(old, b)
+	*z.cell = b | wait<<cellBits
+}
+
+// recount counts a value at b bytes instead of old.
+func (t *Table[E]) recount(old, b int64) {
 	if b > old {
 		t.s.growValues(t.md.Name, b-old)
-	} else {
+	} else if b < old {
 		t.s.shrink(old - b)
 	}
-	*z.cell = b | wait<<cellBits
 }
 
 // measureEntry measures e's value, by its measure or, without one, by
@@ -372,6 +475,12 @@ func (z *sizer[E]) measureEntry(e *Entry[E], ops *Ops[E]) (bytes, visited int64)
 	if z.m != nil {
 		return z.m(unsafe.Pointer(&e.Val))
 	}
+	return z.encoded(e, ops)
+}
+
+// encoded is measureEntry without a measure (apart, so that the variables
+// its callback captures are not allocated for every measure).
+func (z *sizer[E]) encoded(e *Entry[E], ops *Ops[E]) (bytes, visited int64) {
 	if ops.Emit == nil {
 		return 0, 0
 	}

@@ -2,7 +2,6 @@ package heap
 
 import (
 	"math/bits"
-	"reflect"
 	"unsafe"
 
 	"github.com/weirhq/weir/internal/memtouch"
@@ -58,8 +57,8 @@ type group[E any] struct {
 	t   slots[E]
 	n   int    // keys in t
 	ver uint64 // t is shared with a snapshot when ver < Store.snapVer
-	// sizes has a word per slot of t in a sized table (Table.sz): what
-	// the slot's value points to, as last counted (see Table.settle).
+	// sizes has a word per slot of t in a table whose sizer has cells:
+	// what the slot's value points to, as last counted (see sizer).
 	// Only the task goroutine reads it; snapshots do not share it.
 	sizes []int64
 }
@@ -118,11 +117,7 @@ func NewTable[E any](s *Store, meta snapshot.StateMeta, ops Ops[E]) (*Table[E], 
 	t := &Table[E]{s: s, md: meta, groups: make([]group[E], s.rng.Len()), ops: ops,
 		prefFirst: prefFirstBytes / int(unsafe.Sizeof(slot[E]{})*8/5)}
 	if s.mem != nil {
-		if m, ok := measureOf(reflect.TypeFor[E]()); m != nil {
-			t.sz = &sizer[E]{m: m, shallow: shallowOf(reflect.TypeFor[E]())}
-		} else if !ok {
-			t.sz = &sizer[E]{shallow: func(unsafe.Pointer) (int64, int64) { return 0, 0 }}
-		}
+		t.sz = newSizer[E]()
 	}
 	if err := s.attach(meta.Name, t); err != nil {
 		return nil, err
@@ -512,7 +507,7 @@ func (t *Table[E]) writable() *Entry[E] {
 // its own copy (Ops.Clone): the snapshot holds what the old one points to.
 func (t *Table[E]) cloneValue(g *group[E], i int, sl *slot[E]) {
 	if t.sz != nil {
-		t.s.hold(t.verOf(sl), cellBytes(g.sizes[i]), t.md.Name)
+		t.s.hold(t.verOf(sl), t.counted(g, i, sl), t.md.Name)
 	}
 	sl.e.Val, sl.ver = t.ops.Clone(sl.e.Val), uint32(t.s.snapVer)
 }
@@ -577,8 +572,7 @@ func (t *Table[E]) Delete() {
 	if t.sz != nil {
 		// The value is gone from the table; a snapshot that shares it
 		// holds what it points to.
-		n := cellBytes(g.sizes[i])
-		g.sizes[i] = 0
+		n := t.uncount(g, i, sl)
 		t.s.shrink(n)
 		if sl.ver != uint32(s.snapVer) {
 			t.s.hold(t.verOf(sl), n, t.md.Name)
@@ -630,7 +624,7 @@ func (t *Table[E]) rebuild(g *group[E], size int) {
 		}
 	}
 	var sizes []int64
-	if t.sz != nil {
+	if t.sz != nil && t.sz.cells {
 		sizes = g.sizes
 		if sizes == nil {
 			sizes = make([]int64, g.t.size())
@@ -641,10 +635,10 @@ func (t *Table[E]) rebuild(g *group[E], size int) {
 }
 
 // bytes is what a key group's table of size slots takes: tableBytes, and
-// a size word per slot in a sized table.
+// a size word per slot in a table whose sizer has cells.
 func (t *Table[E]) bytes(size int) int64 {
 	n := tableBytes[E](size)
-	if t.sz != nil {
+	if t.sz != nil && t.sz.cells {
 		n += 8 * int64(size)
 	}
 	return n
