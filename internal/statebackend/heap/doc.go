@@ -53,7 +53,8 @@
 // read as it is now; OwnedWord's entry, like Lookup's, is valid until the
 // table next changes. MemoWord answers from a memo of what OwnedWord found
 // (a direct-mapped array from key word to entry, in a table whose user
-// asks OwnedWord and that has fewer than 16384 keys): a multiplication and a load
+// asks OwnedWord and that has fewer than 16384 keys, and that does not
+// count what its values point to): a multiplication and a load
 // instead of the key group's hash, the key's image and the probe. A key
 // group that grows or is rebuilt and a snapshot empty the memo, a delete
 // drops the key's place, and an entry a snapshot shares is not returned

@@ -306,9 +306,9 @@ func sizeFor(n int) int {
 // rebuilt returns a table of size slots (a power of two, at least 16, with
 // room for t's keys) holding t's keys, without its deleted slots, with its
 // pages made at version ver. It never writes to t, which may be shared with
-// a snapshot. sizes, if not nil, holds a word per slot of t (a sized
-// table's, see Table.settle): the words of the new table, each where its
-// slot went, are returned.
+// a snapshot. sizes, if not nil, holds a word per slot of t (group.sizes,
+// see sizer): the words of the new table, each where its slot went, are
+// returned.
 func (t *slots[E]) rebuilt(size int, ver uint64, sizes []int64) (slots[E], []int64) {
 	nt := slots[E]{ctrl: make([]uint64, size/8), long: slices.Clone(t.long), free: slices.Clone(t.free)}
 	for g := range nt.ctrl {
