@@ -125,12 +125,13 @@ type Config struct {
 	// state backend.
 	BatchStateMemory int64
 	// HeapStateMemory bounds, per TaskManager, the memory of the hashmap
-	// state backend's tables, counted as they grow: their slots, which hold
-	// the keys and the values themselves (default: 40% of ProcessMemory,
-	// or DefaultHeapStateMemory where that is unknown). Not counted here:
-	// memory that values point to (strings, list elements) and the pages a
-	// checkpoint still holds after a write copied them; the ProcessMemory
-	// guard counts those, in the live heap. A
+	// state backend's keyed state, counted as it grows: the tables' slots,
+	// which hold the keys and the values themselves, what values point to
+	// (strings, slices, list elements, map state's maps, long keys), and
+	// what a running checkpoint still holds after a write copied it
+	// (default: 40% of ProcessMemory, or DefaultHeapStateMemory where that
+	// is unknown). Not counted here: timers; the ProcessMemory guard counts
+	// them, in the live heap. A
 	// growth past it fails the job, naming this setting, without a restart
 	// (one would restore the state that grew past it): for state larger
 	// than memory, use the pebble backend.

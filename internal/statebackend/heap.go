@@ -45,9 +45,10 @@ func (k *heapKeyed) Snapshot(id int64, kind SnapshotKind) (Pending, error) {
 	if kind != Canonical {
 		return nil, errors.New("statebackend: the hashmap backend only takes canonical snapshots")
 	}
+	sources, release := k.s.Freeze()
 	return &heapPending{
 		h:       snapshot.Header{MaxParallelism: k.cfg.MaxParallelism, Range: k.cfg.Range, CheckpointID: id},
-		sources: k.s.Snapshot(),
+		sources: sources, release: release,
 	}, nil
 }
 
@@ -70,6 +71,7 @@ type heapPending struct {
 	once    sync.Once
 	h       snapshot.Header
 	sources []snapshot.Source
+	release func() // gives back what the snapshot held (heap.Store.Freeze)
 }
 
 func (p *heapPending) Materialize(w io.Writer, extra ...snapshot.Source) (Handle, error) {
@@ -81,6 +83,7 @@ func (p *heapPending) Materialize(w io.Writer, extra ...snapshot.Source) (Handle
 	return Handle{ID: p.h.CheckpointID, Kind: Canonical, MaxParallelism: p.h.MaxParallelism, Range: p.h.Range, Size: n}, nil
 }
 
-// Release drops the frozen maps; later writes still copy once per key group
-// (the version says shared), which is harmless.
-func (p *heapPending) Release() { p.once.Do(func() { p.sources = nil }) }
+// Release drops the frozen maps and gives back to the heap state's Memory
+// what they held; later writes still copy once per key group (the version
+// says shared), which is harmless.
+func (p *heapPending) Release() { p.once.Do(func() { p.sources = nil; p.release() }) }

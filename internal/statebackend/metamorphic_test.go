@@ -16,6 +16,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/state"
 )
 
@@ -97,9 +98,18 @@ type cluster struct {
 
 func newCluster(t testing.TB, clk *clock.Manual, parallelism int, kinds func(i int) string) *cluster {
 	c := &cluster{t: t, clk: clk}
+	// The subtasks share a heap Memory, as a TaskManager's do, so the heap
+	// tables count what their values point to; once all are closed and
+	// their snapshots written, it holds nothing.
+	mem := heap.NewMemory(1 << 40)
+	t.Cleanup(func() {
+		if n := mem.Used(); n != 0 {
+			t.Errorf("after every subtask closed, the heap Memory holds %d bytes", n)
+		}
+	})
 	for i := range parallelism {
 		rng := keygroup.RangeFor(i, parallelism, testMaxPar)
-		k, err := New(Config{Kind: kinds(i), Dir: t.TempDir(), MaxParallelism: testMaxPar, Range: rng, Clock: clk,
+		k, err := New(Config{Kind: kinds(i), Dir: t.TempDir(), MaxParallelism: testMaxPar, Range: rng, Clock: clk, HeapMemory: mem,
 			// Write-back caches from "write every entry back at once" to "holds everything".
 			Pebble: PebbleOptions{CacheBytes: 1 << 20, MemTableBytes: 1 << 20, WriteCacheBytes: []int64{1, 2048, 0}[(i+parallelism)%3]}})
 		if err != nil {

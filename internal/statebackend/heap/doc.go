@@ -53,7 +53,8 @@
 // read as it is now; OwnedWord's entry, like Lookup's, is valid until the
 // table next changes. MemoWord answers from a memo of what OwnedWord found
 // (a direct-mapped array from key word to entry, in a table whose user
-// asks OwnedWord and that has fewer than 16384 keys): a multiplication and a load
+// asks OwnedWord and that has fewer than 16384 keys, and that does not
+// count what its values point to): a multiplication and a load
 // instead of the key group's hash, the key's image and the probe. A key
 // group that grows or is rebuilt and a snapshot empty the memo, a delete
 // drops the key's place, and an entry a snapshot shares is not returned
@@ -63,7 +64,20 @@
 // A store may draw on a Memory, the bound its TaskManager's stores share
 // (weir.Config.HeapStateMemory): a key group's table takes the bytes it
 // adds before it grows, and a growth past the bound panics with a
-// *MemoryError naming the setting.
+// *MemoryError naming the setting. In such a store a table whose value
+// type holds pointers also counts what its values point to (size.go): a
+// measure derived once by reflection (a string's length, a slice's array
+// and its elements' pointees, a struct's fields, a map's estimated table
+// and its keys' and elements' pointees; by the encoding's length for
+// interfaces, funcs and recursive types). The entry handed out for a
+// write is remembered and measured when the write settles (the table's
+// next write, delete, growth or snapshot), so a write past the bound
+// fails at most one write late; overwrites and deletes give bytes back.
+// A type without pointers gets no measure and pays nothing per record.
+// Long keys count their bytes. A snapshot taken with Store.Freeze holds,
+// until released, what the task copies away from it (pages, control
+// words, cloned or deleted values), counted as held by it. Timers
+// (internal/timers) are not counted.
 //
 // The map key is uvarint(len(key)) | key | namespace: unambiguous, so the
 // snapshot can split it back into key and namespace.

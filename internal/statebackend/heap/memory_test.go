@@ -22,7 +22,8 @@ func tablesBytes[E any](tbl *Table[E]) int64 {
 
 // TestMemoryBoundsTables grows the tables of two stores that share a
 // Memory: what it holds is the sum of their sizes after every insert (a
-// snapshot in between changes nothing: copies are not counted), and the
+// Snapshot in between changes nothing: unlike Freeze's, what it holds is
+// not counted), and the
 // insert whose growth would pass the limit fails with a MemoryError
 // naming the setting, taking nothing; Release gives a store's share back.
 func TestMemoryBoundsTables(t *testing.T) {

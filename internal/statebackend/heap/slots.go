@@ -225,9 +225,14 @@ func (t *slots[E]) atFrom(p0 []slot[E], i int) *slot[E] {
 
 // writable returns slot i for writing at snapshot version ver, copying its
 // page first if a snapshot shares it. The table itself must be owned.
-func (t *slots[E]) writable(i int, ver uint64) *slot[E] {
+// The copied page's bytes are counted for the snapshots that hold it
+// (Store.hold) when h is not nil.
+func (t *slots[E]) writable(i int, ver uint64, h *Table[E]) *slot[E] {
 	p := i >> pageBits
 	if t.pver[p] != ver {
+		if h != nil {
+			h.s.hold(t.pver[p], pageBytes(t.pages[p]), h.md.Name)
+		}
 		t.pages[p] = slices.Clone(t.pages[p])
 		t.pver[p] = ver
 		t.setP0()
@@ -301,8 +306,10 @@ func sizeFor(n int) int {
 // rebuilt returns a table of size slots (a power of two, at least 16, with
 // room for t's keys) holding t's keys, without its deleted slots, with its
 // pages made at version ver. It never writes to t, which may be shared with
-// a snapshot.
-func (t *slots[E]) rebuilt(size int, ver uint64) slots[E] {
+// a snapshot. sizes, if not nil, holds a word per slot of t (group.sizes,
+// see sizer): the words of the new table, each where its slot went, are
+// returned.
+func (t *slots[E]) rebuilt(size int, ver uint64, sizes []int64) (slots[E], []int64) {
 	nt := slots[E]{ctrl: make([]uint64, size/8), long: slices.Clone(t.long), free: slices.Clone(t.free)}
 	for g := range nt.ctrl {
 		nt.ctrl[g] = emptyGroup
@@ -316,14 +323,32 @@ func (t *slots[E]) rebuilt(size int, ver uint64) slots[E] {
 		nt.pver = append(nt.pver, ver)
 	}
 	nt.setP0()
-	for _, pg := range t.pages {
+	var nsizes []int64
+	if sizes != nil {
+		nsizes = make([]int64, size)
+	}
+	for p, pg := range t.pages {
 		for i := range pg {
 			if pg[i].hn != 0 {
-				*nt.at(nt.place(t.hashOf(&pg[i]))) = pg[i]
+				j := nt.place(t.hashOf(&pg[i]))
+				*nt.at(j) = pg[i]
+				if sizes != nil {
+					nsizes[j] = sizes[p<<pageBits+i]
+				}
 			}
 		}
 	}
-	return nt
+	return nt, nsizes
+}
+
+// pageBytes is what a page of slots takes.
+func pageBytes[E any](pg []slot[E]) int64 { return int64(len(pg)) * int64(unsafe.Sizeof(slot[E]{})) }
+
+// sharedBytes is what a clone copies (and a snapshot sharing the table
+// still holds afterwards): the control words, the page list and the
+// long keys' list.
+func (t *slots[E]) sharedBytes() int64 {
+	return int64(8*len(t.ctrl) + 24*len(t.pages) + 8*len(t.pver) + 16*len(t.long) + 8*len(t.free))
 }
 
 // place marks the first empty or deleted slot on hn's probe path as full
@@ -350,9 +375,9 @@ func (t *slots[E]) place(hn uint64) int {
 // insert places the absent key with image im and bytes k in a free slot,
 // which the caller has made sure exists, and returns its index. The table
 // must be owned; ver is the snapshot version, for the slot's page.
-func (t *slots[E]) insert(im *keyImage, k []byte, ver uint64) int {
+func (t *slots[E]) insert(im *keyImage, k []byte, ver uint64, h *Table[E]) int {
 	i := t.place(im.hn)
-	sl := t.writable(i, ver)
+	sl := t.writable(i, ver, h)
 	sl.hn, sl.w0, sl.w1 = uint32(im.hn), im.w0, im.w1
 	if im.hn&0xff == longKey {
 		if n := len(t.free); n > 0 {
@@ -370,8 +395,8 @@ func (t *slots[E]) insert(im *keyImage, k []byte, ver uint64) int {
 // its group has an empty slot (then no probe ever went past the group: a
 // group that has been full never gets an empty byte back), else deleted, so
 // that probes for keys placed further on still pass it.
-func (t *slots[E]) remove(i int, ver uint64) {
-	sl := t.writable(i, ver)
+func (t *slots[E]) remove(i int, ver uint64, h *Table[E]) {
+	sl := t.writable(i, ver, h)
 	if sl.hn&0xff == longKey {
 		t.long[sl.w0] = ""
 		t.free = append(t.free, sl.w0)

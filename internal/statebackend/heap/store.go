@@ -64,7 +64,13 @@ type Store struct {
 	// they took from it.
 	mem      *Memory
 	memTaken int64
-	_        [64]byte
+	// memUsed is what the tables and values take of memTaken (values
+	// take ahead, see growValues).
+	memUsed int64
+	// frozen lists the snapshots taken by Freeze, oldest first, that may
+	// not be released yet (pruned at each Freeze).
+	frozen []*frozen
+	_      [64]byte
 }
 
 // erased is a Table[E] with its type erased.

@@ -30,13 +30,16 @@ func slotOf[E any](e *Entry[E]) *slot[E] {
 // shares, as a first write after a snapshot does; the lookup cache and
 // the memo, which may name entries of the copied pages, are emptied.
 func (t *Table[E]) ageVersions(v uint64) {
+	if t.sz != nil {
+		t.settle()
+	}
 	for idx := range t.groups {
 		if t.groups[idx].t.size() == 0 {
 			continue
 		}
 		g := t.own(idx, false)
 		for p := range g.t.pages {
-			g.t.writable(p<<pageBits, v) // own the page
+			g.t.writable(p<<pageBits, v, t) // own the page
 			pg := g.t.pages[p]
 			for i := range pg {
 				if pg[i].hn != 0 {
@@ -54,6 +57,10 @@ type group[E any] struct {
 	t   slots[E]
 	n   int    // keys in t
 	ver uint64 // t is shared with a snapshot when ver < Store.snapVer
+	// sizes has a word per slot of t in a table whose sizer has cells:
+	// what the slot's value points to, as last counted (see sizer).
+	// Only the task goroutine reads it; snapshots do not share it.
+	sizes []int64
 }
 
 // Emit is called by Ops.Emit once per canonical entry.
@@ -96,7 +103,12 @@ type Table[E any] struct {
 	memo      []memoPlace[E]
 	memoShift uint8
 	memoOn    bool
-	_         [64]byte
+
+	// sz counts what entries point to, in a table of a store with a
+	// Memory whose E holds pointers; else nil, and nothing is done per
+	// record.
+	sz *sizer[E]
+	_  [64]byte
 }
 
 // NewTable creates the table of a state and attaches it to the store,
@@ -104,6 +116,9 @@ type Table[E any] struct {
 func NewTable[E any](s *Store, meta snapshot.StateMeta, ops Ops[E]) (*Table[E], error) {
 	t := &Table[E]{s: s, md: meta, groups: make([]group[E], s.rng.Len()), ops: ops,
 		prefFirst: prefFirstBytes / int(unsafe.Sizeof(slot[E]{})*8/5)}
+	if s.mem != nil {
+		t.sz = newSizer[E]()
+	}
 	if err := s.attach(meta.Name, t); err != nil {
 		return nil, err
 	}
@@ -188,9 +203,13 @@ found:
 // streaming Reduce) updates most elements' entries without setting the key
 // of each. The store must have no current namespace.
 func (t *Table[E]) OwnedWord(kg int, k0 uint64) *Entry[E] {
-	sl := t.ownedWord(kg, k0)
+	sl, i := t.ownedWord(kg, k0)
 	if sl == nil {
 		return nil
+	}
+	if t.sz != nil {
+		t.track(kg-t.s.rng.Start, i)
+		return &sl.e // no memo: every write is tracked
 	}
 	if !t.memoOn {
 		t.memoStart()
@@ -227,6 +246,9 @@ func (t *Table[E]) MemoWord(k0 uint64) *Entry[E] {
 // memoStart turns the memo on: only tables whose users ask OwnedWord (and
 // so MemoWord) keep one.
 func (t *Table[E]) memoStart() {
+	if t.sz != nil {
+		return // a sized table tracks each write, which MemoWord would skip
+	}
 	t.memoOn = true
 	t.memoFor()
 }
@@ -285,31 +307,34 @@ func (t *Table[E]) forgetSlot(sl *slot[E]) {
 	}
 }
 
-func (t *Table[E]) ownedWord(kg int, k0 uint64) *slot[E] {
+// ownedWord is OwnedWord's lookup: the slot and its index, or nil.
+func (t *Table[E]) ownedWord(kg int, k0 uint64) (*slot[E], int) {
 	s := t.s
 	idx := kg - s.rng.Start
 	if uint(idx) >= uint(len(t.groups)) || len(s.ns) > 0 {
-		return nil
+		return nil, 0
 	}
 	g := &t.groups[idx]
 	ctrl := g.t.ctrl
 	if len(ctrl) == 0 {
-		return nil
+		return nil, 0
 	}
 	im := wordImage(k0)
 	home := homeGroup(im.hn, uint64(len(ctrl)-1))
 	p0 := g.t.p0
 	if t.keys > t.prefFirst { // as in lookup
-		if sl := g.t.at(int(home*8 + prefAt(im.hn))); sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
-			return t.ownedSlot(sl)
+		i := int(home*8 + prefAt(im.hn))
+		if sl := g.t.at(i); sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
+			return t.ownedSlot(sl), i
 		}
 	}
 	for m := matchByte(ctrl[home], h2(im.hn)); m != 0; m &= m - 1 {
-		if sl := g.t.atFrom(p0, int(home*8+byteAt(m))); sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
-			return t.ownedSlot(sl)
+		i := int(home*8 + byteAt(m))
+		if sl := g.t.atFrom(p0, i); sl.hn == uint32(im.hn) && sl.w0 == im.w0 && sl.w1 == im.w1 {
+			return t.ownedSlot(sl), i
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // Probe is a lookup of one key and namespace taken in two halves, so that
@@ -403,15 +428,25 @@ func (t *Table[E]) Probed(p *Probe) *Entry[E] {
 	n := int32(g.t.size())
 	if p.a < n {
 		if sl := g.t.at(int(p.a)); sl.hn == uint32(p.im.hn) && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
-			return t.owned(&sl.e)
+			return t.probed(sl, p.kg, p.a)
 		}
 	}
 	if p.b != p.a && p.b < n {
 		if sl := g.t.at(int(p.b)); sl.hn == uint32(p.im.hn) && sl.w0 == p.im.w0 && sl.w1 == p.im.w1 {
-			return t.owned(&sl.e)
+			return t.probed(sl, p.kg, p.b)
 		}
 	}
 	return nil
+}
+
+// probed is owned for Probed's slot i of key group index idx, tracked in a
+// sized table.
+func (t *Table[E]) probed(sl *slot[E], idx, i int32) *Entry[E] {
+	e := t.owned(&sl.e)
+	if e != nil && t.sz != nil {
+		t.track(int(idx), int(i))
+	}
+	return e
 }
 
 // ownedSlot is owned for a slot.
@@ -442,6 +477,9 @@ func (t *Table[E]) Writable(e *Entry[E]) *Entry[E] {
 	if slotOf(e).ver == uint32(t.s.snapVer) {
 		// Created or copied since the last snapshot, so its page is
 		// owned too: nothing shares it.
+		if t.sz != nil {
+			t.trackCurrent(e)
+		}
 		return e
 	}
 	return t.writable()
@@ -454,11 +492,30 @@ func (t *Table[E]) writable() *Entry[E] {
 	s := t.s
 	g := t.own(s.kgIdx, false)
 	im := s.image() // before reading cur, which image may build
-	sl := g.t.writable(g.t.find(im, s.cur), s.snapVer)
+	i := g.t.find(im, s.cur)
+	sl := g.t.writable(i, s.snapVer, t)
+	t.cloneValue(g, i, sl)
 	ne := &sl.e
-	ne.Val, sl.ver = t.ops.Clone(ne.Val), uint32(s.snapVer)
 	t.last, t.lastEpoch = ne, s.epoch
+	if t.sz != nil {
+		t.track(s.kgIdx, i)
+	}
 	return ne
+}
+
+// cloneValue gives the value of slot i of g, which a snapshot shares,
+// its own copy (Ops.Clone): the snapshot holds what the old one points to.
+func (t *Table[E]) cloneValue(g *group[E], i int, sl *slot[E]) {
+	if t.sz != nil {
+		t.s.hold(t.verOf(sl), t.counted(g, i, sl), t.md.Name)
+	}
+	sl.e.Val, sl.ver = t.ops.Clone(sl.e.Val), uint32(t.s.snapVer)
+}
+
+// verOf is the full snapshot version of the low 32 bits a slot keeps: no
+// entry's is more than 2^32 behind (Store.Snapshot ages them).
+func (t *Table[E]) verOf(sl *slot[E]) uint64 {
+	return t.s.snapVer - uint64(uint32(t.s.snapVer)-sl.ver)
 }
 
 // Upsert returns the current key's entry ready to be modified in place,
@@ -482,13 +539,20 @@ func (t *Table[E]) Insert() *Entry[E] {
 
 func (t *Table[E]) insert(idx int, im *keyImage, k []byte) *Entry[E] {
 	g := t.own(idx, true)
-	sl := g.t.at(g.t.insert(im, k, t.s.snapVer))
+	if im.hn&0xff == longKey {
+		t.s.growValues(t.md.Name, int64(len(k)))
+	}
+	i := g.t.insert(im, k, t.s.snapVer, t)
+	sl := g.t.at(i)
 	sl.ver = uint32(t.s.snapVer)
 	e := &sl.e
 	g.n++
 	t.keys++
 	if t.keys&(t.keys-1) == 0 { // at powers of two
 		t.memoFor()
+	}
+	if t.sz != nil {
+		t.track(idx, i)
 	}
 	return e
 }
@@ -503,8 +567,21 @@ func (t *Table[E]) Delete() {
 	}
 	g := t.own(s.kgIdx, false)
 	i := g.t.find(im, s.cur)
-	t.forgetSlot(g.t.at(i))
-	g.t.remove(i, s.snapVer)
+	sl := g.t.at(i)
+	t.forgetSlot(sl)
+	if t.sz != nil {
+		// The value is gone from the table; a snapshot that shares it
+		// holds what it points to.
+		n := t.uncount(g, i, sl)
+		t.s.shrink(n)
+		if sl.ver != uint32(s.snapVer) {
+			t.s.hold(t.verOf(sl), n, t.md.Name)
+		}
+	}
+	if sl.hn&0xff == longKey {
+		t.s.shrink(int64(len(g.t.long[sl.w0])))
+	}
+	g.t.remove(i, s.snapVer, t)
 	g.n--
 	t.keys--
 	t.last, t.lastEpoch = nil, s.epoch
@@ -513,19 +590,58 @@ func (t *Table[E]) Delete() {
 // own returns key group idx - rng.Start with control words, page list and
 // long keys the snapshots do not share (pages are owned one by one, by
 // slots.writable), with room for one more key if adding.
+//
+// In a sized table it first settles the write in progress (its entry may
+// move), and a snapshot that shares what is copied away holds it.
 func (t *Table[E]) own(idx int, adding bool) *group[E] {
+	if t.sz != nil {
+		t.settle()
+	}
 	g := &t.groups[idx]
 	switch {
 	case adding && g.t.needsGrow(g.n):
 		size := g.t.grownSize(g.n)
-		t.s.grow(t.md.Name, tableBytes[E](size)-tableBytes[E](g.t.size()))
-		g.t = g.t.rebuilt(size, t.s.snapVer)
-		t.forget()
+		t.rebuild(g, size)
 	case g.ver != t.s.snapVer:
+		t.s.hold(g.ver, g.t.sharedBytes(), t.md.Name)
 		g.t = g.t.clone()
 	}
 	g.ver = t.s.snapVer
 	return g
+}
+
+// rebuild replaces g's table with one of size slots, taking the bytes it
+// adds first; a snapshot that shares the old one holds its shared parts.
+func (t *Table[E]) rebuild(g *group[E], size int) {
+	s := t.s
+	s.grow(t.md.Name, t.bytes(size)-t.bytes(g.t.size()))
+	if g.ver != s.snapVer && g.t.size() > 0 {
+		s.hold(g.ver, g.t.sharedBytes(), t.md.Name)
+	}
+	for p, pg := range g.t.pages {
+		if g.t.pver[p] != s.snapVer {
+			s.hold(g.t.pver[p], pageBytes(pg), t.md.Name)
+		}
+	}
+	var sizes []int64
+	if t.sz != nil && t.sz.cells {
+		sizes = g.sizes
+		if sizes == nil {
+			sizes = make([]int64, g.t.size())
+		}
+	}
+	g.t, g.sizes = g.t.rebuilt(size, s.snapVer, sizes)
+	t.forget()
+}
+
+// bytes is what a key group's table of size slots takes: tableBytes, and
+// a size word per slot in a table whose sizer has cells.
+func (t *Table[E]) bytes(size int) int64 {
+	n := tableBytes[E](size)
+	if t.sz != nil && t.sz.cells {
+		n += 8 * int64(size)
+	}
+	return n
 }
 
 // Len returns the number of keys (with namespace) in the table.
@@ -541,10 +657,11 @@ func (t *Table[E]) reserve(kg, n int) {
 	idx := kg - t.s.rng.Start
 	g := &t.groups[idx]
 	if size := sizeFor(g.n + n); size > g.t.size() {
-		t.s.grow(t.md.Name, tableBytes[E](size)-tableBytes[E](g.t.size()))
-		g.t = g.t.rebuilt(size, t.s.snapVer)
+		if t.sz != nil {
+			t.settle()
+		}
+		t.rebuild(g, size)
 		g.ver = t.s.snapVer
-		t.forget()
 	}
 }
 
@@ -554,10 +671,13 @@ func (t *Table[E]) restore(kg int, mk []byte, se snapshot.Entry, restoredTTL boo
 	var e *Entry[E]
 	if i := t.groups[idx].t.find(&im, mk); i >= 0 {
 		g := t.own(idx, false)
-		sl := g.t.writable(i, t.s.snapVer)
+		sl := g.t.writable(i, t.s.snapVer, t)
 		if e = &sl.e; sl.ver != uint32(t.s.snapVer) {
 			// Restore may modify the value in place.
-			e.Val, sl.ver = t.ops.Clone(e.Val), uint32(t.s.snapVer)
+			t.cloneValue(g, i, sl)
+		}
+		if t.sz != nil {
+			t.track(idx, i)
 		}
 	} else {
 		e = t.insert(idx, &im, mk)
@@ -578,6 +698,9 @@ func (t *Table[E]) source(now int64) snapshot.Source {
 	// MemoWord would return; emptied, it holds no pages the next writes
 	// copy away.
 	t.forget()
+	if t.sz != nil {
+		t.settle() // counted before the snapshot shares it
+	}
 	gs := make([]slots[E], len(t.groups))
 	for i := range t.groups {
 		gs[i] = t.groups[i].t
