@@ -95,8 +95,10 @@ func inChild(t *testing.T) bool {
 	if os.Getenv("WEIR_MUTABLE_CHILD") == t.Name() {
 		return true
 	}
+	// The child's randomized input comes from this seed, logged here.
+	seed := testseed.New(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "WEIR_MUTABLE_CHILD="+t.Name())
+	cmd.Env = append(os.Environ(), "WEIR_MUTABLE_CHILD="+t.Name(), fmt.Sprintf("WEIR_SEED=%d", seed))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
