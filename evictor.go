@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/valuecopy"
 	"github.com/weirhq/weir/state"
 )
 
@@ -168,12 +169,19 @@ func evictable[K comparable, T, R any](w WindowedStream[K, T], contents func() (
 }
 
 func reduceAll[T any](reduce func(a, b T) T) func([]T) (T, bool) {
+	var cp func(T) T // the first element, copied when reduce could change it in place
+	if c, err := codec.For[T](); err == nil {
+		cp = valuecopy.Func(c)
+	}
 	return func(vs []T) (T, bool) {
 		if len(vs) == 0 {
 			var zero T
 			return zero, false // nothing left to reduce: no result
 		}
-		acc := vs[0]
+		acc := vs[0] // the window's kept element: reduce may change it
+		if cp != nil {
+			acc = cp(acc)
+		}
 		for _, v := range vs[1:] {
 			acc = reduce(acc, v)
 		}

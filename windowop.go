@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
+	"github.com/weirhq/weir/internal/valuecopy"
 	"github.com/weirhq/weir/internal/window"
 	"github.com/weirhq/weir/state"
 )
@@ -144,10 +145,11 @@ func (f ProcessWindowFunc[K, IN, OUT]) Process(ctx WindowContext[K], elements []
 // their slices (in time order), so Merge must agree with Add. ACC needs a
 // codec (derived from its type).
 //
-// Add and Merge must return their result rather than change, in place, maps
-// or slices inside the accumulator they were given: on the heap backend that
-// accumulator may be the stored one, which a checkpoint is still writing.
-// Value-type accumulators (numbers, structs of them) are always safe.
+// Add may change the accumulator it was given in place and return it (a
+// map used as a set, as a Flink user's HashSet), and Merge may change
+// either argument and return it: the operator never hands them an
+// accumulator a checkpoint is reading, or one it keeps for another window
+// (see "Changing state in place" in package state).
 type AggregateFunction[IN, ACC, OUT any] interface {
 	CreateAccumulator() ACC
 	Add(v IN, acc ACC) ACC
@@ -159,8 +161,8 @@ type AggregateFunction[IN, ACC, OUT any] interface {
 type emitter[K comparable, R, U any] func(ctx WindowContext[K], r R, out Collector[U]) error
 
 // WindowReduce combines each window's elements with reduce, incrementally:
-// one value per key and window is kept. reduce must return its result
-// rather than change maps or slices inside a in place (see AggregateFunction).
+// one value per key and window is kept. reduce may change a in place and
+// return it (see AggregateFunction).
 // It must be associative: sliding windows combine partial results of
 // slices of the window (docs/windows.md, decision 29), in time order.
 func WindowReduce[K comparable, T any](w WindowedStream[K, T], reduce func(a, b T) T) DataStream[T] {
@@ -225,14 +227,20 @@ func reducer[T any](reduce func(a, b T) T) func() (windowContents[T, T], error) 
 		if err != nil {
 			return nil, fmt.Errorf("window contents need a codec for the element type: %w", err)
 		}
+		cp := valuecopy.Func(c) // nil: T cannot be changed in place
 		return &valueContents[T, T, T]{codec: c, name: "window-reduce",
 			addFn: func(acc T, ok bool, v T) T {
 				if !ok {
+					if cp != nil {
+						// The element may go to other windows too, whose
+						// reduce would change it in place.
+						return cp(v)
+					}
 					return v
 				}
 				return reduce(acc, v)
 			},
-			mergeFn: reduce, resultFn: func(acc T) T { return acc }}, nil
+			mergeFn: ownedMerge(reduce, cp), resultFn: func(acc T) T { return acc }}, nil
 	}
 }
 
@@ -249,8 +257,21 @@ func aggregator[T, ACC, R any](agg AggregateFunction[T, ACC, R]) func() (windowC
 				}
 				return agg.Add(v, acc)
 			},
-			mergeFn: agg.Merge, resultFn: agg.GetResult}, nil
+			mergeFn: ownedMerge(agg.Merge, valuecopy.Func(c)), resultFn: agg.GetResult}, nil
 	}
+}
+
+// ownedMerge is merge for accumulators the operator keeps: stored ones
+// (which a snapshot may be reading) and those of a sliding window's
+// cached slices (window.Stacks), which later merges read again. A user's
+// Merge may change either argument in place, so for an accumulator type
+// that can be changed in place (cp non-nil) it gets copies of both; a
+// value type is copied by the call itself.
+func ownedMerge[A any](merge func(a, b A) A, cp func(A) A) func(a, b A) A {
+	if cp == nil {
+		return merge
+	}
+	return func(a, b A) A { return merge(cp(a), cp(b)) }
 }
 
 // windowContents keeps a window's elements in keyed state under the

@@ -92,8 +92,8 @@ func (o *windowOp[K, T, R, U]) storedSessions() []TimeWindow {
 // writableSessions is a copy of the current key's session list cur (as
 // storedSessions returned it) to change and pass to saveSessions, with
 // room for one more entry: a new slice on the heap backend, whose stored
-// list a snapshot being written may still read (its ValueState does not
-// copy values for Writable); cur itself otherwise, a decoded copy.
+// list (read without Writable, which would copy it) a snapshot being
+// written may still read; cur itself otherwise, a decoded copy.
 func (o *windowOp[K, T, R, U]) writableSessions(cur []TimeWindow) []TimeWindow {
 	if o.sessTab == nil && cur != nil {
 		return cur

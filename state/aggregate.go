@@ -24,7 +24,7 @@ func GetReducingState[V any](s KeyedStore, d ReducingDescriptor[V]) ReducingStat
 	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ReducingState[V], error) {
 		var c cell[V]
 		if b.Heap != nil {
-			hc, err := newHeapCell(b.Heap, meta, d.Codec, codecClone(d.Codec))
+			hc, err := newHeapCell(b.Heap, meta, d.Codec)
 			if err != nil {
 				return nil, err
 			}
@@ -59,7 +59,7 @@ func GetAggregatingState[IN, ACC, OUT any](s KeyedStore, d AggregatingDescriptor
 	return register(s, meta, evolveOne(meta, part[ACC]{"accumulator", d.AccCodec, meta.Schema}), func(b statespi.Backend) (AggregatingState[IN, OUT], error) {
 		var c cell[ACC]
 		if b.Heap != nil {
-			hc, err := newHeapCell(b.Heap, meta, d.AccCodec, codecClone(d.AccCodec))
+			hc, err := newHeapCell(b.Heap, meta, d.AccCodec)
 			if err != nil {
 				return nil, err
 			}

@@ -11,10 +11,24 @@
 // Get*State functions return the same handle for the same name; a name reused
 // with another kind or type panics with a message naming the state.
 //
-// Handles returned by the heap backend hand out the stored value itself:
-// treat values read from state as read-only, and write changes back with
-// Update/Put/Add. Reduce and Add functions may mutate their first argument:
-// copy-on-write snapshots clone accumulators through their codec.
+// # Changing state in place
+//
+// User code may change in place what it holds in state: a map or slice
+// read from a ValueState, ListState element or MapState value, a
+// ReducingState's or AggregatingState's accumulator in Reduce/Add, a
+// window function's accumulator (weir.AggregateFunction, WindowReduce),
+// operator list state. A snapshot never reads memory the task is writing:
+// on the heap backend, whose handles hand out the stored value itself, the
+// first access after a snapshot began to an entry whose type can be
+// changed in place (it holds a map, slice, pointer or interface) copies it
+// through its codec (copy-on-write per entry, as the table's other
+// copy-on-write); operator state is encoded at the barrier, on the task's
+// goroutine. Types without references (numbers, strings, structs of them)
+// are copied by assignment, so they cost nothing more, and nothing is
+// copied between checkpoints. Write changes back with Update/Put/Add all
+// the same: the Pebble backend hands out decoded copies, so a change that
+// is not written back is lost there (and a value changed after it was
+// written, or held across calls, is not guaranteed to be in a snapshot).
 //
 // # Map state on the heap backend
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/valuecopy"
 )
 
 // GetListState returns the list state described by d.
@@ -32,13 +33,26 @@ type listElem[V any] struct {
 type heapList[V any] struct {
 	t   *heap.Table[[]listElem[V]]
 	ttl ttlPolicy
+	mut bool // V can be changed in place: Get reads an unshared entry
 }
 
 func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]) (*heapList[V], error) {
 	h := &heapList[V]{ttl: newTTL(meta, s.Now)}
 	_, strs := any((*V)(nil)).(*string) // decided once, not per entry
+	clone := slices.Clone[[]listElem[V]]
+	if cp := valuecopy.Func(c); cp != nil {
+		// Elements that can be changed in place are copied too.
+		h.mut = true
+		clone = func(l []listElem[V]) []listElem[V] {
+			out := make([]listElem[V], len(l))
+			for i, el := range l {
+				out[i] = listElem[V]{v: cp(el.v), ts: el.ts}
+			}
+			return out
+		}
+	}
 	t, err := heap.NewTable(s, meta, heap.Ops[[]listElem[V]]{
-		Clone: slices.Clone[[]listElem[V]],
+		Clone: clone,
 		Emit: func(e *heap.Entry[[]listElem[V]], now int64, scratch *[]byte, emit heap.Emit) error {
 			for i, el := range e.Val {
 				if strs { // V is string
@@ -94,6 +108,9 @@ func (h *heapList[V]) Get() []V {
 	e := h.t.Lookup()
 	if e == nil {
 		return nil
+	}
+	if h.mut {
+		e = h.t.Writable(e)
 	}
 	out := make([]V, 0, len(e.Val))
 	if h.ttl.ttl == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/weirhq/weir/internal/memtouch"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/valuecopy"
 )
 
 // intKeyed says whether UK is a 64-bit integer kind, whose map states the
@@ -206,13 +207,31 @@ type heapIntMap[UK comparable, UV any] struct {
 	t         *heap.Table[intMap[UV]]
 	ttl       ttlPolicy
 	iterating []*intSlot[UV] // the first slots of the arrays running loops read
+	mut       bool           // UV can be changed in place: reads see an unshared entry
 }
 
 func newHeapIntMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta, d MapDescriptor[UK, UV]) (*heapIntMap[UK, UV], error) {
 	h := &heapIntMap[UK, UV]{ttl: newTTL(meta, s.Now)}
 	timed := h.ttl.ttl > 0
+	clone := intMap[UV].clone
+	if cp := valuecopy.Func(d.ValueCodec); cp != nil {
+		// Values that can be changed in place are copied too.
+		h.mut = true
+		clone = func(m intMap[UV]) intMap[UV] {
+			c := m.clone()
+			for i := range c.slots {
+				if c.slots[i].k != 0 {
+					c.slots[i].v = cp(c.slots[i].v)
+				}
+			}
+			if c.x != nil && c.x.has {
+				c.x.v = cp(c.x.v)
+			}
+			return c
+		}
+	}
 	t, err := heap.NewTable(s, meta, heap.Ops[intMap[UV]]{
-		Clone: intMap[UV].clone,
+		Clone: clone,
 		Emit: func(e *heap.Entry[intMap[UV]], now int64, scratch *[]byte, emit heap.Emit) error {
 			m := &e.Val
 			one := func(k UK, v UV, ts int64) error {
@@ -297,6 +316,9 @@ func (h *heapIntMap[UK, UV]) Get(k UK) (UV, bool) {
 	e := h.t.Lookup()
 	if e == nil {
 		return zero, false
+	}
+	if h.mut {
+		e = h.t.Writable(e)
 	}
 	m := &e.Val
 	s := intSlotKey(k)
@@ -383,6 +405,9 @@ func (h *heapIntMap[UK, UV]) live(touch bool) *intMap[UV] {
 	e := h.t.Lookup()
 	if e == nil {
 		return nil
+	}
+	if h.mut && touch {
+		e = h.t.Writable(e) // All hands out values that may be changed
 	}
 	if h.ttl.ttl == 0 {
 		return &e.Val

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/valuecopy"
 )
 
 // GetMapState returns the map state described by d.
@@ -36,12 +37,25 @@ type mapElem[UV any] struct {
 type heapMap[UK comparable, UV any] struct {
 	t   *heap.Table[map[UK]mapElem[UV]]
 	ttl ttlPolicy
+	mut bool // UV can be changed in place: reads see an unshared entry
 }
 
 func newHeapMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta, d MapDescriptor[UK, UV]) (*heapMap[UK, UV], error) {
 	h := &heapMap[UK, UV]{ttl: newTTL(meta, s.Now)}
+	clone := maps.Clone[map[UK]mapElem[UV]]
+	if cp := valuecopy.Func(d.ValueCodec); cp != nil {
+		// Values that can be changed in place are copied too.
+		h.mut = true
+		clone = func(m map[UK]mapElem[UV]) map[UK]mapElem[UV] {
+			out := make(map[UK]mapElem[UV], len(m))
+			for k, el := range m {
+				out[k] = mapElem[UV]{v: cp(el.v), ts: el.ts}
+			}
+			return out
+		}
+	}
 	t, err := heap.NewTable(s, meta, heap.Ops[map[UK]mapElem[UV]]{
-		Clone: maps.Clone[map[UK]mapElem[UV]],
+		Clone: clone,
 		Emit: func(e *heap.Entry[map[UK]mapElem[UV]], now int64, scratch *[]byte, emit heap.Emit) error {
 			for k, el := range e.Val {
 				if h.ttl.expired(el.ts, now) {
@@ -78,6 +92,9 @@ func (h *heapMap[UK, UV]) Get(k UK) (UV, bool) {
 	e := h.t.Lookup()
 	if e == nil {
 		return zero, false
+	}
+	if h.mut {
+		e = h.t.Writable(e)
 	}
 	el, ok := e.Val[k]
 	if !ok {
@@ -127,6 +144,9 @@ func (h *heapMap[UK, UV]) Contains(k UK) bool {
 // live returns the entry's map after dropping expired elements (nil if none is left).
 func (h *heapMap[UK, UV]) live(touch bool) map[UK]mapElem[UV] {
 	e := h.t.Lookup()
+	if e != nil && h.mut && touch {
+		e = h.t.Writable(e) // All hands out values that may be changed
+	}
 	if e == nil || h.ttl.ttl == 0 {
 		if e == nil {
 			return nil

@@ -5,6 +5,7 @@ import (
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/valuecopy"
 )
 
 // GetValueState returns the value state described by d.
@@ -14,7 +15,7 @@ func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 	meta.Schema = schemaOf(d.Codec)
 	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ValueState[V], error) {
 		if b.Heap != nil {
-			return newHeapCell(b.Heap, meta, d.Codec, func(v V) V { return v })
+			return newHeapCell(b.Heap, meta, d.Codec)
 		}
 		return &kvCell[V]{t: b.KV, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}, nil
 	})
@@ -25,11 +26,19 @@ func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 // table holds the value alone, with TTL the value and its timestamp: the
 // heap backend's speed at 10 thousand keys is the size of its table
 // entries (see docs/benchmarks.md), so states without TTL do not carry one.
-func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V], clone func(V) V) (cell[V], error) {
+//
+// A value that can be changed in place (valuecopy.Mutable) is copied
+// through its codec on the first write after a snapshot began, and Value
+// hands out only such an unshared copy: user code may change what it read.
+func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]) (cell[V], error) {
+	clone := valuecopy.Func(c)
 	if meta.HasTTL() {
 		return newHeapTTLCell(s, meta, c, clone)
 	}
-	h := &heapCell[V]{}
+	h := &heapCell[V]{mut: clone != nil}
+	if clone == nil {
+		clone = func(v V) V { return v }
+	}
 	t, err := heap.NewTable(s, meta, heap.Ops[V]{
 		Clone: clone,
 		Emit: func(e *heap.Entry[V], _ int64, scratch *[]byte, emit heap.Emit) error {
@@ -48,11 +57,15 @@ func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 
 // heapCell is a heap cell without TTL.
 type heapCell[V any] struct {
-	t *heap.Table[V]
+	t   *heap.Table[V]
+	mut bool // V can be changed in place: Value returns an unshared value
 }
 
 func (h *heapCell[V]) Value() (V, bool) {
 	if e := h.t.Lookup(); e != nil {
+		if h.mut {
+			e = h.t.Writable(e)
+		}
 		return e.Val, true
 	}
 	var zero V
@@ -90,10 +103,16 @@ type timed[V any] struct {
 type heapTTLCell[V any] struct {
 	t   *heap.Table[timed[V]]
 	ttl ttlPolicy
+	mut bool // as heapCell's
 }
 
+// newHeapTTLCell is newHeapCell with TTL; clone is nil for a value that
+// cannot be changed in place.
 func newHeapTTLCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V], clone func(V) V) (*heapTTLCell[V], error) {
-	h := &heapTTLCell[V]{ttl: newTTL(meta, s.Now)}
+	h := &heapTTLCell[V]{ttl: newTTL(meta, s.Now), mut: clone != nil}
+	if clone == nil {
+		clone = func(v V) V { return v }
+	}
 	t, err := heap.NewTable(s, meta, heap.Ops[timed[V]]{
 		Clone: func(e timed[V]) timed[V] { return timed[V]{v: clone(e.v), ts: e.ts} },
 		Emit: func(e *heap.Entry[timed[V]], now int64, scratch *[]byte, emit heap.Emit) error {
@@ -125,18 +144,6 @@ func restoredTS(se snapshot.Entry, restoredTTL bool, now func() int64) int64 {
 	return now()
 }
 
-// codecClone copies a value through its codec, for accumulators that user
-// functions may mutate in place.
-func codecClone[V any](c codec.Codec[V]) func(V) V {
-	return func(v V) V {
-		out, _, err := c.Decode(c.AppendEncode(nil, v))
-		if err != nil {
-			panic("state: codec cannot decode its own encoding: " + err.Error())
-		}
-		return out
-	}
-}
-
 func (h *heapTTLCell[V]) Value() (V, bool) {
 	e := h.t.Lookup()
 	if e == nil {
@@ -149,8 +156,10 @@ func (h *heapTTLCell[V]) Value() (V, bool) {
 		var zero V
 		return zero, false
 	}
-	if h.ttl.onRead {
+	if h.ttl.onRead || h.mut {
 		e = h.t.Writable(e)
+	}
+	if h.ttl.onRead {
 		e.Val.ts = now
 	}
 	return e.Val.v, true

@@ -9,7 +9,8 @@ package window
 //
 // merge(a, b) must be associative, a older than b; it need not be
 // commutative, and it must not change a or b (results are kept, and heap
-// snapshots may read accumulators), so it returns a new value.
+// snapshots may read accumulators), so it returns a new value: the window
+// operators give a user's Merge copies of accumulators it could change.
 //
 // The queue is in memory: it is a cache over a key's slices, which the
 // owner rebuilds from keyed state when it is lost (restore) or when a
