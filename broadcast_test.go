@@ -30,7 +30,7 @@ var rulesDesc = state.BroadcastDescriptor[string, int64]{Name: "rules", KeyCodec
 // the broadcast rules (complete by then, whatever order the inputs arrived in).
 type overThreshold struct {
 	events state.ListState[event]
-	rules  state.BroadcastState[string, int64]
+	rules  state.ReadOnlyBroadcastState[string, int64]
 }
 
 func (o *overThreshold) Open(ctx weir.KeyedRuntimeContext) error {
@@ -39,13 +39,13 @@ func (o *overThreshold) Open(ctx weir.KeyedRuntimeContext) error {
 }
 
 func (o *overThreshold) ProcessElement(ctx weir.KeyedBroadcastContext[string], e event, out weir.Collector[tuple.T2[string, int64]]) error {
-	o.rules = state.GetBroadcastState(ctx.Broadcast(), rulesDesc)
+	o.rules = state.GetReadOnlyBroadcastState(ctx.Broadcast(), rulesDesc)
 	o.events.Add(e)
 	ctx.TimerService().RegisterEventTimeTimer(math.MaxInt64 - 1)
 	return nil
 }
 
-func (o *overThreshold) ProcessBroadcastElement(ctx weir.BroadcastContext, r rule, out weir.Collector[tuple.T2[string, int64]]) error {
+func (o *overThreshold) ProcessBroadcastElement(ctx weir.KeyedBroadcastSideContext[string], r rule, out weir.Collector[tuple.T2[string, int64]]) error {
 	state.GetBroadcastState(ctx.Broadcast(), rulesDesc).Put(r.Kind, r.Threshold)
 	return nil
 }

@@ -53,7 +53,7 @@ type broadcastTenthTimers struct{ tenthTimers }
 func (b broadcastTenthTimers) ProcessElement(ctx weir.KeyedBroadcastContext[string], v int64, out weir.Collector[int64]) error {
 	return b.ProcessElement1(ctx, v, out)
 }
-func (broadcastTenthTimers) ProcessBroadcastElement(weir.BroadcastContext, int64, weir.Collector[int64]) error {
+func (broadcastTenthTimers) ProcessBroadcastElement(weir.KeyedBroadcastSideContext[string], int64, weir.Collector[int64]) error {
 	return nil
 }
 

@@ -58,6 +58,16 @@
 // codec.Migrator migrates its own values. Snapshots without schemas, and
 // codecs without one, are checked by codec identity as before.
 //
+// # Operator and broadcast state
+//
+// An OperatorStore (operator list, union list and broadcast state) is owned
+// by its task goroutine and encoded synchronously at the checkpoint barrier,
+// so user code may change values it holds in place. Broadcast state has two
+// views: BroadcastState for the broadcast side of a connected stream, and
+// ReadOnlyBroadcastState (from a ReadOnlyBroadcastStore) for the element
+// side; the broadcast operators make every write outside the broadcast side
+// panic with a permanent error (OperatorStore.SetBroadcastReadOnly).
+//
 // # TTL
 //
 // A descriptor's TTLConfig makes entries expire TTL after their last write (or

@@ -1,10 +1,8 @@
 package state
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -20,6 +18,9 @@ import (
 type OperatorStore struct {
 	states   map[string]operatorState
 	restored map[string]snapshot.OperatorState // restored, not registered yet
+	// readOnly, when not empty, makes writes to the broadcast state panic
+	// and names the code that may only read it (SetBroadcastReadOnly).
+	readOnly string
 }
 
 type operatorState interface {
@@ -171,94 +172,6 @@ func (l *operatorList[V]) snapshot() (snapshot.OperatorState, error) {
 		st.Elements = append(st.Elements, l.codec.AppendEncode(nil, v))
 	}
 	return st, nil
-}
-
-// BroadcastDescriptor declares a BroadcastState.
-type BroadcastDescriptor[K comparable, V any] struct {
-	Name       string
-	KeyCodec   codec.Codec[K]
-	ValueCodec codec.Codec[V]
-}
-
-// BroadcastState is a map replicated on every subtask of an operator: the
-// broadcast side of a connected stream writes it (identically everywhere),
-// the keyed side reads it. On restore at any parallelism every subtask gets
-// a copy.
-type BroadcastState[K comparable, V any] interface {
-	Get(k K) (V, bool)
-	Put(k K, v V)
-	Remove(k K)
-	Contains(k K) bool
-	All() iter.Seq2[K, V]
-	Clear()
-}
-
-// GetBroadcastState returns the broadcast state described by d.
-func GetBroadcastState[K comparable, V any](s *OperatorStore, d BroadcastDescriptor[K, V]) BroadcastState[K, V] {
-	need(d.KeyCodec != nil, d.Name, "KeyCodec")
-	need(d.ValueCodec != nil, d.Name, "ValueCodec")
-	meta := broadcastMeta(d)
-	evolve := evolveTwo(meta, part[K]{"key", d.KeyCodec, meta.KeySchema}, part[V]{"value", d.ValueCodec, meta.Schema})
-	return registerOperator(s, meta, evolve, func(restored [][]byte) (*broadcast[K, V], error) {
-		b := &broadcast[K, V]{d: d, m: map[K]V{}}
-		for _, e := range restored {
-			n, w := binary.Uvarint(e)
-			if w <= 0 || n > uint64(len(e)-w) {
-				return nil, fmt.Errorf("corrupt broadcast entry")
-			}
-			k, _, err := d.KeyCodec.Decode(e[w : w+int(n)])
-			if err != nil {
-				return nil, err
-			}
-			v, _, err := d.ValueCodec.Decode(e[w+int(n):])
-			if err != nil {
-				return nil, err
-			}
-			b.m[k] = v
-		}
-		return b, nil
-	})
-}
-
-type broadcast[K comparable, V any] struct {
-	d BroadcastDescriptor[K, V]
-	m map[K]V
-}
-
-func (b *broadcast[K, V]) Get(k K) (V, bool) { v, ok := b.m[k]; return v, ok }
-func (b *broadcast[K, V]) Put(k K, v V)      { b.m[k] = v }
-func (b *broadcast[K, V]) Remove(k K)        { delete(b.m, k) }
-func (b *broadcast[K, V]) Contains(k K) bool { _, ok := b.m[k]; return ok }
-func (b *broadcast[K, V]) Clear()            { clear(b.m) }
-func (b *broadcast[K, V]) All() iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) {
-		for k, v := range b.m {
-			if !yield(k, v) {
-				return
-			}
-		}
-	}
-}
-
-// snapshot encodes the entries sorted by their bytes, so every subtask's
-// copy encodes identically.
-func (b *broadcast[K, V]) snapshot() (snapshot.OperatorState, error) {
-	meta := broadcastMeta(b.d)
-	st := snapshot.OperatorState{Name: b.d.Name, Kind: snapshot.KindBroadcast, Codec: meta.Codec, Schema: meta.Schema, KeySchema: meta.KeySchema}
-	for k, v := range b.m {
-		kb := b.d.KeyCodec.AppendEncode(nil, k)
-		e := binary.AppendUvarint(nil, uint64(len(kb)))
-		e = append(e, kb...)
-		st.Elements = append(st.Elements, b.d.ValueCodec.AppendEncode(e, v))
-	}
-	slices.SortFunc(st.Elements, bytes.Compare)
-	return st, nil
-}
-
-func broadcastMeta[K comparable, V any](d BroadcastDescriptor[K, V]) snapshot.StateMeta {
-	return snapshot.StateMeta{Name: d.Name, Kind: snapshot.KindBroadcast,
-		Codec:  codecID[K](d.KeyCodec) + " -> " + codecID[V](d.ValueCodec),
-		Schema: schemaOf(d.ValueCodec), KeySchema: schemaOf(d.KeyCodec)}
 }
 
 // migrateOperator rewrites restored operator state elements through m

@@ -172,6 +172,21 @@ func (c *Core[K]) SetKeyBytes(b []byte) {
 	c.SetKey(k)
 }
 
+// ForEachKey makes each key that has an entry of the state named name in
+// no namespace current in turn (SetKey) and calls fn with it, until fn
+// returns an error. fn may read and change the key's state; keys it adds
+// may or may not be visited.
+func (c *Core[K]) ForEachKey(name string, fn func(K) error) error {
+	return c.st.Backend.ForEachKey(name, func(b []byte, _ int) error {
+		k, _, err := c.keyCodec.Decode(b)
+		if err != nil {
+			return fmt.Errorf("decoding a key of state %q: %w", name, err)
+		}
+		c.SetKey(k)
+		return fn(k)
+	})
+}
+
 // SetNamespace makes ns the namespace of state and timers (windows: the
 // window's bytes; nil: none).
 func (c *Core[K]) SetNamespace(ns []byte) {

@@ -62,6 +62,10 @@ type Keyed interface {
 	SetCurrentKey(key []byte, keyGroup int)
 	// SetCurrentNamespace sets the current namespace (copied); empty is none.
 	SetCurrentNamespace(ns []byte)
+	// ForEachKey calls fn with every key (encoded, a copy) and its key
+	// group that has an entry of the named state in no namespace, until fn
+	// returns an error. fn may set the current key and change state.
+	ForEachKey(state string, fn func(key []byte, keyGroup int) error) error
 	// Snapshot starts snapshot id; the returned Pending finishes it off the task goroutine.
 	Snapshot(id int64, kind SnapshotKind) (Pending, error)
 	// Restore loads the key groups of this backend's range from the sources.

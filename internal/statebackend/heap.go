@@ -37,6 +37,9 @@ func (k *heapKeyed) SetCurrentKey(key []byte, kg int) { k.s.SetCurrentKey(key, k
 // every record and call it directly (internal/keyed).
 func (k *heapKeyed) HeapStore() *heap.Store        { return k.s }
 func (k *heapKeyed) SetCurrentNamespace(ns []byte) { k.s.SetCurrentNamespace(ns) }
+func (k *heapKeyed) ForEachKey(name string, fn func([]byte, int) error) error {
+	return k.s.ForEachKey(name, fn)
+}
 
 // Close gives the tables' memory back to the TaskManager's budget.
 func (k *heapKeyed) Close() error { k.s.Release(); return nil }

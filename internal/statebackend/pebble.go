@@ -55,6 +55,9 @@ func (k *pebbleKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve
 
 func (k *pebbleKeyed) SetCurrentKey(key []byte, kg int) { k.db.SetCurrentKey(key, kg) }
 func (k *pebbleKeyed) SetCurrentNamespace(ns []byte)    { k.db.SetCurrentNamespace(ns) }
+func (k *pebbleKeyed) ForEachKey(name string, fn func([]byte, int) error) error {
+	return k.db.ForEachKey(name, fn)
+}
 
 func (k *pebbleKeyed) Close() error {
 	err := k.db.Close()

@@ -83,6 +83,7 @@ type erased interface {
 	ProbeLines(p *Probe, dst []uintptr) ([]uintptr, bool)
 	SlotBytes() uintptr
 	Len() int
+	appendKeys(idx int, dst [][]byte) [][]byte
 }
 
 // NewStore returns an empty store for the key groups in rng.
@@ -357,6 +358,29 @@ func (s *Store) Snapshot() []snapshot.Source {
 		out = append(out, s.pending[name].source(now))
 	}
 	return out
+}
+
+// ForEachKey calls fn with every key (a copy of its bytes) and its key
+// group that has an entry of the state named name in no namespace, key
+// group by key group, until fn returns an error, which it returns. It
+// gathers a key group's keys before calling fn for them, so fn may set the
+// current key and write or delete entries. A state not registered has no
+// keys.
+func (s *Store) ForEachKey(name string, fn func(key []byte, kg int) error) error {
+	t, ok := s.tables[name]
+	if !ok {
+		return nil
+	}
+	var keys [][]byte
+	for i := range s.rng.Len() {
+		keys = t.appendKeys(i, keys[:0])
+		for _, k := range keys {
+			if err := fn(k, s.rng.Start+i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Restore adds the entries of the key groups in this store's range from a

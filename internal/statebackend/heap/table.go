@@ -685,6 +685,22 @@ func (t *Table[E]) restore(kg int, mk []byte, se snapshot.Entry, restoredTTL boo
 	return t.ops.Restore(e, se, restoredTTL)
 }
 
+// appendKeys appends copies of the keys of key group idx - rng.Start
+// that have an entry in no namespace.
+func (t *Table[E]) appendKeys(idx int, dst [][]byte) [][]byte {
+	var scratch []byte
+	sl := &t.groups[idx].t
+	for j := range sl.size() {
+		if sl.at(j).hn == 0 {
+			continue
+		}
+		if key, ns := splitMapKey(sl.key(j, &scratch)); len(ns) == 0 {
+			dst = append(dst, append([]byte(nil), key...))
+		}
+	}
+	return dst
+}
+
 type tableSource[E any] struct {
 	md     snapshot.StateMeta
 	start  int

@@ -1,6 +1,7 @@
 package pebblekv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -274,6 +275,67 @@ func (d *DB) Table(m snapshot.StateMeta, evolve snapshot.Evolve) (*Table, error)
 	d.nextID++
 	d.tables[m.Name] = t
 	return t, nil
+}
+
+// ForEachKey calls fn with every key (a copy of its bytes) and its key
+// group that has an entry of the state named name in no namespace, key
+// group by key group, until fn returns an error, which it returns. It
+// writes the cache back first, and gathers a key group's keys before
+// calling fn for them, so fn may set the current key and write or delete
+// entries. A state not registered has no keys.
+func (d *DB) ForEachKey(name string, fn func(key []byte, kg int) error) error {
+	t, ok := d.tables[name]
+	if !ok || !t.registered {
+		return nil
+	}
+	if err := d.FlushCache(); err != nil {
+		return err
+	}
+	var keys [][]byte
+	for kg := d.rng.Start; kg <= d.rng.End; kg++ {
+		var err error
+		if keys, err = t.appendKeys(kg, keys[:0]); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := fn(k, kg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// appendKeys appends copies of the keys of key group kg that have an
+// entry of t in no namespace (a map's entries share their key: it is
+// appended once).
+func (t *Table) appendKeys(kg int, dst [][]byte) ([][]byte, error) {
+	p := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, uint16(kg)), t.id)
+	it, err := t.d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return dst, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()[len(p):]
+		n, w := binary.Uvarint(k)
+		if w <= 0 || n > uint64(len(k)-w) {
+			it.Close()
+			return dst, fmt.Errorf("pebblekv: state %q: corrupt key in key group %d", t.meta.Name, kg)
+		}
+		key := k[w : w+int(n)]
+		if nsLen, w2 := binary.Uvarint(k[w+int(n):]); w2 <= 0 || nsLen != 0 {
+			continue
+		}
+		if len(dst) > 0 && bytes.Equal(dst[len(dst)-1], key) {
+			continue
+		}
+		dst = append(dst, append([]byte(nil), key...))
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return dst, err
+	}
+	return dst, it.Close()
 }
 
 // sortedTables returns the tables by name.
