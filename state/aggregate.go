@@ -92,5 +92,5 @@ func (a *aggregating[IN, ACC, OUT]) Add(in IN) {
 	if !ok {
 		acc = a.d.Create()
 	}
-	a.c.Update(a.d.Add(acc, in))
+	a.c.Update(a.d.Add(in, acc))
 }

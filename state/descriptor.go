@@ -61,9 +61,11 @@ type AggregatingDescriptor[IN, ACC, OUT any] struct {
 	Name     string
 	AccCodec codec.Codec[ACC]
 	Create   func() ACC
-	Add      func(acc ACC, in IN) ACC
-	Result   func(acc ACC) OUT
-	TTL      *TTLConfig
+	// Add folds in into acc: value first, accumulator second, as the
+	// window AggregateFunction's Add and Flink's AggregateFunction.add.
+	Add    func(in IN, acc ACC) ACC
+	Result func(acc ACC) OUT
+	TTL    *TTLConfig
 }
 
 func stateMeta(name string, kind snapshot.Kind, ttl *TTLConfig, codecID string) snapshot.StateMeta {

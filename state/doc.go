@@ -13,7 +13,7 @@
 //
 // Handles returned by the heap backend hand out the stored value itself:
 // treat values read from state as read-only, and write changes back with
-// Update/Put/Add. Reduce and Add functions may mutate their first argument:
+// Update/Put/Add. Reduce may mutate its first argument, Add its accumulator:
 // copy-on-write snapshots clone accumulators through their codec.
 //
 // # Map state on the heap backend

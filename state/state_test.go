@@ -163,7 +163,7 @@ func TestListAndMapSemantics(t *testing.T) {
 		l := state.GetListState(k, state.ListDescriptor[string]{Name: "l", Codec: codec.String()})
 		m := state.GetMapState(k, state.MapDescriptor[string, int64]{Name: "m", UserKeyCodec: codec.String(), ValueCodec: codec.Int64()})
 		a := state.GetAggregatingState(k, state.AggregatingDescriptor[int64, int64, string]{Name: "a", AccCodec: codec.Int64(),
-			Create: func() int64 { return 100 }, Add: func(acc, in int64) int64 { return acc + in },
+			Create: func() int64 { return 100 }, Add: func(in, acc int64) int64 { return acc + in },
 			Result: func(acc int64) string { return fmt.Sprint("sum ", acc) }})
 		setKey(k, "k")
 		if l.Get() != nil || !m.IsEmpty() {
