@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/codec"
@@ -60,5 +61,148 @@ func TestMapWithStateNilOpenFailsAtExecute(t *testing.T) {
 	_, err := env.Execute(context.Background(), "nil-open")
 	if err == nil || !strings.Contains(err.Error(), "MapWithState: open is nil") {
 		t.Fatalf("got %v, want the nil open refused", err)
+	}
+}
+
+// processed is set by the functions below if any element reaches them: a
+// build-time mistake must stop the job before any task runs.
+var processed atomic.Bool
+
+// fraudDetector's OnTimer takes the element's context, not the timer's: it
+// compiles, and would never be called.
+type fraudDetector struct{}
+
+func (fraudDetector) ProcessElement(weir.KeyedContext[int64], int64, weir.Collector[int64]) error {
+	processed.Store(true)
+	return nil
+}
+
+func (fraudDetector) OnTimer(weir.KeyedContext[int64], int64, weir.Collector[int64]) error {
+	return nil
+}
+
+// keyedOpenOnProcess opens with the keyed context on a non-keyed stream.
+type keyedOpenOnProcess struct{}
+
+func (keyedOpenOnProcess) ProcessElement(weir.Context, int64, weir.Collector[int64]) error {
+	processed.Store(true)
+	return nil
+}
+
+func (keyedOpenOnProcess) Open(weir.KeyedRuntimeContext) error { return nil }
+
+// closeNoError's Close returns nothing.
+type closeNoError struct{ keyedOpenOnProcessOK }
+
+func (closeNoError) Close() {}
+
+// snapshotIntID's SnapshotState takes an int.
+type snapshotIntID struct{ keyedOpenOnProcessOK }
+
+func (snapshotIntID) SnapshotState(int) error { return nil }
+
+// finishNoCollector's Finish has no collector.
+type finishNoCollector struct{ keyedOpenOnProcessOK }
+
+func (finishNoCollector) Finish() error { return nil }
+
+// keyedOpenOnProcessOK has the right signatures.
+type keyedOpenOnProcessOK struct{}
+
+func (keyedOpenOnProcessOK) ProcessElement(weir.Context, int64, weir.Collector[int64]) error {
+	processed.Store(true)
+	return nil
+}
+
+// timerByPointer's OnTimer is right but has a pointer receiver, and it is
+// passed by value.
+type timerByPointer struct{}
+
+func (timerByPointer) ProcessElement(weir.KeyedContext[int64], int64, weir.Collector[int64]) error {
+	processed.Store(true)
+	return nil
+}
+
+func (*timerByPointer) OnTimer(weir.OnTimerContext[int64], int64, weir.Collector[int64]) error {
+	return nil
+}
+
+// windowOpenWrong's Open returns nothing.
+type windowOpenWrong struct{}
+
+func (windowOpenWrong) Process(weir.WindowContext[int64], []int64, weir.Collector[int64]) error {
+	processed.Store(true)
+	return nil
+}
+
+func (windowOpenWrong) Open(weir.RuntimeContext) {}
+
+// Methods named like the optional interfaces but with other signatures are
+// refused at Execute, naming the function's type, the method, what it has
+// and what it needs; no element reaches the function.
+func TestWrongHookSignaturesFailAtExecute(t *testing.T) {
+	keyedStream := func(env *weir.Environment) weir.KeyedStream[int64, int64] {
+		return weir.KeyBy(weir.Sequence(env, 1, 100), func(v int64) int64 { return v % 3 })
+	}
+	cases := []struct {
+		name  string
+		build func(env *weir.Environment) weir.DataStream[int64]
+		want  []string
+	}{
+		{"OnTimer", func(env *weir.Environment) weir.DataStream[int64] {
+			return weir.ProcessKeyed[int64, int64, int64](keyedStream(env), fraudDetector{})
+		}, []string{"ProcessKeyed: fraudDetector.OnTimer has signature func(weir.KeyedContext[int64], int64, weir.Collector[int64]) error",
+			"want func(weir.OnTimerContext[int64], int64, weir.Collector[int64]) error (weir.TimerFunction[int64,int64])"}},
+		{"Open", func(env *weir.Environment) weir.DataStream[int64] {
+			return weir.Process[int64, int64](weir.Sequence(env, 1, 100), keyedOpenOnProcess{})
+		}, []string{"Process: keyedOpenOnProcess.Open has signature func(weir.KeyedRuntimeContext) error", "want func(weir.RuntimeContext) error (weir.Opener)"}},
+		{"Close", func(env *weir.Environment) weir.DataStream[int64] {
+			return weir.Process[int64, int64](weir.Sequence(env, 1, 100), closeNoError{})
+		}, []string{"closeNoError.Close has signature func()", "want func() error (weir.Closer)"}},
+		{"SnapshotState", func(env *weir.Environment) weir.DataStream[int64] {
+			return weir.Process[int64, int64](weir.Sequence(env, 1, 100), &snapshotIntID{})
+		}, []string{"snapshotIntID.SnapshotState has signature func(int) error", "want func(int64) error (weir.CheckpointedFunction)"}},
+		{"Finish", func(env *weir.Environment) weir.DataStream[int64] {
+			return weir.Process[int64, int64](weir.Sequence(env, 1, 100), finishNoCollector{})
+		}, []string{"finishNoCollector.Finish has signature func() error", "(weir.Finisher[int64])"}},
+		{"PointerReceiver", func(env *weir.Environment) weir.DataStream[int64] {
+			return weir.ProcessKeyed[int64, int64, int64](keyedStream(env), timerByPointer{})
+		}, []string{"timerByPointer.OnTimer has a pointer receiver but the function is passed by value", "pass a pointer (&timerByPointer{...})"}},
+		{"WindowOpen", func(env *weir.Environment) weir.DataStream[int64] {
+			return weir.WindowProcess[int64, int64, int64](weir.Window(keyedStream(env), weir.TumblingEventTimeWindows(time.Second)), windowOpenWrong{})
+		}, []string{"WindowProcess: windowOpenWrong.Open has signature func(weir.RuntimeContext)", "want func(weir.RuntimeContext) error (weir.Opener) or func(weir.KeyedRuntimeContext) error (weir.KeyedOpener)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			processed.Store(false)
+			env := weir.NewEnvironment(weir.Config{Parallelism: 1})
+			weir.Discard(c.build(env))
+			_, err := env.Execute(context.Background(), c.name)
+			if err == nil {
+				t.Fatal("Execute succeeded, want the method refused")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+			if processed.Load() {
+				t.Error("an element reached the function: the job ran")
+			}
+		})
+	}
+}
+
+// A function whose hooks have the right signatures runs.
+func TestRightHookSignaturesRun(t *testing.T) {
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
+	processed.Store(false)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 1})
+	weir.Discard(weir.ProcessKeyed[int64, int64, int64](weir.KeyBy(weir.Sequence(env, 1, 10), func(v int64) int64 { return v }), &timerByPointer{}))
+	if _, err := env.Execute(context.Background(), "right"); err != nil {
+		t.Fatal(err)
+	}
+	if !processed.Load() {
+		t.Error("no element reached the function")
 	}
 }

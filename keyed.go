@@ -296,6 +296,7 @@ func (o *keyedProcessOp[K, T, U]) Close() error { return closeFn(o.fn) }
 // state, and event-time and processing-time timers (handled if fn implements
 // TimerFunction).
 func ProcessKeyed[K comparable, T, U any](ks KeyedStream[K, T], fn KeyedProcessFunction[K, T, U]) DataStream[U] {
+	checkHooks(ks.env, "ProcessKeyed", fn, keyedProcessHooks[K, U]())
 	keyCodec, codecErr := ks.keyCodec, ks.codecErr
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
