@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
+
+	"github.com/weirhq/weir/state"
 )
 
 // Build-time checks of user functions. A method named like one of the
@@ -12,8 +15,9 @@ import (
 // OnTimer, Finish, SnapshotState, NotifyCheckpointComplete) but with
 // another signature compiles, and is then never called: no timer fires and
 // nothing says why. Each operator's constructor inspects its function once,
-// by reflection, when the job is declared; Execute reports the first
-// mistake before any task runs.
+// by reflection, when the job is declared, and the state descriptors held
+// in its fields (a nil codec with no derived one); Execute reports the
+// first mistake before any task runs.
 
 // hookSet lists the optional interfaces an operator calls on its function.
 type hookSet []reflect.Type
@@ -52,7 +56,48 @@ func checkHooks(env *Environment, op string, fn any, hooks hookSet) {
 	if err := hookMismatch(op, fn, hooks); err != nil {
 		env.fail(err)
 	}
+	if err := descriptorMistake(op, fn); err != nil {
+		env.fail(err)
+	}
 }
+
+// descriptorMistake is the first error of the state descriptors held in
+// fn's fields (Flink's habit: a descriptor per field), checked by their
+// Validate: a nil codec that codec.For cannot derive fails here, before any
+// task runs, rather than when the state is first declared.
+func descriptorMistake(op string, fn any) error {
+	v := reflect.ValueOf(fn)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	c := reflect.New(v.Type()).Elem() // addressable, so unexported fields can be read
+	c.Set(v)
+	for i := range c.NumField() {
+		f := c.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				continue
+			}
+			f = f.Elem()
+		}
+		if f.Type().PkgPath() != statePkg || !f.CanAddr() {
+			continue
+		}
+		d, ok := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Interface().(interface{ Validate() error })
+		if !ok {
+			continue
+		}
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("weir: %s: %s.%s: %w", op, typeName(v.Type()), v.Type().Field(i).Name, err)
+		}
+	}
+	return nil
+}
+
+var statePkg = reflect.TypeFor[state.TTLConfig]().PkgPath()
 
 func hookMismatch(op string, fn any, hooks hookSet) error {
 	t := reflect.TypeOf(fn)

@@ -206,3 +206,65 @@ func TestRightHookSignaturesRun(t *testing.T) {
 		t.Error("no element reached the function")
 	}
 }
+
+// counter declares its state with no codec: the codec is derived from the
+// type (codec.For), and the job runs.
+type counter struct {
+	desc state.ValueDescriptor[int64] // no Codec
+	n    state.ValueState[int64]
+}
+
+func (c *counter) Open(ctx weir.KeyedRuntimeContext) error {
+	c.n = state.GetValueState(ctx.State(), c.desc)
+	return nil
+}
+
+func (c *counter) ProcessElement(ctx weir.KeyedContext[int64], _ int64, out weir.Collector[[2]int64]) error {
+	n, _ := c.n.Value()
+	c.n.Update(n + 1)
+	out.Collect([2]int64{ctx.CurrentKey(), n + 1})
+	return nil
+}
+
+func TestNilStateCodecIsDerived(t *testing.T) {
+	defer goleak.VerifyNone(t, ignoreSignalRouter)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
+	keyed := weir.KeyBy(weir.Sequence(env, 0, 99), func(v int64) int64 { return v % 5 })
+	out := run(t, env, weir.ProcessKeyed[int64, int64, [2]int64](keyed, &counter{desc: state.ValueDescriptor[int64]{Name: "n"}}))
+	got := map[int64]int64{}
+	for _, c := range out {
+		got[c[0]] = max(got[c[0]], c[1])
+	}
+	for k := range int64(5) {
+		if got[k] != 20 {
+			t.Errorf("key %d counted %d, want 20", k, got[k])
+		}
+	}
+}
+
+// flagWatcher holds a descriptor whose type has no derived codec and no
+// codec given: refused at Execute, naming the field, the state and the fix.
+type flagWatcher struct {
+	flag state.ValueDescriptor[chan bool]
+}
+
+func (w *flagWatcher) ProcessElement(ctx weir.KeyedContext[int64], _ int64, _ weir.Collector[int64]) error {
+	processed.Store(true)
+	state.GetValueState(ctx.State(), w.flag)
+	return nil
+}
+
+func TestUnderivableStateCodecFailsAtExecute(t *testing.T) {
+	processed.Store(false)
+	env := weir.NewEnvironment(weir.Config{Parallelism: 1})
+	keyed := weir.KeyBy(weir.Sequence(env, 0, 9), func(v int64) int64 { return v })
+	weir.Discard(weir.ProcessKeyed[int64, int64, int64](keyed, &flagWatcher{flag: state.ValueDescriptor[chan bool]{Name: "flag"}}))
+	_, err := env.Execute(context.Background(), "nocodec")
+	want := `ProcessKeyed: flagWatcher.flag: state "flag": the descriptor's Codec is nil and codec.For cannot derive one for chan bool`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "set Codec to a codec.Codec[chan bool]") {
+		t.Fatalf("got %v\nwant one containing %q and the fix", err, want)
+	}
+	if processed.Load() {
+		t.Error("an element reached the function: the job ran")
+	}
+}

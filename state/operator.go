@@ -128,7 +128,7 @@ func GetUnionListState[V any](s *OperatorStore, d ListDescriptor[V]) ListState[V
 }
 
 func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot.Kind) ListState[V] {
-	need(d.Codec != nil, d.Name, "Codec")
+	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	if d.TTL != nil {
 		panic(fmt.Sprintf("operator state %q: TTL applies to keyed state only", d.Name))
 	}
@@ -195,8 +195,8 @@ type BroadcastState[K comparable, V any] interface {
 
 // GetBroadcastState returns the broadcast state described by d.
 func GetBroadcastState[K comparable, V any](s *OperatorStore, d BroadcastDescriptor[K, V]) BroadcastState[K, V] {
-	need(d.KeyCodec != nil, d.Name, "KeyCodec")
-	need(d.ValueCodec != nil, d.Name, "ValueCodec")
+	d.KeyCodec = codecFor(d.KeyCodec, d.Name, "KeyCodec")
+	d.ValueCodec = codecFor(d.ValueCodec, d.Name, "ValueCodec")
 	meta := broadcastMeta(d)
 	evolve := evolveTwo(meta, part[K]{"key", d.KeyCodec, meta.KeySchema}, part[V]{"value", d.ValueCodec, meta.Schema})
 	return registerOperator(s, meta, evolve, func(restored [][]byte) (*broadcast[K, V], error) {
