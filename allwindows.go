@@ -84,6 +84,7 @@ func WindowAllReduce[T any](w AllWindowedStream[T], reduce func(a, b T) T) DataS
 
 // WindowAllReduceProcess is WindowReduceProcess on a non-keyed stream.
 func WindowAllReduceProcess[T, U any](w AllWindowedStream[T], reduce func(a, b T) T, fn ProcessAllWindowFunction[T, U]) DataStream[U] {
+	checkHooks(w.ws.ks.env, "WindowAllReduceProcess", fn, windowHooks())
 	return allParallelism(windowOperator[allKey, T, T, U](w.ws, "WindowAll(Reduce)", evictable(w.ws, reducer[T](reduce), reduceAll(reduce)), emitAllOne(fn)))
 }
 
@@ -94,11 +95,13 @@ func WindowAllAggregate[T, ACC, R any](w AllWindowedStream[T], agg AggregateFunc
 
 // WindowAllAggregateProcess is WindowAggregateProcess on a non-keyed stream.
 func WindowAllAggregateProcess[T, ACC, R, U any](w AllWindowedStream[T], agg AggregateFunction[T, ACC, R], fn ProcessAllWindowFunction[R, U]) DataStream[U] {
+	checkHooks(w.ws.ks.env, "WindowAllAggregateProcess", fn, windowHooks())
 	return allParallelism(windowOperator[allKey, T, R, U](w.ws, "WindowAll(Aggregate)", evictable(w.ws, aggregator[T, ACC, R](agg), aggregateAll(agg)), emitAllOne(fn)))
 }
 
 // WindowAllProcess is WindowProcess on a non-keyed stream.
 func WindowAllProcess[T, U any](w AllWindowedStream[T], fn ProcessAllWindowFunction[T, U]) DataStream[U] {
+	checkHooks(w.ws.ks.env, "WindowAllProcess", fn, windowHooks())
 	return allParallelism(windowOperator[allKey, T, []T, U](w.ws, "WindowAll(Process)", evictable(w.ws, lister[T](), listAll[T]), func() (emitter[allKey, []T, U], any) {
 		f := instanceOf(fn)
 		return func(ctx WindowContext[allKey], els []T, out Collector[U]) error { return f.Process(ctx, els, out) }, f

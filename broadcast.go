@@ -2,6 +2,7 @@ package weir
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/graph"
@@ -124,6 +125,7 @@ func ApplyToKeyedState[K comparable, S any](ctx KeyedBroadcastSideContext[K], d 
 // implements KeyedBroadcastTimerFunction[K, U] (or TimerFunction[K, U]), it
 // handles the keyed side's timers.
 func ConnectBroadcast[K comparable, T, B, U any](ks KeyedStream[K, T], bs BroadcastStream[B], fn KeyedBroadcastProcessFunction[K, T, B, U]) DataStream[U] {
+	checkHooks(ks.env, "ConnectBroadcast", fn, append(keyedProcessHooks[K, U](), reflect.TypeFor[KeyedBroadcastTimerFunction[K, U]]()))
 	keyCodec, codecErr := ks.keyCodec, ks.codecErr
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
@@ -142,6 +144,7 @@ func ConnectBroadcast[K comparable, T, B, U any](ks KeyedStream[K, T], bs Broadc
 // ConnectBroadcastNonKeyed connects a (non-keyed) stream with a broadcast
 // stream: fn sees each element of s with the broadcast state, read-only.
 func ConnectBroadcastNonKeyed[T, B, U any](s DataStream[T], bs BroadcastStream[B], fn BroadcastProcessFunction[T, B, U]) DataStream[U] {
+	checkHooks(s.env, "ConnectBroadcastNonKeyed", fn, processHooks[U]())
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		f := instanceOf(fn)
 		op := &broadcastNonKeyedOp[T, B, U]{fnHooks: fnHooks{f}, fn: f, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}, wm: newTwoWatermarks()}

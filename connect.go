@@ -100,6 +100,7 @@ func (w *twoWatermarks) combine() bool {
 
 // CoProcess runs fn over two connected streams.
 func CoProcess[A, B, U any](c ConnectedStreams[A, B], fn CoProcessFunction[A, B, U]) DataStream[U] {
+	checkHooks(c.env, "CoProcess", fn, processHooks[U]())
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		f := instanceOf(fn)
 		op := &coProcessOp[A, B, U]{fnHooks: fnHooks{f}, fn: f, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx},
@@ -204,6 +205,7 @@ func (c coFuncs[A, B, U]) ProcessElement2(ctx Context, b B, out Collector[U]) er
 // timers per key, shared by both sides; checkpointed with the task's keyed
 // state like every keyed operator.
 func KeyedCoProcess[K comparable, A, B, U any](c KeyedConnectedStreams[K, A, B], fn KeyedCoProcessFunction[K, A, B, U]) DataStream[U] {
+	checkHooks(c.first.env, "KeyedCoProcess", fn, keyedProcessHooks[K, U]())
 	return keyedCoProcess(c, func() KeyedCoProcessFunction[K, A, B, U] { return instanceOf(fn) }, "Keyed-Co-Process")
 }
 

@@ -176,7 +176,6 @@ var limitsDesc = state.BroadcastDescriptor[string, int64]{Name: "limits", KeyCod
 // whatever order the two inputs came in.
 type overLimit struct {
 	amounts state.ListState[int64]
-	limits  state.BroadcastState[string, int64]
 }
 
 func (f *overLimit) Open(ctx weir.KeyedRuntimeContext) error {
@@ -184,23 +183,23 @@ func (f *overLimit) Open(ctx weir.KeyedRuntimeContext) error {
 	return nil
 }
 
-// ProcessElement sees the broadcast state read-only; it keeps the handle
-// for OnTimer.
+// ProcessElement could read the broadcast state (read-only) from
+// ctx.Broadcast(); here it only keeps the amount until the end of input.
 func (f *overLimit) ProcessElement(ctx weir.KeyedBroadcastContext[string], p Payment, out weir.Collector[string]) error {
-	f.limits = state.GetBroadcastState(ctx.Broadcast(), limitsDesc)
 	f.amounts.Add(p.Amount)
 	ctx.TimerService().RegisterEventTimeTimer(math.MaxInt64 - 1) // fires at the end of input
 	return nil
 }
 
 // ProcessBroadcastElement runs on every subtask for every rule.
-func (f *overLimit) ProcessBroadcastElement(ctx weir.BroadcastContext, r Rule, out weir.Collector[string]) error {
+func (f *overLimit) ProcessBroadcastElement(ctx weir.KeyedBroadcastSideContext[string], r Rule, out weir.Collector[string]) error {
 	state.GetBroadcastState(ctx.Broadcast(), limitsDesc).Put(r.Item, r.Limit)
 	return nil
 }
 
-func (f *overLimit) OnTimer(ctx weir.OnTimerContext[string], ts int64, out weir.Collector[string]) error {
-	limit, ok := f.limits.Get(ctx.CurrentKey())
+// OnTimer reads the broadcast state, read-only, from its context.
+func (f *overLimit) OnTimer(ctx weir.KeyedBroadcastOnTimerContext[string], ts int64, out weir.Collector[string]) error {
+	limit, ok := state.GetReadOnlyBroadcastState(ctx.Broadcast(), limitsDesc).Get(ctx.CurrentKey())
 	for _, a := range f.amounts.Get() {
 		if ok && a > limit {
 			out.Collect(fmt.Sprintf("%s: %d over the limit of %d", ctx.CurrentKey(), a, limit))

@@ -102,6 +102,7 @@ func (f ProcessJoinFunc[A, B, U]) ProcessElement(ctx ProcessJoinContext, left A,
 // watermark shows that no partner can come any more. Elements behind the
 // watermark are late: dropped, or sent to the late side outputs.
 func ProcessIntervalJoin[K comparable, A, B, U any](j IntervalJoined[K, A, B], fn ProcessJoinFunction[A, B, U]) DataStream[U] {
+	checkHooks(j.c.first.env, "ProcessIntervalJoin", fn, openCloseHooks())
 	lower, upper := j.lower, j.upper
 	if j.lowerExcl {
 		lower++

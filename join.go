@@ -68,6 +68,7 @@ func (f CoGroupFunc[A, B, U]) CoGroup(first []A, second []B, out Collector[U]) e
 // when the window fires. As in Flink, it is a keyed window over the tagged
 // union of the inputs; results carry the window's max timestamp.
 func WindowCoGroup[K comparable, A, B, U any](w WindowedJoin[K, A, B], fn CoGroupFunction[A, B, U]) DataStream[U] {
+	checkHooks(w.j.a.env, "WindowCoGroup", fn, openCloseHooks())
 	one := Map(w.j.a, func(a A) TaggedUnion[A, B] { return TaggedUnion[A, B]{One: a, IsOne: true} }).Name("Join-Tag-First")
 	two := Map(w.j.b, func(b B) TaggedUnion[A, B] { return TaggedUnion[A, B]{Two: b} }).Name("Join-Tag-Second")
 	where, equalTo := w.j.where, w.j.equalTo
@@ -83,6 +84,7 @@ func WindowCoGroup[K comparable, A, B, U any](w WindowedJoin[K, A, B], fn CoGrou
 // WindowJoin emits fn's results for every pair of elements (one per input)
 // with equal keys in one window: the cross product per key and window.
 func WindowJoin[K comparable, A, B, U any](w WindowedJoin[K, A, B], fn JoinFunction[A, B, U]) DataStream[U] {
+	checkHooks(w.j.a.env, "WindowJoin", fn, openCloseHooks())
 	return WindowCoGroup(w, &crossProduct[A, B, U]{fn: fn}).Name("Window-Join")
 }
 

@@ -1,10 +1,12 @@
 package weir
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/keyed"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/prefetch"
@@ -294,6 +296,7 @@ func (o *keyedProcessOp[K, T, U]) Close() error { return closeFn(o.fn) }
 // state, and event-time and processing-time timers (handled if fn implements
 // TimerFunction).
 func ProcessKeyed[K comparable, T, U any](ks KeyedStream[K, T], fn KeyedProcessFunction[K, T, U]) DataStream[U] {
+	checkHooks(ks.env, "ProcessKeyed", fn, keyedProcessHooks[K, U]())
 	keyCodec, codecErr := ks.keyCodec, ks.codecErr
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {
@@ -320,34 +323,58 @@ type RichFunction interface {
 	Open(ctx KeyedRuntimeContext) error
 }
 
-// MapWithState applies f to every element of a keyed stream; f may use the
-// keyed state declared by open (run once per subtask before the first element).
-func MapWithState[K comparable, T, U any](ks KeyedStream[K, T], open func(ctx KeyedRuntimeContext) error, f func(ctx KeyedContext[K], v T) (U, error)) DataStream[U] {
-	return ProcessKeyed[K, T, U](ks, &richAdapter[K, T, U]{open: open, fn: func(ctx KeyedContext[K], v T, out Collector[U]) error {
-		u, err := f(ctx, v)
-		if err == nil {
-			out.Collect(u)
+// MapWithState maps every element of a keyed stream with a function that
+// open returns. open runs once per subtask before the first element (Flink's
+// RichFunction.open): it declares the keyed state, and the function it
+// returns uses the handles it captured, so each subtask has its own (a
+// handle declared outside open would be shared by all subtasks). State
+// handles read the current key.
+func MapWithState[K comparable, T, U any](ks KeyedStream[K, T], open func(ctx KeyedRuntimeContext) (func(ctx KeyedContext[K], v T) (U, error), error)) DataStream[U] {
+	if open == nil {
+		ks.env.fail(errors.New("weir: MapWithState: open is nil; pass a function that declares the state and returns the map function"))
+	}
+	return ProcessKeyed[K, T, U](ks, &richAdapter[K, T, U]{open: func(ctx KeyedRuntimeContext) (func(KeyedContext[K], T, Collector[U]) error, error) {
+		f, err := open(ctx)
+		if err != nil || f == nil {
+			return nil, err
 		}
-		return err
+		return func(ctx KeyedContext[K], v T, out Collector[U]) error {
+			u, err := f(ctx, v)
+			if err == nil {
+				out.Collect(u)
+			}
+			return err
+		}, nil
 	}}).Name("Map")
 }
 
-// FlatMapWithState calls f for every element of a keyed stream; f may use the
-// keyed state declared by open and emit any number of elements.
-func FlatMapWithState[K comparable, T, U any](ks KeyedStream[K, T], open func(ctx KeyedRuntimeContext) error, f func(ctx KeyedContext[K], v T, out Collector[U]) error) DataStream[U] {
-	return ProcessKeyed[K, T, U](ks, &richAdapter[K, T, U]{open: open, fn: f}).Name("FlatMap")
+// FlatMapWithState calls, for every element of a keyed stream, the function
+// that open returns, which may emit any number of elements; open runs once
+// per subtask and declares the keyed state (see MapWithState).
+func FlatMapWithState[K comparable, T, U any](ks KeyedStream[K, T], open func(ctx KeyedRuntimeContext) (func(ctx KeyedContext[K], v T, out Collector[U]) error, error)) DataStream[U] {
+	if open == nil {
+		ks.env.fail(errors.New("weir: FlatMapWithState: open is nil; pass a function that declares the state and returns the flat-map function"))
+	}
+	return ProcessKeyed[K, T, U](ks, &richAdapter[K, T, U]{open: open}).Name("FlatMap")
 }
 
+// richAdapter runs the function its open returned; ProcessKeyed gives each
+// subtask its own copy of the struct, so fn is per subtask.
 type richAdapter[K comparable, T, U any] struct {
-	open func(KeyedRuntimeContext) error
+	open func(KeyedRuntimeContext) (func(KeyedContext[K], T, Collector[U]) error, error)
 	fn   func(KeyedContext[K], T, Collector[U]) error
 }
 
 func (r *richAdapter[K, T, U]) Open(ctx KeyedRuntimeContext) error {
-	if r.open == nil {
-		return nil
+	fn, err := r.open(ctx)
+	if err != nil {
+		return err
 	}
-	return r.open(ctx)
+	if fn == nil {
+		return failure.Permanent(errors.New("weir: the open function of MapWithState or FlatMapWithState returned a nil function and no error; return the function that processes each element"))
+	}
+	r.fn = fn
+	return nil
 }
 
 func (r *richAdapter[K, T, U]) ProcessElement(ctx KeyedContext[K], v T, out Collector[U]) error {

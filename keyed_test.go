@@ -141,12 +141,14 @@ func TestMapWithStateRunningSum(t *testing.T) {
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2, StateBackend: "pebble"})
 	src := weir.FromSlice(env, []int64{1, 2, 3, 4, 5, 6, 7, 8})
 	keyed := weir.KeyBy(src, func(v int64) bool { return v%2 == 0 })
-	out := run(t, env, weir.MapWithState(keyed, nil, func(ctx weir.KeyedContext[bool], v int64) (string, error) {
-		s := state.GetValueState(ctx.State(), state.ValueDescriptor[int64]{Name: "sum", Codec: codec.Int64()})
-		total, _ := s.Value()
-		total += v
-		s.Update(total)
-		return fmt.Sprintf("%t:%d", ctx.CurrentKey(), total), nil
+	out := run(t, env, weir.MapWithState(keyed, func(rc weir.KeyedRuntimeContext) (func(weir.KeyedContext[bool], int64) (string, error), error) {
+		s := state.GetValueState(rc.State(), state.ValueDescriptor[int64]{Name: "sum", Codec: codec.Int64()})
+		return func(ctx weir.KeyedContext[bool], v int64) (string, error) {
+			total, _ := s.Value()
+			total += v
+			s.Update(total)
+			return fmt.Sprintf("%t:%d", ctx.CurrentKey(), total), nil
+		}, nil
 	}))
 	slices.Sort(out)
 	want := []string{"false:1", "false:16", "false:4", "false:9", "true:12", "true:2", "true:20", "true:6"}

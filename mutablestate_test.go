@@ -238,7 +238,7 @@ func (f *inPlaceKeyed) Open(ctx weir.KeyedRuntimeContext) error {
 		}})
 	f.agg = state.GetAggregatingState(st, state.AggregatingDescriptor[visit, map[string]bool, int]{Name: "agg", AccCodec: codecOf[map[string]bool](),
 		Create: func() map[string]bool { return map[string]bool{} },
-		Add:    func(acc map[string]bool, v visit) map[string]bool { acc[v.User] = true; return acc },
+		Add:    func(v visit, acc map[string]bool) map[string]bool { acc[v.User] = true; return acc },
 		Result: func(acc map[string]bool) int { return len(acc) }})
 	return nil
 }

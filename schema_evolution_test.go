@@ -116,7 +116,7 @@ func (w *writerV1) Open(ctx weir.KeyedRuntimeContext) error {
 	}})
 	w.agg = state.GetAggregatingState(s, state.AggregatingDescriptor[int64, profileV1, profileV1]{Name: "agg", AccCodec: c,
 		Create: func() profileV1 { return profileV1{} },
-		Add:    func(acc profileV1, n int64) profileV1 { acc.Count++; acc.Sum += n; acc.Legacy = -n; return acc },
+		Add:    func(n int64, acc profileV1) profileV1 { acc.Count++; acc.Sum += n; acc.Legacy = -n; return acc },
 		Result: func(acc profileV1) profileV1 { return acc }})
 	w.score = state.GetValueState(s, state.ValueDescriptor[int64]{Name: "score", Codec: scoreCodecV1{}})
 	return nil
@@ -178,7 +178,7 @@ func (r *readerV2) Open(ctx weir.KeyedRuntimeContext) error {
 	r.reduced = state.GetReducingState(s, state.ReducingDescriptor[profileV2]{Name: "reduced", Codec: c, Reduce: func(a, b profileV2) profileV2 { return b }})
 	r.agg = state.GetAggregatingState(s, state.AggregatingDescriptor[int64, profileV2, profileV2]{Name: "agg", AccCodec: c,
 		Create: func() profileV2 { return profileV2{} },
-		Add:    func(acc profileV2, _ int64) profileV2 { return acc },
+		Add:    func(_ int64, acc profileV2) profileV2 { return acc },
 		Result: func(acc profileV2) profileV2 { return acc }})
 	r.score = state.GetValueState(s, state.ValueDescriptor[int64]{Name: "score", Codec: scoreCodecV2{}})
 	return nil

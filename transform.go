@@ -48,6 +48,7 @@ func Filter[T any](s DataStream[T], f func(T) bool) DataStream[T] {
 // Process runs a process function over every element. If fn implements
 // Opener, Closer or Finisher, those are called too.
 func Process[T, U any](s DataStream[T], fn ProcessFunction[T, U]) DataStream[U] {
+	checkHooks(s.env, "Process", fn, processHooks[U]())
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		f := instanceOf(fn)
 		op := &processOp[T, U]{fnHooks: fnHooks{f}, fn: f, col: collector[U]{out: out.(operator.Input[U]), ctx: ctx}}

@@ -172,6 +172,7 @@ func WindowReduce[K comparable, T any](w WindowedStream[K, T], reduce func(a, b 
 // WindowReduceProcess reduces incrementally, then passes each fired
 // window's value to fn with the window's metadata.
 func WindowReduceProcess[K comparable, T, U any](w WindowedStream[K, T], reduce func(a, b T) T, fn ProcessWindowFunction[K, T, U]) DataStream[U] {
+	checkHooks(w.ks.env, "WindowReduceProcess", fn, windowHooks())
 	return windowOperator[K, T, T, U](w, "Window(Reduce)", evictable(w, reducer[T](reduce), reduceAll(reduce)), emitOne(fn))
 }
 
@@ -183,12 +184,14 @@ func WindowAggregate[K comparable, T, ACC, R any](w WindowedStream[K, T], agg Ag
 // WindowAggregateProcess aggregates incrementally, then passes each fired
 // window's result to fn with the window's metadata.
 func WindowAggregateProcess[K comparable, T, ACC, R, U any](w WindowedStream[K, T], agg AggregateFunction[T, ACC, R], fn ProcessWindowFunction[K, R, U]) DataStream[U] {
+	checkHooks(w.ks.env, "WindowAggregateProcess", fn, windowHooks())
 	return windowOperator[K, T, R, U](w, "Window(Aggregate)", evictable(w, aggregator[T, ACC, R](agg), aggregateAll(agg)), emitOne(fn))
 }
 
 // WindowProcess keeps every element of each window and passes them all to
 // fn when the window fires.
 func WindowProcess[K comparable, T, U any](w WindowedStream[K, T], fn ProcessWindowFunction[K, T, U]) DataStream[U] {
+	checkHooks(w.ks.env, "WindowProcess", fn, windowHooks())
 	return windowOperator[K, T, []T, U](w, "Window(Process)", evictable(w, lister[T](), listAll[T]), func() (emitter[K, []T, U], any) {
 		f := instanceOf(fn)
 		return f.Process, f

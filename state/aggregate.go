@@ -18,7 +18,7 @@ type cell[V any] interface {
 // GetReducingState returns the reducing state described by d.
 func GetReducingState[V any](s KeyedStore, d ReducingDescriptor[V]) ReducingState[V] {
 	meta := stateMeta(d.Name, snapshot.KindReducing, d.TTL, codecID[V](d.Codec))
-	need(d.Codec != nil, d.Name, "Codec")
+	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	need(d.Reduce != nil, d.Name, "Reduce function")
 	meta.Schema = schemaOf(d.Codec)
 	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ReducingState[V], error) {
@@ -53,7 +53,7 @@ func (r *reducing[V]) Add(v V) {
 // GetAggregatingState returns the aggregating state described by d.
 func GetAggregatingState[IN, ACC, OUT any](s KeyedStore, d AggregatingDescriptor[IN, ACC, OUT]) AggregatingState[IN, OUT] {
 	meta := stateMeta(d.Name, snapshot.KindAggregating, d.TTL, codecID[ACC](d.AccCodec))
-	need(d.AccCodec != nil, d.Name, "AccCodec")
+	d.AccCodec = codecFor(d.AccCodec, d.Name, "AccCodec")
 	need(d.Create != nil && d.Add != nil && d.Result != nil, d.Name, "Create, Add and Result functions")
 	meta.Schema = schemaOf(d.AccCodec)
 	return register(s, meta, evolveOne(meta, part[ACC]{"accumulator", d.AccCodec, meta.Schema}), func(b statespi.Backend) (AggregatingState[IN, OUT], error) {
@@ -92,5 +92,5 @@ func (a *aggregating[IN, ACC, OUT]) Add(in IN) {
 	if !ok {
 		acc = a.d.Create()
 	}
-	a.c.Update(a.d.Add(acc, in))
+	a.c.Update(a.d.Add(in, acc))
 }

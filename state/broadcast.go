@@ -79,8 +79,8 @@ func GetReadOnlyBroadcastState[K comparable, V any](s ReadOnlyBroadcastStore, d 
 }
 
 func getBroadcast[K comparable, V any](s *OperatorStore, d BroadcastDescriptor[K, V]) *broadcast[K, V] {
-	need(d.KeyCodec != nil, d.Name, "KeyCodec")
-	need(d.ValueCodec != nil, d.Name, "ValueCodec")
+	d.KeyCodec = codecFor(d.KeyCodec, d.Name, "KeyCodec")
+	d.ValueCodec = codecFor(d.ValueCodec, d.Name, "ValueCodec")
 	meta := broadcastMeta(d)
 	evolve := evolveTwo(meta, part[K]{"key", d.KeyCodec, meta.KeySchema}, part[V]{"value", d.ValueCodec, meta.Schema})
 	return registerOperator(s, meta, evolve, func(restored [][]byte) (*broadcast[K, V], error) {

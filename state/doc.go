@@ -9,7 +9,9 @@
 // the current key, its key group and, for windows, the current namespace;
 // handles created once in Open read the current key at each call. The
 // Get*State functions return the same handle for the same name; a name reused
-// with another kind or type panics with a message naming the state.
+// with another kind or type panics with a message naming the state. A nil
+// codec in a descriptor is the one codec.For derives from the type;
+// Validate reports a descriptor's mistakes without registering it.
 //
 // # Changing state in place
 //

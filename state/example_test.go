@@ -128,7 +128,7 @@ var meanDesc = state.AggregatingDescriptor[int64, meanAcc, float64]{
 	Name:     "mean",
 	AccCodec: codec.MustFor[meanAcc](),
 	Create:   func() meanAcc { return meanAcc{} },
-	Add:      func(acc meanAcc, seconds int64) meanAcc { return meanAcc{acc.Sum + seconds, acc.N + 1} },
+	Add:      func(seconds int64, acc meanAcc) meanAcc { return meanAcc{acc.Sum + seconds, acc.N + 1} },
 	Result:   func(acc meanAcc) float64 { return float64(acc.Sum) / float64(acc.N) },
 }
 

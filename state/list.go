@@ -15,7 +15,7 @@ import (
 // GetListState returns the list state described by d.
 func GetListState[V any](s KeyedStore, d ListDescriptor[V]) ListState[V] {
 	meta := stateMeta(d.Name, snapshot.KindList, d.TTL, codecID[V](d.Codec))
-	need(d.Codec != nil, d.Name, "Codec")
+	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	meta.Schema = schemaOf(d.Codec)
 	return register(s, meta, evolveOne(meta, part[V]{"list element", d.Codec, meta.Schema}), func(b statespi.Backend) (ListState[V], error) {
 		if b.Heap != nil {

@@ -14,8 +14,8 @@ import (
 // GetMapState returns the map state described by d.
 func GetMapState[UK comparable, UV any](s KeyedStore, d MapDescriptor[UK, UV]) MapState[UK, UV] {
 	meta := stateMeta(d.Name, snapshot.KindMap, d.TTL, codecID[UK](d.UserKeyCodec)+" -> "+codecID[UV](d.ValueCodec))
-	need(d.UserKeyCodec != nil, d.Name, "UserKeyCodec")
-	need(d.ValueCodec != nil, d.Name, "ValueCodec")
+	d.UserKeyCodec = codecFor(d.UserKeyCodec, d.Name, "UserKeyCodec")
+	d.ValueCodec = codecFor(d.ValueCodec, d.Name, "ValueCodec")
 	meta.Schema, meta.KeySchema = schemaOf(d.ValueCodec), schemaOf(d.UserKeyCodec)
 	evolve := evolveTwo(meta, part[UK]{"user key", d.UserKeyCodec, meta.KeySchema}, part[UV]{"value", d.ValueCodec, meta.Schema})
 	return register(s, meta, evolve, func(b statespi.Backend) (MapState[UK, UV], error) {

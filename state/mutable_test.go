@@ -42,7 +42,7 @@ func newInPlace(k state.KeyedStore) *inPlace {
 		Reduce: func(a, b map[string]bool) map[string]bool { maps.Copy(a, b); return a }})
 	s.aggr = state.GetAggregatingState(k, state.AggregatingDescriptor[string, map[string]bool, int]{Name: "aggr", AccCodec: codec.MustFor[map[string]bool](),
 		Create: func() map[string]bool { return map[string]bool{} },
-		Add:    func(acc map[string]bool, u string) map[string]bool { acc[u] = true; return acc },
+		Add:    func(u string, acc map[string]bool) map[string]bool { acc[u] = true; return acc },
 		Result: func(acc map[string]bool) int { return len(acc) }})
 	return s
 }

@@ -129,7 +129,7 @@ func GetUnionListState[V any](s *OperatorStore, d ListDescriptor[V]) ListState[V
 }
 
 func getOperatorList[V any](s *OperatorStore, d ListDescriptor[V], kind snapshot.Kind) ListState[V] {
-	need(d.Codec != nil, d.Name, "Codec")
+	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	if d.TTL != nil {
 		panic(fmt.Sprintf("operator state %q: TTL applies to keyed state only", d.Name))
 	}

@@ -59,8 +59,8 @@ func TestRegistry(t *testing.T) {
 		mustPanic(t, `state "count" is registered as`, func() {
 			state.GetValueState(k, state.ValueDescriptor[string]{Name: "count", Codec: codec.String()})
 		})
-		mustPanic(t, "descriptor has no Codec", func() {
-			state.GetValueState(k, state.ValueDescriptor[string]{Name: "x"})
+		mustPanic(t, `state "ch": the descriptor's Codec is nil and codec.For cannot derive one for chan int`, func() {
+			state.GetValueState(k, state.ValueDescriptor[chan int]{Name: "ch"})
 		})
 		mustPanic(t, "no current key", func() { a.Value() })
 	})
@@ -163,7 +163,7 @@ func TestListAndMapSemantics(t *testing.T) {
 		l := state.GetListState(k, state.ListDescriptor[string]{Name: "l", Codec: codec.String()})
 		m := state.GetMapState(k, state.MapDescriptor[string, int64]{Name: "m", UserKeyCodec: codec.String(), ValueCodec: codec.Int64()})
 		a := state.GetAggregatingState(k, state.AggregatingDescriptor[int64, int64, string]{Name: "a", AccCodec: codec.Int64(),
-			Create: func() int64 { return 100 }, Add: func(acc, in int64) int64 { return acc + in },
+			Create: func() int64 { return 100 }, Add: func(in, acc int64) int64 { return acc + in },
 			Result: func(acc int64) string { return fmt.Sprint("sum ", acc) }})
 		setKey(k, "k")
 		if l.Get() != nil || !m.IsEmpty() {
@@ -249,4 +249,35 @@ func TestBackendErrorPanicsWithTypedValue(t *testing.T) {
 		}
 	}()
 	v.Value()
+}
+
+// A nil codec is the one codec.For derives, on every backend; Validate
+// names a nil codec that cannot be derived, and the field to set.
+func TestNilCodecDefaultsToDerived(t *testing.T) {
+	type point struct{ X, Y int64 }
+	backends(t, clock.NewManual(0), func(t *testing.T, k statebackend.Keyed) {
+		v := state.GetValueState(k, state.ValueDescriptor[point]{Name: "v"})
+		m := state.GetMapState(k, state.MapDescriptor[string, []int64]{Name: "m"})
+		a := state.GetAggregatingState(k, state.AggregatingDescriptor[int64, point, int64]{Name: "a",
+			Create: func() point { return point{} }, Add: func(in int64, acc point) point { return point{acc.X + in, acc.Y + 1} },
+			Result: func(acc point) int64 { return acc.X * 10 / acc.Y }})
+		setKey(k, "k")
+		v.Update(point{1, 2})
+		m.Put("a", []int64{3, 4})
+		a.Add(4)
+		a.Add(6)
+		got, _ := v.Value()
+		ms, _ := m.Get("a")
+		avg, _ := a.Get()
+		if got != (point{1, 2}) || fmt.Sprint(ms) != "[3 4]" || avg != 50 {
+			t.Fatalf("got %v %v %d", got, ms, avg)
+		}
+	})
+	if err := (state.ValueDescriptor[point]{Name: "v"}).Validate(); err != nil {
+		t.Errorf("Validate of a derivable nil codec: %v", err)
+	}
+	err := (state.MapDescriptor[string, func()]{Name: "fns"}).Validate()
+	if err == nil || !strings.Contains(err.Error(), `state "fns": the descriptor's ValueCodec is nil`) || !strings.Contains(err.Error(), "set ValueCodec to a codec.Codec[func()]") {
+		t.Errorf("Validate: %v", err)
+	}
 }

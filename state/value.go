@@ -11,7 +11,7 @@ import (
 // GetValueState returns the value state described by d.
 func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 	meta := stateMeta(d.Name, snapshot.KindValue, d.TTL, codecID[V](d.Codec))
-	need(d.Codec != nil, d.Name, "Codec")
+	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	meta.Schema = schemaOf(d.Codec)
 	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ValueState[V], error) {
 		if b.Heap != nil {

@@ -63,7 +63,7 @@ func avg(ttl *state.TTLConfig, name string) state.AggregatingDescriptor[int64, [
 		Name: name, AccCodec: codec.Slice(codec.Int64()), TTL: ttl,
 		Create: func() []int64 { return []int64{0, 0} },
 		// Mutates the accumulator in place, as user code may: copy-on-write must cope.
-		Add:    func(acc []int64, in int64) []int64 { acc[0] += in; acc[1]++; return acc },
+		Add:    func(in int64, acc []int64) []int64 { acc[0] += in; acc[1]++; return acc },
 		Result: func(acc []int64) int64 { return acc[0] * 1000 / acc[1] },
 	}
 }

@@ -37,15 +37,17 @@ func TestEmitChangesMaterializesFinalTable(t *testing.T) {
 	q := Query{Name: "counts", Columns: []string{"auction", "n"}, Build: func(in *Input) error {
 		keyed := weir.KeyBy(Bids(in.Events), func(b nexmark.Bid) int64 { return b.Auction })
 		desc := state.ValueDescriptor[int64]{Name: "n", Codec: codec.Int64()}
-		changes := weir.FlatMapWithState(keyed, nil, func(ctx weir.KeyedContext[int64], b nexmark.Bid, out weir.Collector[Change[count]]) error {
-			n := state.GetValueState(ctx.State(), desc)
-			c, ok := n.Value()
-			if ok {
-				out.Collect(Retract(count{b.Auction, c}))
-			}
-			n.Update(c + 1)
-			out.Collect(Insert(count{b.Auction, c + 1}))
-			return nil
+		changes := weir.FlatMapWithState(keyed, func(rc weir.KeyedRuntimeContext) (func(weir.KeyedContext[int64], nexmark.Bid, weir.Collector[Change[count]]) error, error) {
+			n := state.GetValueState(rc.State(), desc)
+			return func(_ weir.KeyedContext[int64], b nexmark.Bid, out weir.Collector[Change[count]]) error {
+				c, ok := n.Value()
+				if ok {
+					out.Collect(Retract(count{b.Auction, c}))
+				}
+				n.Update(c + 1)
+				out.Collect(Insert(count{b.Auction, c + 1}))
+				return nil
+			}, nil
 		})
 		EmitChanges(in, changes, func(c count) Row { return Row{c.Auction, c.N} })
 		return nil

@@ -131,7 +131,7 @@ func (f *q19TopN) Open(ctx weir.KeyedRuntimeContext) error {
 
 // q19Add inserts a bid into t at its rank, the bids from there moving
 // down one rank and the one at rank 10 leaving.
-func q19Add(t *q19Top, in q19Insert) *q19Top {
+func q19Add(in q19Insert, t *q19Top) *q19Top {
 	n := min(t.N+1, q19N)
 	copy(t.Bids[in.Pos+1:n], t.Bids[in.Pos:n-1])
 	t.Bids[in.Pos] = in.Entry
