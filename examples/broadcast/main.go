@@ -52,15 +52,16 @@ func (c *Checker) Open(ctx weir.KeyedRuntimeContext) error {
 // ProcessBroadcastElement runs on every subtask for every rule: it must
 // change the broadcast state the same way everywhere (it depends only on
 // the rule, not on the subtask or keyed state).
-func (c *Checker) ProcessBroadcastElement(ctx weir.BroadcastContext, r Rule, out weir.Collector[Alert]) error {
+func (c *Checker) ProcessBroadcastElement(ctx weir.KeyedBroadcastSideContext[string], r Rule, out weir.Collector[Alert]) error {
 	state.GetBroadcastState(ctx.Broadcast(), rulesDesc).Put(r.Kind, r)
 	return nil
 }
 
 // ProcessElement checks a payment, and the account's held ones, against
-// the rules; the keyed side only reads the broadcast state.
+// the rules; the keyed side only reads the broadcast state (a read-only
+// view: only ProcessBroadcastElement may write it).
 func (c *Checker) ProcessElement(ctx weir.KeyedBroadcastContext[string], p Payment, out weir.Collector[Alert]) error {
-	rules := state.GetBroadcastState(ctx.Broadcast(), rulesDesc)
+	rules := state.GetReadOnlyBroadcastState(ctx.Broadcast(), rulesDesc)
 	var still []Payment
 	for _, q := range append(c.held.Get(), p) {
 		r, ok := rules.Get(q.Kind)
