@@ -128,9 +128,10 @@ type Config struct {
 	// state backend's keyed state, counted as it grows: the tables' slots,
 	// which hold the keys and the values themselves, what values point to
 	// (strings, slices, list elements, map state's maps, long keys), and
-	// what a running checkpoint still holds after a write copied it
-	// (default: 40% of ProcessMemory, or DefaultHeapStateMemory where that
-	// is unknown). Not counted here: timers; the ProcessMemory guard counts
+	// what a running checkpoint still holds after a write copied it, and
+	// the keyed operators' timers (default: 40% of ProcessMemory, or
+	// DefaultHeapStateMemory where that is unknown). With the pebble
+	// backend, timers are not counted here; the ProcessMemory guard counts
 	// them, in the live heap. A
 	// growth past it fails the job, naming this setting, without a restart
 	// (one would restore the state that grew past it): for state larger

@@ -222,8 +222,8 @@ Flags of run (all jobs):
                          (taskmanager.memory.network.max; default 10% of the
                          process memory, at most 4gb)
   --state-backend B      where keyed state lives: hashmap (default) or pebble
-  --heap-state-memory S  bound of the hashmap backend's keyed state (tables and
-                         what values point to) per TaskManager
+  --heap-state-memory S  bound of the hashmap backend's keyed state (tables,
+                         what values point to, timers) per TaskManager
                          (default 40% of the process memory); past it the
                          job fails, naming it
   --log-level L          debug, info, warn or error (default warn)

@@ -44,7 +44,13 @@ func (t *Task) newKeyedState(ctx *operator.Context) (*operator.KeyedState, error
 	if err != nil {
 		return nil, fmt.Errorf("creating the keyed state backend: %w", err)
 	}
-	return &operator.KeyedState{Backend: b, Timers: timers.New(rng), Range: rng}, nil
+	ts := timers.New(rng)
+	if ctx.State.Backend == "" || ctx.State.Backend == statebackend.KindHashMap {
+		// The timers take from the hashmap backend's bound; with pebble
+		// they are bounded by the process memory alone.
+		ts.UseMemory(t.spec.HeapMemory)
+	}
+	return &operator.KeyedState{Backend: b, Timers: ts, Range: rng}, nil
 }
 
 // build creates the chain's operators, tail first, wiring each operator's

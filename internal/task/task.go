@@ -320,6 +320,7 @@ func (t *Task) closeAll() (err error) {
 	t.opened = 0
 	for i, st := range t.states {
 		if st.keyed != nil {
+			st.keyed.Timers.Release()
 			if cerr := st.keyed.Backend.Close(); cerr != nil && err == nil {
 				err = t.opError(i, fmt.Errorf("closing its keyed state: %w", cerr))
 			}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/memtouch"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/heap"
 )
 
 // Timer is a due timer. Key and Namespace are immutable and may be kept.
@@ -94,6 +96,21 @@ type queue struct {
 	unq   int
 	fwd   uint32
 	fwdGi int32
+	// mem counts what the queue's items take (timerBytes each), from the
+	// hashmap backend's Memory if UseMemory gave one.
+	mem heap.Charger
+}
+
+// timerBytes is what a timer whose id has n bytes is counted for: its
+// item, its heap entry and its id in the arena, each twice (the pool, the
+// heap and the arena grow by doubling, and a freed id stays in the arena
+// until it is compacted), and three table slots (the table is at most 3/4
+// full and doubles). A deleted timer is counted until its heap entry is
+// dropped. Not counted: a key group's first table and arena (384 bytes),
+// and the tables and pools a snapshot still holds after the task copied
+// them.
+func timerBytes(n uint32) int64 {
+	return 2*int64(unsafe.Sizeof(item{})+unsafe.Sizeof(entry{})) + 2*int64(n) + 3*8
 }
 
 // Service is the timer service of one keyed operator subtask.
@@ -115,6 +132,22 @@ func New(rng keygroup.Range) *Service {
 	return &Service{rng: rng, nh: hashBytes(nil, seedNS),
 		event: queue{groups: make([]group, rng.Len())},
 		proc:  queue{groups: make([]group, rng.Len())}}
+}
+
+// UseMemory makes the service count what its timers take against m, the
+// hashmap backend's Memory (nil: no bound): a registration that would take
+// m past its limit panics with a *heap.MemoryError, as a state write does.
+// Call it before any timer is registered or restored.
+func (s *Service) UseMemory(m *heap.Memory) {
+	s.event.mem = heap.NewCharger(m, "timers (event time)", "its timers")
+	s.proc.mem = heap.NewCharger(m, "timers (processing time)", "its timers")
+}
+
+// Release gives back what the service took from its Memory; the service
+// is not used afterwards.
+func (s *Service) Release() {
+	s.event.mem.Release()
+	s.proc.mem.Release()
 }
 
 // SetCurrentKey sets the key (copied) that Register and Delete apply to.
@@ -203,6 +236,7 @@ func (s *Service) add(q *queue, kg int, ts int64, key, ns []byte, h uint64) {
 	if q.groups[gi].find(h, ts, key, ns) >= 0 {
 		return
 	}
+	q.mem.Add(timerBytes(uint32(uvarintLen(len(key)) + len(key) + len(ns))))
 	g := s.own(q, gi)
 	idx := g.insert(h, ts, key, ns)
 	if f := q.fwd; f != 0 && q.fwdGi == int32(gi) {
@@ -238,7 +272,7 @@ func (s *Service) delete(q *queue, ts int64) {
 		// No heap entry: free it now; its forwarder forwards to none.
 		f := it.tag
 		g.items[f-1].klen = deadBit
-		g.release(idx)
+		q.release(g, idx)
 		q.unq--
 		q.fwd = f
 		return
@@ -416,6 +450,13 @@ func (g *group) slotOf(idx uint32) int {
 	return i
 }
 
+// release returns item idx of g, a group of q, to the pool, and gives back
+// what it was counted for.
+func (q *queue) release(g *group, idx uint32) {
+	q.mem.Sub(timerBytes(g.items[idx].n))
+	g.release(idx)
+}
+
 // release returns item idx to the pool.
 func (g *group) release(idx uint32) {
 	g.garbage += int(g.items[idx].n)
@@ -446,7 +487,7 @@ func (s *Service) pop(q *queue, t int64) (Timer, bool) {
 	g := s.own(q, int(e.gi))
 	g.removeSlot(g.slotOf(e.idx))
 	tm := g.timer(e.idx, int(e.gi)+s.rng.Start)
-	g.release(e.idx)
+	q.release(g, e.idx)
 	return tm, true
 }
 
@@ -468,7 +509,7 @@ func (s *Service) dropDead(q *queue) {
 			copy(pre[:], id)
 			q.push(entry{ts: it.ts, pre: binary.BigEndian.Uint64(pre[:]), gi: e.gi, idx: l - 1})
 		}
-		g.release(e.idx)
+		q.release(g, e.idx)
 		q.dead--
 	}
 }

@@ -76,8 +76,10 @@
 // A type without pointers gets no measure and pays nothing per record.
 // Long keys count their bytes. A snapshot taken with Store.Freeze holds,
 // until released, what the task copies away from it (pages, control
-// words, cloned or deleted values), counted as held by it. Timers
-// (internal/timers) are not counted.
+// words, cloned or deleted values), counted as held by it. The timers
+// of a subtask on this backend (internal/timers) take from the same
+// Memory through a Charger, which takes in chunks so that its user pays
+// an add and a compare per timer.
 //
 // The map key is uvarint(len(key)) | key | namespace: unambiguous, so the
 // snapshot can split it back into key and namespace.

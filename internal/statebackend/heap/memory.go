@@ -23,8 +23,9 @@ import (
 //     released (Store.Freeze).
 //
 // A growth that would pass the limit fails the subtask at once, with a
-// *MemoryError, before the memory is taken. Not counted: timers
-// (internal/timers), a restored state no operator registered yet, and
+// *MemoryError, before the memory is taken. The timers of keyed operators
+// on this backend (internal/timers) take from the same Memory through a
+// Charger. Not counted: a restored state no operator registered yet, and
 // what the Go runtime adds to each object.
 type Memory struct {
 	limit int64
@@ -76,6 +77,81 @@ func (e *MemoryError) Error() string {
 	}
 	return fmt.Sprintf("keyed state %q (hashmap backend): %d more bytes for %s would take the keyed state of this TaskManager past %d bytes, the bound of weir.Config.HeapStateMemory (--heap-state-memory; %d bytes are in use): raise it, or keep the state on disk with the pebble backend (--state-backend pebble)",
 		e.State, e.Grow, what, e.Limit, e.Used)
+}
+
+// Charger takes memory from a Memory for one user on one goroutine (a
+// timer service's queue), in chunks: Add and Sub are an add and a compare,
+// and the Memory the subtasks share is written once per chunk. It holds up
+// to two chunks more than its user counts. The zero Charger, or one of a
+// nil Memory, counts nothing against any bound.
+type Charger struct {
+	mem         *Memory
+	state, what string
+	used, taken int64
+	// Add calls more above high (taken; MaxInt64 without a Memory), Sub
+	// calls less below low (taken less two chunks).
+	high, low int64
+}
+
+// NewCharger returns a Charger of m (nil: no bound) whose MemoryError
+// names state and what grew.
+func NewCharger(m *Memory, state, what string) Charger {
+	return Charger{mem: m, state: state, what: what}
+}
+
+// Add counts n more bytes, or panics with a *MemoryError, counting
+// nothing, if they would take the Memory past its limit.
+func (c *Charger) Add(n int64) {
+	if c.used+n > c.high {
+		c.more(n)
+	}
+	c.used += n
+}
+
+// Sub counts n bytes fewer, giving back what it holds beyond a chunk once
+// it holds two.
+func (c *Charger) Sub(n int64) {
+	c.used -= n
+	if c.used < c.low {
+		c.less()
+	}
+}
+
+// Used returns the bytes counted.
+func (c *Charger) Used() int64 { return c.used }
+
+func (c *Charger) more(n int64) {
+	if c.mem == nil {
+		c.high, c.low = math.MaxInt64, math.MinInt64
+		return
+	}
+	need := c.used + n - c.taken
+	if c.mem.tryTake(need + valueChunk) {
+		need += valueChunk
+	} else {
+		c.mem.take(need, c.state, c.what)
+	}
+	c.taken += need
+	c.high, c.low = c.taken, c.taken-2*valueChunk
+}
+
+func (c *Charger) less() {
+	if c.mem == nil {
+		return
+	}
+	back := c.taken - c.used - valueChunk
+	c.mem.used.Add(-back)
+	c.taken -= back
+	c.high, c.low = c.taken, c.taken-2*valueChunk
+}
+
+// Release gives back all the Charger took; it counts nothing afterwards
+// until its next Add.
+func (c *Charger) Release() {
+	if c.mem != nil {
+		c.mem.used.Add(-c.taken)
+	}
+	c.used, c.taken, c.high, c.low = 0, 0, 0, 0
 }
 
 // What a MemoryError says grew.
