@@ -126,6 +126,7 @@ func ApplyToKeyedState[K comparable, S any](ctx KeyedBroadcastSideContext[K], d 
 // handles the keyed side's timers.
 func ConnectBroadcast[K comparable, T, B, U any](ks KeyedStream[K, T], bs BroadcastStream[B], fn KeyedBroadcastProcessFunction[K, T, B, U]) DataStream[U] {
 	checkHooks(ks.env, "ConnectBroadcast", fn, append(keyedProcessHooks[K, U](), reflect.TypeFor[KeyedBroadcastTimerFunction[K, U]]()))
+	requireKeyCodec(ks, "ConnectBroadcast")
 	keyCodec, codecErr := ks.keyCodec, ks.codecErr
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {

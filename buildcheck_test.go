@@ -287,3 +287,59 @@ func (broadcastTimerWrong) ProcessBroadcastElement(weir.KeyedBroadcastSideContex
 func (broadcastTimerWrong) OnTimer(weir.KeyedBroadcastContext[int64], int64, weir.Collector[int64]) error {
 	return nil
 }
+
+// hiddenEvent has an unexported field: codec.For cannot derive its codec.
+type hiddenEvent struct {
+	User  string
+	order int64
+}
+
+// Types whose codec cannot be derived, where an operator keeps them in
+// state (a window's contents, a keyed operator's key), are refused at
+// Execute, naming the operator and the field, before any task runs: the
+// first tutorial user's job retried forever instead (the error is also
+// permanent at run time).
+func TestUnderivableCodecsFailAtExecute(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(env *weir.Environment)
+		want  []string
+	}{
+		{"WindowContents", func(env *weir.Environment) {
+			events := weir.Map(weir.Sequence(env, 0, 9), func(v int64) hiddenEvent { processed.Store(true); return hiddenEvent{User: "u", order: v} })
+			ws := weir.Window(weir.KeyBy(events, func(e hiddenEvent) string { return e.User }), weir.TumblingProcessingTimeWindows(time.Second))
+			weir.Discard(weir.WindowProcess(ws, weir.ProcessWindowFunc[string, hiddenEvent, int](
+				func(_ weir.WindowContext[string], els []hiddenEvent, out weir.Collector[int]) error {
+					out.Collect(len(els))
+					return nil
+				})))
+		}, []string{"Window(Process)", "window contents need a codec for the element type", "hiddenEvent.order (unexported field"}},
+		{"Key", func(env *weir.Environment) {
+			keyed := weir.KeyBy(weir.Sequence(env, 0, 9), func(v int64) hiddenEvent { processed.Store(true); return hiddenEvent{order: v} })
+			weir.Discard(weir.ProcessKeyed(keyed, weir.KeyedProcessFunc[hiddenEvent, int64, int64](
+				func(_ weir.KeyedContext[hiddenEvent], v int64, out weir.Collector[int64]) error {
+					out.Collect(v)
+					return nil
+				})))
+		}, []string{"ProcessKeyed: keyed state needs a codec for the key type", "hiddenEvent.order (unexported field", "KeyByWithCodec"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			processed.Store(false)
+			env := weir.NewEnvironment(weir.Config{Parallelism: 1})
+			c.build(env)
+			_, err := env.Execute(context.Background(), c.name)
+			if err == nil {
+				t.Fatal("Execute succeeded, want the type refused")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+			if processed.Load() {
+				t.Error("an element reached the job: it ran")
+			}
+		})
+	}
+}

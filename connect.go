@@ -210,6 +210,7 @@ func KeyedCoProcess[K comparable, A, B, U any](c KeyedConnectedStreams[K, A, B],
 }
 
 func keyedCoProcess[K comparable, A, B, U any](c KeyedConnectedStreams[K, A, B], newFn func() KeyedCoProcessFunction[K, A, B, U], name string) DataStream[U] {
+	requireKeyCodec(c.first, name)
 	keyCodec, codecErr := c.first.keyCodec, c.first.codecErr
 	key1, key2 := c.first.key, c.second.key
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {

@@ -108,7 +108,10 @@ type Config struct {
 	// StateDir is the working directory of on-disk state (default: a new
 	// directory under the system's temporary directory, removed at the end).
 	StateDir string
-	// Logger receives the engine's logs (default: none).
+	// Logger receives the engine's logs (default: warnings and errors, as
+	// text on standard error: a task's failure and the restart that follows
+	// it, a failed checkpoint, so a job that keeps restarting says why;
+	// slog.New(slog.DiscardHandler) silences them).
 	Logger *slog.Logger
 	// WindowSliceCache bounds, per window operator subtask, the slice
 	// accumulators that tumbling and sliding windows keep in memory to
@@ -200,7 +203,7 @@ func (c Config) withDefaults() Config {
 		c.Clock = clock.System{}
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	return c
 }

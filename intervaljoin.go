@@ -2,6 +2,7 @@ package weir
 
 import (
 	"fmt"
+	"github.com/weirhq/weir/failure"
 	"math"
 	"time"
 
@@ -121,6 +122,9 @@ func ProcessIntervalJoin[K comparable, A, B, U any](j IntervalJoined[K, A, B], f
 	if cb == nil && codecErr == nil {
 		cb, codecErr = codec.For[B]()
 	}
+	if codecErr != nil {
+		j.c.first.env.fail(fmt.Errorf("weir: ProcessIntervalJoin: interval join buffers need codecs for both sides: %w (export the fields, or use WithCodecs)", codecErr))
+	}
 	newFn := func() KeyedCoProcessFunction[K, A, B, U] {
 		return &intervalJoinFn[K, A, B, U]{fn: instanceOf(fn), lower: lower, upper: upper, ca: ca, cb: cb, codecErr: codecErr,
 			lateLeft: j.lateLeft, lateRight: j.lateRight}
@@ -199,7 +203,7 @@ func (c *joinContext) RightTimestamp() int64 { return c.right }
 
 func (f *intervalJoinFn[K, A, B, U]) Open(ctx KeyedRuntimeContext) error {
 	if f.codecErr != nil {
-		return fmt.Errorf("interval join buffers need codecs for both sides: %w (use WithCodecs)", f.codecErr)
+		return failure.Permanent(fmt.Errorf("interval join buffers need codecs for both sides: %w (use WithCodecs)", f.codecErr))
 	}
 	if hs := heapStoreOf(ctx.State()); hs != nil {
 		var err error

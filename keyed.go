@@ -78,8 +78,17 @@ type KeyedOpener interface {
 	Open(ctx KeyedRuntimeContext) error
 }
 
+// errNoKeyCodec is permanent: the key type does not change on a restart.
 func errNoKeyCodec(cause error) error {
-	return fmt.Errorf("keyed state needs a codec for the key type: %w (use KeyByWithCodec)", cause)
+	return failure.Permanent(fmt.Errorf("keyed state needs a codec for the key type: %w (export the key's fields, or use KeyByWithCodec)", cause))
+}
+
+// requireKeyCodec refuses, at Execute, a keyed operator op on a stream whose
+// key type has no codec, rather than failing its tasks once they run.
+func requireKeyCodec[K comparable, T any](ks KeyedStream[K, T], op string) {
+	if ks.keyCodec == nil {
+		ks.env.fail(fmt.Errorf("weir: %s: %w", op, errNoKeyCodec(ks.codecErr)))
+	}
 }
 
 // keyedTimers fires a keyed operator's timers into its function: event-time
@@ -297,6 +306,7 @@ func (o *keyedProcessOp[K, T, U]) Close() error { return closeFn(o.fn) }
 // TimerFunction).
 func ProcessKeyed[K comparable, T, U any](ks KeyedStream[K, T], fn KeyedProcessFunction[K, T, U]) DataStream[U] {
 	checkHooks(ks.env, "ProcessKeyed", fn, keyedProcessHooks[K, U]())
+	requireKeyCodec(ks, "ProcessKeyed")
 	keyCodec, codecErr := ks.keyCodec, ks.codecErr
 	fac := operator.FactoryFunc(func(ctx *operator.Context, out any) (operator.Instance, error) {
 		if keyCodec == nil {

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"fmt"
+	"github.com/weirhq/weir/failure"
 	"reflect"
 	"unsafe"
 
@@ -124,10 +125,10 @@ func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataS
 			}
 		} else {
 			if ks.keyCodec == nil {
-				return operator.Instance{}, fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for the key: %w (use KeyByWithCodec)", ks.codecErr)
+				return operator.Instance{}, failure.Permanent(fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for the key: %w (use KeyByWithCodec)", ks.codecErr))
 			}
 			if valueErr != nil {
-				return operator.Instance{}, fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for its values: %w", valueErr)
+				return operator.Instance{}, failure.Permanent(fmt.Errorf("a streaming reduce keeps keyed state and needs a codec for its values: %w", valueErr))
 			}
 			op.keyCodec, op.valueCodec = ks.keyCodec, valueCodec
 			op.outBatch, op.clear = operator.AsBatch(op.out), !operator.PointerFree[T]()

@@ -3,6 +3,7 @@ package weir
 import (
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/failure"
 	"math"
 	"slices"
 	"time"
@@ -391,6 +392,12 @@ func (c *listContents[T]) clear()         { c.st.Clear() }
 func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name string,
 	contents func() (windowContents[T, R], error), emit func() (emitter[K, R, U], any)) DataStream[U] {
 	ks := w.ks
+	requireKeyCodec(ks, name)
+	// The contents' codecs are derived now: a type without one is refused
+	// at Execute, naming the operator, not by its tasks once they run.
+	if _, err := contents(); err != nil {
+		ks.env.fail(fmt.Errorf("weir: %s: %w", name, err))
+	}
 	keyCodec, codecErr := ks.keyCodec, ks.codecErr
 	assigner, lateness, lateTag := w.assigner, w.lateness.Milliseconds(), w.lateTag
 	_, merging := assigner.(MergingWindowAssigner)
@@ -419,7 +426,7 @@ func windowOperator[K comparable, T, R, U any](w WindowedStream[K, T], name stri
 		}
 		c, err := contents()
 		if err != nil {
-			return operator.Instance{}, err
+			return operator.Instance{}, failure.Permanent(err)
 		}
 		em, fn := emit()
 		if inst, ok := slicedInstance(sliced, ctx, out, c, em, fn, ks.key, keyCodec, assigner.IsEventTime(), lateness, lateTag); ok {
