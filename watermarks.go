@@ -99,6 +99,12 @@ type WatermarkOutput interface {
 // PunctuatedWatermarks is a generator that emits a watermark after every
 // element that advances it: highest timestamp so far - maxOutOfOrderness - 1.
 // Results then depend only on the order of the input, not on timing.
+//
+// The watermark follows its element: an element at time t is processed
+// before the watermark it raises fires the timers (and windows) it passes.
+// So with no out-of-orderness, the first element at t0+d or later is
+// processed before an event-time timer set for t0+d fires: a function that
+// clears a flag in that timer still sees the flag set for that element.
 func PunctuatedWatermarks[T any](maxOutOfOrderness time.Duration) func() WatermarkGenerator[T] {
 	delay := maxOutOfOrderness.Milliseconds()
 	return func() WatermarkGenerator[T] { return &punctuated[T]{delay: delay, max: math.MinInt64} }
