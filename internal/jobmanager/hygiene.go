@@ -350,6 +350,14 @@ func (jm *JobManager) maybeSweepLocked(j *job, completed int64, refs *refSet) {
 		}
 		shared, lerr := storage.ListAll(ctx, store, storage.SharedPrefix(job))
 		ids, ierr := storage.CheckpointIDs(ctx, store, job)
+		// A job folder gone meanwhile (the job ended and discarded its
+		// checkpoints) has nothing left to sweep.
+		if errors.Is(lerr, storage.ErrNotFound) {
+			shared, lerr = nil, nil
+		}
+		if errors.Is(ierr, storage.ErrNotFound) {
+			ids, ierr = nil, nil
+		}
 		jm.mu.Lock()
 		cp.sweeping = false
 		if lerr == nil && ierr == nil {
