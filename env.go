@@ -762,7 +762,7 @@ func warnMissingUIDs(logger *slog.Logger, job string, nodes []*graph.Node) {
 		return
 	}
 	logger.Warn("stateful operators without a UID: their checkpoints and savepoints will not restore after a change of the job graph "+
-		"that changes their names or inputs; set a UID on each (DataStream.UID)",
+		"that changes their names or inputs; set a UID on the stream each returns, sources too (DataStream.UID: weir.Generate(...).UID(\"payments\"))",
 		"job", job, "operators", strings.Join(missing, ", "))
 }
 
