@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -313,7 +314,7 @@ type Job struct {
 	c            *cluster.Local
 	started      time.Time
 	done         chan struct{}
-	status       rest.JobState
+	status       protocol.JobState
 	err          error
 	restoredFrom *storage.Metadata
 	restoredURL  string // the store restoredFrom was read from
@@ -514,9 +515,9 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 			}
 		}
 		switch {
-		case status == rest.JobCanceled && ctx.Err() != nil:
+		case status == protocol.JobCanceled && ctx.Err() != nil:
 			j.err = ctx.Err()
-		case status == rest.JobCanceled:
+		case status == protocol.JobCanceled:
 			j.err = ErrCanceled
 		case err != nil && f.Stack != "":
 			// A panic: where it happened, the user's frames first.

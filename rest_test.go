@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/weirhq/weir/internal/protocol"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestRESTAndCLIAgainstRunningJob(t *testing.T) {
 		}
 		// Each task publishes its counters every 50 ms, so the two
 		// vertices' counts show up at slightly different moments.
-		if d.State == rest.JobRunning && len(d.Vertices) == 2 && d.Vertices[1].Metrics.ReadRecords > 0 && d.Vertices[0].Metrics.WriteRecords > 0 {
+		if d.State == protocol.JobRunning && len(d.Vertices) == 2 && d.Vertices[1].Metrics.ReadRecords > 0 && d.Vertices[0].Metrics.WriteRecords > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -125,7 +126,7 @@ func TestRESTShowsFailure(t *testing.T) {
 				t.Fatalf("exception history %+v", ex.ExceptionHistory)
 			}
 			d, err := c.Job(context.Background(), job.ID())
-			if err != nil || d.State != rest.JobFailing {
+			if err != nil || d.State != protocol.JobFailing {
 				t.Fatalf("job state %s, %v; want FAILING while a subtask is still closing", d.State, err)
 			}
 			break

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"io"
 	"io/fs"
 	"net/http"
@@ -281,7 +282,7 @@ func (j *spJob) allRunning() (bool, error) {
 		return false, err
 	}
 	for _, v := range d.Vertices {
-		if v.Tasks[rest.TaskRunning] != v.Parallelism {
+		if v.Tasks[protocol.TaskRunning] != v.Parallelism {
 			return false, nil
 		}
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"strconv"
 	"time"
 
@@ -23,11 +24,11 @@ func (v *view) Overview() rest.Overview {
 			continue
 		}
 		switch info.Status {
-		case rest.JobFinished:
+		case protocol.JobFinished:
 			o.JobsFinished++
-		case rest.JobCanceled:
+		case protocol.JobCanceled:
 			o.JobsCancelled++
-		case rest.JobFailed:
+		case protocol.JobFailed:
 			o.JobsFailed++
 		default:
 			o.JobsRunning++
@@ -67,12 +68,12 @@ func (v *view) Job(id string) (rest.JobDetails, bool) {
 	d := rest.JobDetails{
 		ID: info.ID, Name: info.Name, State: info.Status,
 		StartTime: millis(info.Start), EndTime: millis(end), Duration: durEnd.Sub(info.Start).Milliseconds(),
-		MaxParallelism: info.MaxParallelism, Now: now.UnixMilli(), Timestamps: map[rest.JobState]int64{},
+		MaxParallelism: info.MaxParallelism, Now: now.UnixMilli(), Timestamps: map[protocol.JobState]int64{},
 	}
 	for s, t := range info.Times {
 		d.Timestamps[s] = t.UnixMilli()
 	}
-	var all []rest.TaskState
+	var all []protocol.TaskState
 	for _, vx := range info.Vertices {
 		states := vx.Tasks
 		all = append(all, states...)

@@ -13,7 +13,6 @@ import (
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/protocol"
-	"github.com/weirhq/weir/internal/rest"
 )
 
 // checkpoints drives a job's checkpoint coordinator: it carries out the
@@ -531,7 +530,7 @@ func (jm *JobManager) maybeFinalCheckpointLocked(j *job) {
 	if j.spec.Checkpoints.SavepointsOnly {
 		return // its tasks end without one
 	}
-	if j.state.status != rest.JobRunning || cp.finalRequested || len(cp.sourcesEnded) < len(cp.sources) {
+	if j.state.status != protocol.JobRunning || cp.finalRequested || len(cp.sourcesEnded) < len(cp.sources) {
 		return
 	}
 	cp.finalRequested = true

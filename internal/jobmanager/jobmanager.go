@@ -18,7 +18,6 @@ import (
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
-	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/restart"
 )
 
@@ -126,7 +125,7 @@ type job struct {
 	tmOf    []protocol.TaskManagerGateway
 	slots   map[int]int // TaskManager index -> slots held
 	slotTM  []int       // slot -> TaskManager index
-	times   map[rest.JobState]time.Time
+	times   map[protocol.JobState]time.Time
 	started time.Time
 	ended   time.Time
 	failure *Failure
@@ -214,7 +213,7 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 	}
 	now := spec.Clock.Now()
 	j := &job{spec: spec, index: map[[2]int]int{}, slots: map[int]int{},
-		times: map[rest.JobState]time.Time{rest.JobCreated: now}, started: now, done: make(chan struct{}),
+		times: map[protocol.JobState]time.Time{protocol.JobCreated: now}, started: now, done: make(chan struct{}),
 		strategy: restart.New(spec.Restart, rand.Float64), restore: spec.Restore, restoreStore: spec.RestoreStore}
 	for vi, v := range g.Vertices {
 		for s := range v.Parallelism {
@@ -262,7 +261,7 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		j.slots[ti]++
 	}
 	j.state.start()
-	j.times[rest.JobRunning] = spec.Clock.Now()
+	j.times[protocol.JobRunning] = spec.Clock.Now()
 	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(j.execs))
 	if cs := spec.Checkpoints; cs != nil && cs.ContinueLineage {
 		j.io.Add(1)
@@ -277,7 +276,7 @@ func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRe
 	deps := make([]protocol.Deployment, len(j.execs))
 	for i, e := range j.execs {
 		j.tmOf[i] = jm.tms[j.slotTM[e.Subtask]]
-		j.state.tasks[i] = rest.TaskDeploying
+		j.state.tasks[i] = protocol.TaskDeploying
 		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, KeyHash: j.keyHash, Restore: plan[e]}
 	}
 	j.deployed = make([]bool, len(deps))
@@ -295,9 +294,9 @@ func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
 			jm.mu.Unlock()
 			return
 		}
-		if j.state.status != rest.JobRunning {
+		if j.state.status != protocol.JobRunning {
 			for k := i; k < len(deps); k++ {
-				j.state.update(k, rest.TaskCanceled, nil, false)
+				j.state.update(k, protocol.TaskCanceled, nil, false)
 			}
 			jm.afterUpdateLocked(j)
 			jm.mu.Unlock()
@@ -307,7 +306,7 @@ func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
 		tm := j.tmOf[i]
 		jm.mu.Unlock()
 		if err := tm.SubmitTask(d); err != nil {
-			jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskFailed,
+			jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFailed,
 				Failure: &protocol.Failure{Message: fmt.Sprintf("deploying %s: %v", d.Exec, err)}})
 		}
 	}
@@ -359,7 +358,7 @@ func (jm *JobManager) failLocked(j *job, err error) {
 	j.exceptions = append(j.exceptions, *j.failure)
 	for _, i := range j.state.fail(err) {
 		if j.deployed == nil || !j.deployed[i] {
-			j.state.update(i, rest.TaskCanceled, nil, false) // nothing was deployed
+			j.state.update(i, protocol.TaskCanceled, nil, false) // nothing was deployed
 		}
 	}
 	jm.afterUpdateLocked(j)
@@ -382,7 +381,7 @@ func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 		err = u.Failure
 	}
 	restartOK := false
-	if u.State == rest.TaskFailed && j.state.status == rest.JobRunning && !j.state.tasks[i].Terminal() {
+	if u.State == protocol.TaskFailed && j.state.status == protocol.JobRunning && !j.state.tasks[i].Terminal() {
 		name := j.taskName(u.Exec)
 		exec := u.Exec
 		f := Failure{Err: err, TaskName: name, Exec: &exec, Time: now}
@@ -413,9 +412,9 @@ func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 			}
 		}
 	}
-	wasRunning := j.state.status == rest.JobRunning
+	wasRunning := j.state.status == protocol.JobRunning
 	toCancel := j.state.update(i, u.State, err, restartOK)
-	if wasRunning && j.state.status != rest.JobRunning && j.cp != nil {
+	if wasRunning && j.state.status != protocol.JobRunning && j.cp != nil {
 		jm.suspendCheckpointsLocked(j)
 	}
 	cancels := jm.cancelsLocked(j, toCancel)
@@ -495,7 +494,7 @@ func (jm *JobManager) restart(j *job, attempt int) {
 		return
 	}
 	j.state.restart()
-	j.times[rest.JobRunning] = j.spec.Clock.Now()
+	j.times[protocol.JobRunning] = j.spec.Clock.Now()
 	if j.cp != nil {
 		jm.resumeCheckpointsLocked(j)
 	}
@@ -579,10 +578,10 @@ func (jm *JobManager) Cancel(id string) error {
 		jm.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
-	wasRunning := j.state.status == rest.JobRunning
+	wasRunning := j.state.status == protocol.JobRunning
 	toCancel := j.state.cancel()
-	if len(toCancel) > 0 || j.state.status == rest.JobCancelling || j.state.status == rest.JobCanceled {
-		j.times[rest.JobCancelling] = j.spec.Clock.Now()
+	if len(toCancel) > 0 || j.state.status == protocol.JobCancelling || j.state.status == protocol.JobCanceled {
+		j.times[protocol.JobCancelling] = j.spec.Clock.Now()
 	}
 	if wasRunning && j.cp != nil {
 		jm.suspendCheckpointsLocked(j)
@@ -598,7 +597,7 @@ func (jm *JobManager) Cancel(id string) error {
 
 // Wait blocks until the job ends or ctx is done, and returns its final state
 // and, for a failed job, its root cause.
-func (jm *JobManager) Wait(ctx context.Context, id string) (rest.JobState, error) {
+func (jm *JobManager) Wait(ctx context.Context, id string) (protocol.JobState, error) {
 	st, f, err := jm.WaitFailure(ctx, id)
 	if f != nil {
 		return st, f.Err
@@ -607,7 +606,7 @@ func (jm *JobManager) Wait(ctx context.Context, id string) (rest.JobState, error
 }
 
 // WaitFailure is Wait returning the failure itself (nil unless FAILED).
-func (jm *JobManager) WaitFailure(ctx context.Context, id string) (rest.JobState, *Failure, error) {
+func (jm *JobManager) WaitFailure(ctx context.Context, id string) (protocol.JobState, *Failure, error) {
 	jm.mu.Lock()
 	j, ok := jm.jobs[id]
 	jm.mu.Unlock()
@@ -621,7 +620,7 @@ func (jm *JobManager) WaitFailure(ctx context.Context, id string) (rest.JobState
 	}
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	if j.state.status == rest.JobFailed && j.failure != nil {
+	if j.state.status == protocol.JobFailed && j.failure != nil {
 		f := *j.failure
 		return j.state.status, &f, nil
 	}
@@ -671,9 +670,9 @@ func (jm *JobManager) NumTaskManagers() int {
 // JobInfo is a consistent copy of what the JobManager knows about a job.
 type JobInfo struct {
 	ID, Name       string
-	Status         rest.JobState
+	Status         protocol.JobState
 	Start, End     time.Time // End is zero while running
-	Times          map[rest.JobState]time.Time
+	Times          map[protocol.JobState]time.Time
 	MaxParallelism int
 	Vertices       []VertexInfo
 	Failure        *Failure
@@ -686,7 +685,7 @@ type VertexInfo struct {
 	ID, Name       string
 	Parallelism    int
 	MaxParallelism int
-	Tasks          []rest.TaskState
+	Tasks          []protocol.TaskState
 	Stats          protocol.TaskStats
 	// Watermarks are each subtask's input and output watermarks
 	// (math.MinInt64: none yet, or not running).
@@ -722,12 +721,12 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 	}
 	g := j.spec.Graph
 	info := JobInfo{ID: id, Name: g.Name, Status: j.state.status, Start: j.started, End: j.ended,
-		Times: map[rest.JobState]time.Time{}, MaxParallelism: g.MaxParallelism, Failure: j.failure,
+		Times: map[protocol.JobState]time.Time{}, MaxParallelism: g.MaxParallelism, Failure: j.failure,
 		Exceptions: append([]Failure(nil), j.exceptions...), Restarts: j.restarts}
 	for k, v := range j.times {
 		info.Times[k] = v
 	}
-	tasks := append([]rest.TaskState(nil), j.state.tasks...)
+	tasks := append([]protocol.TaskState(nil), j.state.tasks...)
 	tmOf := append([]protocol.TaskManagerGateway(nil), j.tmOf...)
 	execs := append([]ExecutionID(nil), j.execs...)
 	jm.mu.Unlock()
@@ -813,7 +812,7 @@ func (o *opCoordinator) CallAsync(fn func() (any, error), handler func(any, erro
 			}
 			v, err := fn()
 			o.jm.mu.Lock()
-			if !o.closed && o.j.state.status == rest.JobRunning {
+			if !o.closed && o.j.state.status == protocol.JobRunning {
 				if herr := handler(v, err); herr != nil {
 					o.jm.failFromCoordinatorLocked(o.j, fmt.Errorf("the coordinator of operator %s: %w", o.operatorID, herr))
 				}
@@ -913,7 +912,7 @@ func (jm *JobManager) SendEvent(e protocol.OperatorEvent) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	j, _, ok := jm.execLocked(e.Exec)
-	if !ok || j.state.status != rest.JobRunning {
+	if !ok || j.state.status != protocol.JobRunning {
 		return
 	}
 	oc, ok := j.coords[e.OperatorID]

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/protocol"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,7 +119,7 @@ func runTrace(t *testing.T, pos string, n int, events []string) string {
 				if len(rest3) > 0 {
 					cause = errors.New(strings.TrimPrefix(strings.Join(rest3, " "), "err="))
 				}
-				toCancel = s.update(i, rest.TaskState(f[2]), cause, restart)
+				toCancel = s.update(i, protocol.TaskState(f[2]), cause, restart)
 			default:
 				t.Fatalf("%s: unknown event %q", pos, ev)
 			}
@@ -154,16 +154,16 @@ func checkJobState(t *testing.T, pos, ev string, s *jobState) {
 	if live != s.live {
 		t.Errorf("%s: after %q: live=%d, but %d executions are not terminal", pos, ev, s.live, live)
 	}
-	if (live == 0) != s.status.Terminal() && s.status != rest.JobCreated && s.status != rest.JobRestarting {
+	if (live == 0) != s.status.Terminal() && s.status != protocol.JobCreated && s.status != protocol.JobRestarting {
 		t.Errorf("%s: after %q: %d live executions, job %s", pos, ev, live, s.status)
 	}
-	if s.status == rest.JobFailed && s.cause == nil {
+	if s.status == protocol.JobFailed && s.cause == nil {
 		t.Errorf("%s: after %q: failed without a cause", pos, ev)
 	}
 }
 
 func TestSetStatusPanicsOnDisallowedTransition(t *testing.T) {
-	all := []rest.JobState{rest.JobCreated, rest.JobRunning, rest.JobRestarting, rest.JobFailing, rest.JobFailed, rest.JobCancelling, rest.JobCanceled, rest.JobFinished}
+	all := []protocol.JobState{protocol.JobCreated, protocol.JobRunning, protocol.JobRestarting, protocol.JobFailing, protocol.JobFailed, protocol.JobCancelling, protocol.JobCanceled, protocol.JobFinished}
 	for _, from := range all {
 		for _, to := range all {
 			s := &jobState{status: from}

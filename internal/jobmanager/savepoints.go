@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"time"
 
 	"github.com/weirhq/weir/internal/checkpoint/coordinator"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
-	"github.com/weirhq/weir/internal/rest"
 )
 
 // Savepoints are checkpoints of kind coordinator.Savepoint forced through the
@@ -177,7 +177,7 @@ func (jm *JobManager) checkSavepointable(jobID string, opts *SavepointOptions) (
 }
 
 func savepointableLocked(j *job) error {
-	if j.state.status != rest.JobRunning {
+	if j.state.status != protocol.JobRunning {
 		return fmt.Errorf("%w: job %s is %s; only a running job can take a savepoint", ErrJobNotRunning, j.spec.ID, j.state.status)
 	}
 	if j.cp == nil || j.cp.stopped {

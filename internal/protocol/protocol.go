@@ -5,7 +5,6 @@ import (
 
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/keygroup"
-	"github.com/weirhq/weir/internal/rest"
 )
 
 // ExecutionID names one attempt of one subtask of one vertex of a job.
@@ -64,7 +63,7 @@ type OperatorRestore struct {
 // TaskStateUpdate reports that an execution reached a state.
 type TaskStateUpdate struct {
 	Exec  ExecutionID
-	State rest.TaskState
+	State TaskState
 	// Failure is set when State is FAILED.
 	Failure *Failure
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"io"
 	"net"
 	"net/http"
@@ -101,9 +102,9 @@ func (c *Client) WaitAllRunning(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		running := d.State == JobRunning && len(d.Vertices) > 0
+		running := d.State == protocol.JobRunning && len(d.Vertices) > 0
 		for _, v := range d.Vertices {
-			running = running && v.Status == TaskRunning
+			running = running && v.Status == protocol.TaskRunning
 		}
 		if running {
 			return nil

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"errors"
+	"github.com/weirhq/weir/internal/protocol"
 	"sync"
 
 	"github.com/weirhq/weir/internal/rest"
@@ -33,8 +34,8 @@ func (f *fakeCluster) Overview() rest.Overview {
 
 func (f *fakeCluster) Jobs() []rest.JobSummary {
 	return []rest.JobSummary{
-		{ID: runningID, Status: rest.JobRunning},
-		{ID: failedID, Status: rest.JobFailed},
+		{ID: runningID, Status: protocol.JobRunning},
+		{ID: failedID, Status: protocol.JobFailed},
 	}
 }
 
@@ -104,17 +105,17 @@ const (
 )
 
 func runningJob() rest.JobDetails {
-	src := []rest.TaskState{rest.TaskRunning, rest.TaskRunning}
-	sink := []rest.TaskState{rest.TaskRunning, rest.TaskDeploying}
+	src := []protocol.TaskState{protocol.TaskRunning, protocol.TaskRunning}
+	sink := []protocol.TaskState{protocol.TaskRunning, protocol.TaskDeploying}
 	srcCounts, sinkCounts := rest.CountStates(src), rest.CountStates(sink)
 	srcState := rest.AggregateVertexState(srcCounts, 2)
 	sinkState := rest.AggregateVertexState(sinkCounts, 2)
 	return rest.JobDetails{
-		ID: runningID, Name: "wordcount", State: rest.JobRunning,
+		ID: runningID, Name: "wordcount", State: protocol.JobRunning,
 		StartTime: 1_700_000_000_000, EndTime: -1, Duration: 5000, MaxParallelism: -1,
 		// Now left zero: the handler fills it from its clock.
-		Timestamps: map[rest.JobState]int64{
-			rest.JobCreated: 1_699_999_999_000, rest.JobRunning: 1_700_000_000_000,
+		Timestamps: map[protocol.JobState]int64{
+			protocol.JobCreated: 1_699_999_999_000, protocol.JobRunning: 1_700_000_000_000,
 		},
 		Vertices: []rest.Vertex{
 			{
@@ -137,7 +138,7 @@ func runningJob() rest.JobDetails {
 				},
 			},
 		},
-		StatusCounts: rest.CountStates([]rest.TaskState{srcState, sinkState}),
+		StatusCounts: rest.CountStates([]protocol.TaskState{srcState, sinkState}),
 		Plan: rest.Plan{Nodes: []rest.PlanNode{
 			{ID: srcVertex, Parallelism: 2, Operator: "", OperatorStrategy: "", Description: "Source: words"},
 			{
@@ -151,11 +152,11 @@ func runningJob() rest.JobDetails {
 // failedJob leaves every optional list and map nil, as a lazy Cluster might.
 func failedJob() rest.JobDetails {
 	return rest.JobDetails{
-		ID: failedID, Name: "broken", State: rest.JobFailed,
+		ID: failedID, Name: "broken", State: protocol.JobFailed,
 		StartTime: 1_700_000_001_000, EndTime: 1_700_000_009_000, Duration: 8000, MaxParallelism: -1,
 		Now: 1_700_000_020_000,
-		Timestamps: map[rest.JobState]int64{
-			rest.JobRunning: 1_700_000_001_000, rest.JobFailed: 1_700_000_009_000,
+		Timestamps: map[protocol.JobState]int64{
+			protocol.JobRunning: 1_700_000_001_000, protocol.JobFailed: 1_700_000_009_000,
 		},
 	}
 }

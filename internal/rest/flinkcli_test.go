@@ -3,6 +3,7 @@ package rest_test
 import (
 	"context"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,13 +18,13 @@ import (
 // Cancel is not used.
 type stateCluster struct{ jobs []rest.JobDetails }
 
-func newStateCluster(states ...rest.JobState) *stateCluster {
+func newStateCluster(states ...protocol.JobState) *stateCluster {
 	c := &stateCluster{}
 	for i, s := range states {
 		d := rest.JobDetails{
 			ID: fmt.Sprintf("%031x%x", 0xabc, i), Name: "job-" + strings.ToLower(string(s)), State: s,
 			StartTime: 1_700_000_000_000 + int64(i)*1000, EndTime: -1, Duration: 1000, MaxParallelism: -1,
-			Timestamps: map[rest.JobState]int64{s: 1_700_000_000_000 + int64(i)*1000},
+			Timestamps: map[protocol.JobState]int64{s: 1_700_000_000_000 + int64(i)*1000},
 		}
 		if s.Terminal() {
 			d.EndTime = d.StartTime + 1000
@@ -65,7 +66,7 @@ func (c *stateCluster) Cancel(id string) error {
 // Weir's job states are Flink's, so Flink's client sorts them the same way.
 func TestFlinkListSections(t *testing.T) {
 	flink := flinktest.Find(t)
-	states := []rest.JobState{rest.JobCreated, rest.JobRunning, rest.JobRestarting, rest.JobFinished, rest.JobCanceled, rest.JobFailed}
+	states := []protocol.JobState{protocol.JobCreated, protocol.JobRunning, protocol.JobRestarting, protocol.JobFinished, protocol.JobCanceled, protocol.JobFailed}
 	c := newStateCluster(states...)
 	srv := rest.NewServer(c)
 	addr, err := srv.Start("127.0.0.1:0")
@@ -77,9 +78,9 @@ func TestFlinkListSections(t *testing.T) {
 		defer cancel()
 		srv.Shutdown(ctx)
 	}()
-	want := map[rest.JobState]string{
-		rest.JobCreated: "Scheduled Jobs", rest.JobRunning: "Running/Restarting Jobs", rest.JobRestarting: "Running/Restarting Jobs",
-		rest.JobFinished: "Terminated Jobs", rest.JobCanceled: "Terminated Jobs", rest.JobFailed: "Terminated Jobs",
+	want := map[protocol.JobState]string{
+		protocol.JobCreated: "Scheduled Jobs", protocol.JobRunning: "Running/Restarting Jobs", protocol.JobRestarting: "Running/Restarting Jobs",
+		protocol.JobFinished: "Terminated Jobs", protocol.JobCanceled: "Terminated Jobs", protocol.JobFailed: "Terminated Jobs",
 	}
 	for _, tc := range []struct {
 		args     []string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"net/http"
 	"slices"
 	"strings"
@@ -203,7 +204,7 @@ func (h *handler) completeDetails(d JobDetails) JobDetails {
 		d.Now = h.opts.clock.NowMillis()
 	}
 	if d.Timestamps == nil {
-		d.Timestamps = map[JobState]int64{}
+		d.Timestamps = map[protocol.JobState]int64{}
 	}
 	vs := make([]Vertex, len(d.Vertices))
 	copy(vs, d.Vertices)

@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"github.com/weirhq/weir/internal/protocol"
 	"reflect"
 	"testing"
 
@@ -36,28 +37,28 @@ func TestJobID(t *testing.T) {
 
 func TestAggregateVertexState(t *testing.T) {
 	const (
-		cr = rest.TaskCreated
-		sc = rest.TaskScheduled
-		de = rest.TaskDeploying
-		ru = rest.TaskRunning
-		fi = rest.TaskFinished
-		cg = rest.TaskCanceling
-		cd = rest.TaskCanceled
-		fa = rest.TaskFailed
+		cr = protocol.TaskCreated
+		sc = protocol.TaskScheduled
+		de = protocol.TaskDeploying
+		ru = protocol.TaskRunning
+		fi = protocol.TaskFinished
+		cg = protocol.TaskCanceling
+		cd = protocol.TaskCanceled
+		fa = protocol.TaskFailed
 	)
 	cases := []struct {
-		states []rest.TaskState
-		want   rest.TaskState
+		states []protocol.TaskState
+		want   protocol.TaskState
 	}{
 		{nil, cr},
-		{[]rest.TaskState{cr, sc, de}, cr},
-		{[]rest.TaskState{ru, de}, ru},
-		{[]rest.TaskState{fi, fi}, fi},
-		{[]rest.TaskState{fi, ru}, ru},
-		{[]rest.TaskState{fi, de}, ru}, // some finished, not all: RUNNING, as Flink
-		{[]rest.TaskState{ru, cd}, cd},
-		{[]rest.TaskState{cd, cg}, cg},
-		{[]rest.TaskState{cg, fa, ru}, fa},
+		{[]protocol.TaskState{cr, sc, de}, cr},
+		{[]protocol.TaskState{ru, de}, ru},
+		{[]protocol.TaskState{fi, fi}, fi},
+		{[]protocol.TaskState{fi, ru}, ru},
+		{[]protocol.TaskState{fi, de}, ru}, // some finished, not all: RUNNING, as Flink
+		{[]protocol.TaskState{ru, cd}, cd},
+		{[]protocol.TaskState{cd, cg}, cg},
+		{[]protocol.TaskState{cg, fa, ru}, fa},
 	}
 	for _, tc := range cases {
 		if got := rest.AggregateVertexState(rest.CountStates(tc.states), len(tc.states)); got != tc.want {
@@ -67,8 +68,8 @@ func TestAggregateVertexState(t *testing.T) {
 }
 
 func TestCountStatesAndTaskCounts(t *testing.T) {
-	m := rest.CountStates([]rest.TaskState{rest.TaskRunning, rest.TaskRunning, rest.TaskFailed})
-	if len(m) != len(rest.TaskStates) || m[rest.TaskRunning] != 2 || m[rest.TaskFailed] != 1 || m[rest.TaskCreated] != 0 {
+	m := rest.CountStates([]protocol.TaskState{protocol.TaskRunning, protocol.TaskRunning, protocol.TaskFailed})
+	if len(m) != len(protocol.TaskStates) || m[protocol.TaskRunning] != 2 || m[protocol.TaskFailed] != 1 || m[protocol.TaskCreated] != 0 {
 		t.Errorf("CountStates = %v", m)
 	}
 	want := rest.TaskCounts{Total: 3, Running: 2, Failed: 1}
@@ -80,7 +81,7 @@ func TestCountStatesAndTaskCounts(t *testing.T) {
 func TestOverviewOf(t *testing.T) {
 	got := rest.OverviewOf(runningJob())
 	want := rest.JobOverview{
-		ID: runningID, Name: "wordcount", State: rest.JobRunning, JobType: rest.JobTypeStreaming,
+		ID: runningID, Name: "wordcount", State: protocol.JobRunning, JobType: rest.JobTypeStreaming,
 		StartTime: 1_700_000_000_000, EndTime: -1, Duration: 5000,
 		LastModification: 1_700_000_000_000,
 		Tasks:            rest.TaskCounts{Total: 4, Running: 3, Deploying: 1},
@@ -91,10 +92,10 @@ func TestOverviewOf(t *testing.T) {
 }
 
 func TestJobStateTerminal(t *testing.T) {
-	for s, want := range map[rest.JobState]bool{
-		rest.JobCreated: false, rest.JobRunning: false, rest.JobFailing: false, rest.JobFailed: true,
-		rest.JobCancelling: false, rest.JobCanceled: true, rest.JobFinished: true,
-		rest.JobRestarting: false, rest.JobSuspended: false,
+	for s, want := range map[protocol.JobState]bool{
+		protocol.JobCreated: false, protocol.JobRunning: false, protocol.JobFailing: false, protocol.JobFailed: true,
+		protocol.JobCancelling: false, protocol.JobCanceled: true, protocol.JobFinished: true,
+		protocol.JobRestarting: false, protocol.JobSuspended: false,
 	} {
 		if s.Terminal() != want {
 			t.Errorf("%s.Terminal() = %v", s, !want)

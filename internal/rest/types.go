@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"errors"
+	"github.com/weirhq/weir/internal/protocol"
 )
 
 // ErrJobNotFound is returned by Cluster.Cancel for a job id the cluster does not
@@ -59,9 +60,9 @@ type Overview struct {
 // a missing number such as pending-operators fails the parse, and the CLI
 // then retries the request until its timeout, printing nothing.
 type JobOverview struct {
-	ID    string   `json:"jid"`
-	Name  string   `json:"name"`
-	State JobState `json:"state"`
+	ID    string            `json:"jid"`
+	Name  string            `json:"name"`
+	State protocol.JobState `json:"state"`
 	// JobType is JobTypeStreaming; Flink also has BATCH.
 	JobType          string     `json:"jobType"`
 	StartTime        int64      `json:"start-time"`
@@ -81,8 +82,8 @@ const JobTypeStreaming = "STREAMING"
 
 // JobSummary is one entry of GET /jobs.
 type JobSummary struct {
-	ID     string   `json:"id"`
-	Status JobState `json:"status"`
+	ID     string            `json:"id"`
+	Status protocol.JobState `json:"status"`
 }
 
 // JobList is the body of GET /jobs.
@@ -118,10 +119,10 @@ type TaskCounts struct {
 
 // JobDetails is the body of GET /jobs/:jobid.
 type JobDetails struct {
-	ID          string   `json:"jid"`
-	Name        string   `json:"name"`
-	IsStoppable bool     `json:"isStoppable"`
-	State       JobState `json:"state"`
+	ID          string            `json:"jid"`
+	Name        string            `json:"name"`
+	IsStoppable bool              `json:"isStoppable"`
+	State       protocol.JobState `json:"state"`
 	// JobType is JobTypeStreaming; left empty, the handler fills it.
 	JobType        string `json:"job-type"`
 	StartTime      int64  `json:"start-time"`
@@ -131,12 +132,12 @@ type JobDetails struct {
 	// Now is the server time of the snapshot; left zero, the handler fills it.
 	Now int64 `json:"now"`
 	// Timestamps holds when the job entered each state it has been in.
-	Timestamps map[JobState]int64 `json:"timestamps"`
-	Vertices   []Vertex           `json:"vertices"`
+	Timestamps map[protocol.JobState]int64 `json:"timestamps"`
+	Vertices   []Vertex                    `json:"vertices"`
 	// StatusCounts counts vertices (not subtasks) per aggregate state; see
 	// CountStates and AggregateVertexState.
-	StatusCounts map[TaskState]int `json:"status-counts"`
-	Plan         Plan              `json:"plan"`
+	StatusCounts map[protocol.TaskState]int `json:"status-counts"`
+	Plan         Plan                       `json:"plan"`
 	// PendingOperators is always 0 (see JobOverview.PendingOperators);
 	// Flink's client needs the field to parse this answer.
 	PendingOperators int `json:"pending-operators"`
@@ -150,17 +151,17 @@ type Vertex struct {
 	// in one group, as Flink's default does; left empty, the handler fills
 	// it with an id derived from the job id. Flink's client cannot parse a
 	// vertex without it.
-	SlotSharingGroupID string    `json:"slotSharingGroupId"`
-	Name               string    `json:"name"`
-	MaxParallelism     int       `json:"maxParallelism"`
-	Parallelism        int       `json:"parallelism"`
-	Status             TaskState `json:"status"` // AggregateVertexState of Tasks
-	StartTime          int64     `json:"start-time"`
-	EndTime            int64     `json:"end-time"` // -1 while not terminal
-	Duration           int64     `json:"duration"`
+	SlotSharingGroupID string             `json:"slotSharingGroupId"`
+	Name               string             `json:"name"`
+	MaxParallelism     int                `json:"maxParallelism"`
+	Parallelism        int                `json:"parallelism"`
+	Status             protocol.TaskState `json:"status"` // AggregateVertexState of Tasks
+	StartTime          int64              `json:"start-time"`
+	EndTime            int64              `json:"end-time"` // -1 while not terminal
+	Duration           int64              `json:"duration"`
 	// Tasks counts the vertex's subtasks per state, every state present.
-	Tasks   map[TaskState]int `json:"tasks"`
-	Metrics VertexMetrics     `json:"metrics"`
+	Tasks   map[protocol.TaskState]int `json:"tasks"`
+	Metrics VertexMetrics              `json:"metrics"`
 }
 
 // VertexMetrics are a vertex's counters summed over its subtasks. The

@@ -15,7 +15,6 @@ import (
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
-	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/task"
 )
@@ -137,7 +136,7 @@ func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
 	if err != nil {
 		return err
 	}
-	spec.Running = func() { tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskRunning}) }
+	spec.Running = func() { tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskRunning}) }
 	r := &running{task: task.New(spec), cancel: make(chan struct{})}
 	tm.mu.Lock()
 	if tm.closed {
@@ -158,13 +157,13 @@ func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
 	tm.mu.Unlock()
 	go func() {
 		defer tm.wg.Done()
-		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskInitializing})
+		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskInitializing})
 		err := r.task.Run(r.cancel)
 		switch {
 		case err == nil:
-			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskFinished})
+			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFinished})
 		case errors.Is(err, task.ErrCanceled):
-			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskCanceled})
+			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskCanceled})
 		default:
 			tm.logger.Info("task failed", "task", r.task.Name(), "err", err)
 			tm.mu.Lock()
@@ -172,7 +171,7 @@ func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
 				tm.errs[d.Exec] = err
 			}
 			tm.mu.Unlock()
-			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: rest.TaskFailed, Failure: failureOf(err)})
+			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFailed, Failure: failureOf(err)})
 		}
 	}()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weirhq/weir/internal/protocol"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func TestSavepointRequestErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.State == rest.JobFinished {
+		if d.State == protocol.JobFinished {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -169,7 +170,7 @@ func TestSavepointWriteFailure(t *testing.T) {
 		t.Fatalf("the next savepoint: %v", err)
 	}
 	d, err := c.Job(ctx, job.ID())
-	if err != nil || d.State != rest.JobRunning {
+	if err != nil || d.State != protocol.JobRunning {
 		t.Fatalf("after a failed savepoint the job is %s (%v), want RUNNING", d.State, err)
 	}
 }
