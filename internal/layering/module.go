@@ -1,0 +1,89 @@
+package layering
+
+// Module is the path of Weir's module; the rules below are relative to it.
+const Module = "github.com/weirhq/weir"
+
+func m(paths ...string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if p == "" {
+			out[i] = Module
+		} else {
+			out[i] = Module + "/" + p
+		}
+	}
+	return out
+}
+
+// controlPlane lists the control plane's packages: the JobManager and what
+// it hosts, the messages it exchanges with TaskManagers, and the pure
+// decisions it drives.
+var controlPlane = m("internal/protocol", "internal/jobmanager/...", "internal/checkpoint/coordinator",
+	"internal/restart", "internal/opcoordinator")
+
+// runtime lists what runs tasks: the data plane, operators, state backends.
+// The control plane must not depend on any of it, so that a JobManager
+// process carries no state backend and a simulator can drive it alone.
+var taskRuntime = append(m("", "internal/launch", "internal/cluster/...", "internal/taskmanager/...",
+	"internal/task/...", "internal/operator/...", "internal/network/...", "internal/statebackend/...",
+	"internal/statespi/...", "internal/keyed/...", "internal/timers/...", "state/...", "connector/..."),
+	"github.com/cockroachdb/pebble/...")
+
+// backends are the concrete keyed state backends.
+var backends = append(m("internal/statebackend/heap/...", "internal/statebackend/pebblekv/..."),
+	"github.com/cockroachdb/pebble/...")
+
+// public lists the packages users import to implement functions, sources,
+// sinks and state (the root builder is checked separately, directly).
+var public = m("state/...", "codec/...", "source/...", "sink/...", "clock/...", "failure/...",
+	"tuple/...", "connector/...")
+
+// pureCores are the deterministic state machines with golden traces: they
+// take events and return actions, and import nothing with I/O.
+var pureCores = m("internal/barrier", "internal/checkpoint/coordinator", "internal/watermark",
+	"internal/restart", "internal/keygroup", "internal/window", "internal/graph")
+
+// Rules are Weir's layering rules (docs/architecture.md).
+var Rules = []Rule{
+	{
+		Name:    "protocol is a leaf",
+		Why:     "the JobManager/TaskManager messages cross a network: plain data over the standard library, so both sides and a simulator can use them without the other's code",
+		From:    m("internal/protocol"),
+		StdOnly: true,
+		Forbid:  []string{"net/http/..."},
+	},
+	{
+		Name:   "control plane does not import the runtime",
+		Why:    "a JobManager schedules, coordinates checkpoints and restarts; operators, state backends, the data plane and Pebble run in TaskManagers",
+		From:   controlPlane,
+		Forbid: taskRuntime,
+	},
+	{
+		Name:   "public packages import no concrete backend",
+		Why:    "a state backend plugs in behind the state SPI's interfaces; the public API must not change when one is added",
+		From:   public,
+		Forbid: backends,
+	},
+	{
+		Name:   "the DataStream API imports no concrete backend",
+		Why:    "operators reach backend speed-ups through the SPI's capability interfaces, checked once per operator",
+		From:   m(""),
+		Forbid: backends,
+		Direct: true,
+	},
+	{
+		Name:   "connectors use only public packages",
+		Why:    "a connector written in another module has only the public contracts; ours must need nothing more (test hooks come in through their config)",
+		From:   m("connector/..."),
+		Forbid: m("internal/..."),
+		Allow:  m("connector/internal/..."),
+		Direct: true,
+	},
+	{
+		Name:    "pure cores stay pure",
+		Why:     "the pure state machines are driven by golden traces and, later, a simulator: they depend on no package of Weir's or anyone's besides the standard library and the key-group arithmetic",
+		From:    pureCores,
+		StdOnly: true,
+		Allow:   m("internal/keygroup"),
+	},
+}
