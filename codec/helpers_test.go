@@ -2,33 +2,20 @@ package codec
 
 import (
 	"bytes"
-	"flag"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/weirhq/weir/internal/testseed"
 )
 
-var seedFlag = flag.Uint64("codec.seed", 0, "seed for randomized codec tests (default: WEIR_SEED or random)")
-
-// newRand returns a generator whose seed is logged, so a failure can be
-// replayed with -codec.seed=N or WEIR_SEED=N.
+// newRand returns a generator seeded by internal/testseed (WEIR_SEED
+// replays a failure).
 func newRand(t testing.TB) *rand.Rand {
 	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		if s, err := strconv.ParseUint(os.Getenv("WEIR_SEED"), 10, 64); err == nil {
-			seed = s
-		}
-	}
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (replay with -codec.seed=%d or WEIR_SEED=%d)", seed, seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return testseed.Rand(t, 0x9e3779b97f4a7c15)
 }
 
 // same is equality for decoded values: floats compare by bits (NaN equals

@@ -12,7 +12,7 @@ import (
 // BenchmarkSourceDiscard is the bare generator as a job: the Nexmark
 // source into a discard sink, chained into one task at parallelism 1, b.N
 // events per round; events/s/core is events per CPU second of the whole
-// process (issue 13's yardstick for q0). Compare with BenchmarkGenerator,
+// process (the yardstick q0 is compared with). Compare with BenchmarkGenerator,
 // the generator alone without the engine.
 func BenchmarkSourceDiscard(b *testing.B) {
 	cfg := nexmark.DefaultConfig()

@@ -14,8 +14,8 @@ func nextPrice(r *javaRandom) int64 {
 // changes only where pow10(y)*100 crosses an integer plus one half, and
 // the approximation is within a relative 1e-14 of it (TestPriceOf), so
 // when it is farther than that from such a point both round alike. That
-// leaves the exp of pow10 (a third of the generator's time) to about one
-// price in a million (7 of 5 M draws).
+// leaves the exp of pow10, the costly part, to about one price in a
+// million.
 func priceOf(y float64) int64 {
 	p := fastPow10(y) * 100
 	k := int64(p) // p >= 1: truncation is floor
@@ -64,8 +64,8 @@ var ln10 = math.Log(10)
 
 // pow10 is math.Pow(10, y) for 0 <= y < 6, bit for bit: the same steps as
 // Go's pure-Go pow (the fraction through Exp(yf*Log(10)), the integer part
-// by successive squarings) without recomputing Log(10) per call, which
-// was a tenth of the generator's time. TestPow10 checks it against
+// by successive squarings) without recomputing Log(10) per call (ln10, on
+// the generator's per-event path). TestPow10 checks it against
 // math.Pow, and the Java test checks the prices against Java's Math.pow.
 func pow10(y float64) float64 {
 	switch y {

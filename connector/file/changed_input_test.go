@@ -87,8 +87,8 @@ func abs(t *testing.T, path string) string {
 
 // A restore into another input (another file, another directory) is a
 // permanent error naming both inputs and saying to resume with the same
-// --input: before, the restored splits went on reading the old input (or
-// read nothing, when it was read to its end) and the job ended as if it
+// --input, never a job whose restored splits go on reading the old input
+// (or read nothing, when it was read to its end) and that ends as if it
 // had read the new one. Checkpoints of Weir before the enumerator recorded
 // its input are refused too when their splits name files outside it.
 func TestRestoreIntoAnotherInputRefused(t *testing.T) {
@@ -189,9 +189,9 @@ func TestRestoreVersion1EnumeratorState(t *testing.T) {
 
 // A restored split whose file was truncated, replaced by a shorter one,
 // or deleted after the checkpoint is a permanent error naming the file and
-// the offset it was to be read from: before, the reader found the end of
-// the file early (or failed to open it on every restart) and the job went
-// on without the lines.
+// the offset it was to be read from, never a reader that finds the end of
+// the file early (or fails to open it on every restart) and a job that
+// goes on without the lines.
 func TestRestoreChangedFileRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

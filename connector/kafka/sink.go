@@ -17,7 +17,6 @@ import (
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/failure"
-	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/sink"
 )
 
@@ -41,6 +40,15 @@ type SinkConfig struct {
 	// exceed the checkpoint interval and not exceed the broker's
 	// transaction.max.timeout.ms.
 	TransactionTimeout time.Duration
+	// CrashHook, when set, is called at the named points of the
+	// exactly-once protocol; it is a testing hook, for tests that kill the
+	// process in each window of the protocol (internal/crashpoint.Hit is
+	// one). The points: "kafka-sink-write" (in Write, every record, with
+	// ExactlyOnce), "kafka-sink-after-precommit" (PrepareCommit is about to
+	// return a committable), "kafka-sink-before-commit" (Commit, before the
+	// transactions are committed in Kafka) and "kafka-sink-after-commit"
+	// (Commit, after they were). Nil: no hook, and no cost.
+	CrashHook func(point string)
 }
 
 // Sink writes records to a Kafka topic; see docs/kafka.md (Sink) for the
@@ -78,6 +86,13 @@ func NewSink[T any](cfg SinkConfig, s Serializer[T]) (*Sink[T], error) {
 	}
 	cfg.Brokers = append([]string(nil), cfg.Brokers...)
 	return &Sink[T]{cfg: cfg, ser: s}, nil
+}
+
+// crash calls hook (SinkConfig.CrashHook), if set, at point.
+func crash(hook func(point string), point string) {
+	if hook != nil {
+		hook(point)
+	}
 }
 
 // CommittableCodec implements sink.TwoPhaseCommitting.
@@ -179,7 +194,7 @@ func (s *Sink[T]) CreateCommitter(sc sink.Context) (sink.Committer[Committable],
 		cancel()
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	return &committer{cl: cl, ctx: ctx, cancel: cancel}, nil
+	return &committer{cl: cl, ctx: ctx, cancel: cancel, crashHook: s.cfg.CrashHook}, nil
 }
 
 // transactionalID names the transaction a subtask opens after the barrier
@@ -341,8 +356,8 @@ func (w *writer[T]) Write(v T, ts int64) error {
 			return err
 		}
 	}
-	if w.s.cfg.Guarantee == ExactlyOnce {
-		crashpoint.Hit("kafka-sink-write")
+	if h := w.s.cfg.CrashHook; h != nil && w.s.cfg.Guarantee == ExactlyOnce {
+		h("kafka-sink-write")
 	}
 	r := &kgo.Record{Key: key, Value: value}
 	if ts != math.MinInt64 {
@@ -409,7 +424,7 @@ func (w *writer[T]) PrepareCommit() ([]Committable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: the producer id of %s: %w", w.txnID, err)
 	}
-	crashpoint.Hit("kafka-sink-after-precommit")
+	crash(w.s.cfg.CrashHook, "kafka-sink-after-precommit")
 	return []Committable{{TransactionalID: w.txnID, ProducerID: pid, Epoch: epoch}}, nil
 }
 
@@ -447,9 +462,10 @@ func (nopCommitter) Close() error               { return nil }
 // their stored producer id and epoch, sent to the transaction coordinator
 // (kgo finds it with FindCoordinator of type transaction).
 type committer struct {
-	cl     *kgo.Client
-	ctx    context.Context
-	cancel context.CancelFunc
+	cl        *kgo.Client
+	ctx       context.Context
+	cancel    context.CancelFunc
+	crashHook func(point string) // SinkConfig.CrashHook
 }
 
 // ErrTransactionLost is wrapped by the error of a Commit that found its
@@ -458,13 +474,13 @@ type committer struct {
 var ErrTransactionLost = errors.New("kafka sink: a pre-committed transaction can no longer be committed")
 
 func (c *committer) Commit(cs []Committable) error {
-	crashpoint.Hit("kafka-sink-before-commit")
+	crash(c.crashHook, "kafka-sink-before-commit")
 	for _, x := range cs {
 		if err := c.commit(x); err != nil {
 			return err
 		}
 	}
-	crashpoint.Hit("kafka-sink-after-commit")
+	crash(c.crashHook, "kafka-sink-after-commit")
 	return nil
 }
 

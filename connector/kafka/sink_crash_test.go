@@ -21,7 +21,8 @@ const crashRecords = 3000
 // limited, into the exactly-once sink at parallelism 2, checkpointing into
 // dir every 30 ms; resume is Config.ResumeFrom.
 func crashJob(brokers []string, dir, resume string) error {
-	snk, err := kafka.NewSink(kafka.SinkConfig{Brokers: brokers, Topic: "out", Guarantee: kafka.ExactlyOnce, TransactionalIDPrefix: "crash"}, strSer)
+	snk, err := kafka.NewSink(kafka.SinkConfig{Brokers: brokers, Topic: "out", Guarantee: kafka.ExactlyOnce, TransactionalIDPrefix: "crash",
+		CrashHook: crashpoint.Hit}, strSer)
 	if err != nil {
 		return err
 	}

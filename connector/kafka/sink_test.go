@@ -448,3 +448,40 @@ func TestPrefixesDoNotInterfere(t *testing.T) {
 		t.Fatalf("read_committed reads %v, want the 6 records", got)
 	}
 }
+
+// SinkConfig.CrashHook is called at each point of the exactly-once
+// protocol, in protocol order, and with AtLeastOnce at none of them.
+func TestCrashHookPoints(t *testing.T) {
+	for _, tc := range []struct {
+		g    kafka.Guarantee
+		want []string
+	}{
+		{kafka.ExactlyOnce, []string{"kafka-sink-write", "kafka-sink-write", "kafka-sink-after-precommit", "kafka-sink-before-commit", "kafka-sink-after-commit"}},
+		{kafka.AtLeastOnce, nil},
+	} {
+		brokers := cluster(t)
+		var got []string
+		s, err := kafka.NewSink(kafka.SinkConfig{Brokers: brokers, Topic: "out", Guarantee: tc.g, TransactionalIDPrefix: "app",
+			CrashHook: func(point string) { got = append(got, point) }}, strSer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.CreateWriter(ctxFor(0, 1, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.CreateCommitter(ctxFor(0, 1, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, w, "a:1", "b:1")
+		if err := c.Commit(prepare(t, w, 1)); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		c.Close()
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("%v: hook called at %q, want %q", tc.g, got, tc.want)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func KeyedCount(ctx context.Context, n int64, parallelism int, backend string, i
 	return KeyedCountKeys(ctx, n, 10_000, parallelism, backend, interval, dir)
 }
 
-// WindowCount is the window benchmark of issue 9: a generator of (key, 1)
+// WindowCount is the window benchmark (`weir bench window`): a generator of (key, 1)
 // with event time advancing 1 ms every 1000 events (a million events per
 // second of event time), bounded-out-of-orderness watermarks, keyBy(i mod
 // keys), and a count per key in the windows of assigner, emitted and

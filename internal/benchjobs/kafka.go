@@ -15,7 +15,7 @@ import (
 	"github.com/weirhq/weir/connector/kafka"
 )
 
-// The Kafka -> map -> Kafka benchmark of issue 11 (`weir bench kafka`):
+// The Kafka -> map -> Kafka benchmark (`weir bench kafka`):
 // KafkaCreateTopic and KafkaPreload prepare the input (not measured),
 // KafkaMap is the measured job, KafkaCountCommitted checks its output.
 

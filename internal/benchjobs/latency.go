@@ -15,7 +15,7 @@ import (
 	"github.com/weirhq/weir/tuple"
 )
 
-// The latency benchmark of issue 12 (`weir bench latency`): the keyed job
+// The latency benchmark (`weir bench latency`): the keyed job
 // of KeyedCountKeys with a paced source whose records carry the instant
 // they were due, and a sink that puts now minus that instant into a
 // histogram per subtask.

@@ -29,7 +29,7 @@ import (
 	"github.com/weirhq/weir/state"
 )
 
-// The savepoint benchmark of issue 10: a keyed job loads StateBytes of
+// The savepoint benchmark (`weir bench savepoint`): a keyed job loads StateBytes of
 // ValueState (Keys keys of 8 bytes, each with a value of ValueBytes bytes
 // derived from its key), takes a savepoint, is canceled, and is restored
 // from the savepoint at each restore parallelism; every restored job reads

@@ -9,9 +9,10 @@ import (
 	"github.com/weirhq/weir/internal/benchjobs"
 )
 
-// The benchmarks of issue 12's side-by-side comparison with Flink that
-// were only `go test -bench` jobs: keyed (rows d and e), window (a 10 s
-// tumbling event-time window count) and intervaljoin. bench.go parses the
+// The benchmarks of the side-by-side comparison with Flink
+// (scripts/bench-flink) that share the flags --keys and --state-backend:
+// keyed (rows d and e), window (a 10 s tumbling event-time window count)
+// and intervaljoin. bench.go parses the
 // common flags and hands these names to benchJobCheck and benchJobRun.
 
 // benchJobFlags are the flags only these benchmarks take.

@@ -15,7 +15,7 @@ import (
 	"github.com/weirhq/weir/internal/cpumeter"
 )
 
-// benchKafka is `weir bench kafka` (issue 11): Kafka -> map -> Kafka with a
+// benchKafka is `weir bench kafka`: Kafka -> map -> Kafka with a
 // delivery guarantee, against a running broker. It creates fresh input and
 // output topics, preloads the input (not measured), runs the bounded job
 // and measures this process's CPU and wall time from the job's start to its

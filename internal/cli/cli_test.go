@@ -128,7 +128,7 @@ func TestBench(t *testing.T) {
 	}
 }
 
-// Finding 6 and 7: every flag is validated with a usage error (exit 2) that
+// Every flag is validated with a usage error (exit 2) that
 // names it; --help prints usage and exits 0; no panic reaches the user.
 func TestFlagValidation(t *testing.T) {
 	for _, tc := range []struct {

@@ -17,7 +17,7 @@ import (
 	"github.com/weirhq/weir/internal/testseed"
 )
 
-// Tests of issue 34's command line: one exit code per kind of mistake in
+// Tests of the command line: one exit code per kind of mistake in
 // every command, each command's own help, empty flag values, outputs that
 // are inputs, the address forms, relative savepoint directories and the
 // flags' aliases.
@@ -105,9 +105,9 @@ func deadAddress(t *testing.T) string {
 }
 
 // Every command: usage mistakes exit 2 with a message naming what is
-// wrong, failures exit 1. Before issue 34 an unknown job ID exited 1 while
-// an unknown job name exited 2, a missing nexmark input exited 2 while a
-// missing weir run input exited 1, and `weir help frob` printed the help.
+// wrong, failures exit 1, whatever the command: an unknown job ID and an
+// unknown job name alike, a missing nexmark input and a missing weir run
+// input alike, and `weir help frob` is a mistake, not the help.
 func TestExitCodePerMistake(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.txt")
@@ -233,10 +233,10 @@ func TestCommandHelp(t *testing.T) {
 	}
 }
 
-// A flag given an empty value is a usage error naming it, where "" used to
-// mean the default: three runs with --from ” started from the beginning
-// each time and left 6,000 lines for 2,000 inputs. run's --address "" (no
-// REST API) keeps its meaning.
+// A flag given an empty value is a usage error naming it, never the
+// default: --from "" taken as "from the beginning" would make every
+// resumed run start over and write the output again. run's --address ""
+// (no REST API) keeps its meaning.
 func TestEmptyFlagValues(t *testing.T) {
 	dir := t.TempDir()
 	in, out, ck := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out"), filepath.Join(dir, "ck")

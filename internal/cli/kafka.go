@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/connector/kafka"
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/jobs/badrecords"
 	"github.com/weirhq/weir/jobs/kafkakeyedcount"
 )
@@ -88,5 +89,5 @@ func runKafkaKeyedCount(ctx context.Context, f jobFlags, cfg weir.Config, stderr
 	}
 	return kafkakeyedcount.Run(ctx, kafkakeyedcount.Options{Brokers: brokers, InputTopic: f.inputTopic, OutputTopic: f.outputTopic,
 		Group: f.group, Guarantee: g, TransactionalIDPrefix: f.txnPrefix, Bounded: f.bounded, Config: cfg,
-		BadRecords: bad, DeadLetterTopic: f.bad.deadLetterTopic})
+		BadRecords: bad, DeadLetterTopic: f.bad.deadLetterTopic, CrashHook: crashpoint.Hit})
 }

@@ -30,8 +30,8 @@ func waitCheckpoints(t *testing.T, pr *proc, n int) {
 
 // Stop with a savepoint, then the README's resume (--from latest): the run
 // resumes from the stop's savepoint, newer than the retained checkpoints,
-// and the output holds every count exactly once. (It used to pick the
-// older checkpoint and write what came after it twice.)
+// and the output holds every count exactly once (resuming from an older
+// checkpoint would write what came after it twice).
 func TestProcessStopThenResumeLatest(t *testing.T) {
 	r := testseed.Rand(t, 0)
 	dir := t.TempDir()

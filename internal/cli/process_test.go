@@ -109,9 +109,9 @@ func writeWords(t *testing.T, path string, lines int) {
 	}
 }
 
-// Finding 1: memory grew with the square of the parallelism (1.3 GB at 128
-// on a tiny file; 24 GB at 1000). Now parallelism 256 runs in a few seconds
-// and well under 500 MB.
+// Memory grows at most linearly with the parallelism, not with its square:
+// parallelism 256 on a tiny file runs in a few seconds and well under
+// 500 MB.
 func TestProcessHighParallelismBoundedMemory(t *testing.T) {
 	p := 256
 	if testing.Short() {
@@ -159,7 +159,7 @@ func TestProcessNetworkMemoryExceededFailsFast(t *testing.T) {
 	}
 }
 
-// Finding 1 (cont.) and the exit codes: SIGTERM at any moment of a wide run
+// A wide run and the exit codes: SIGTERM at any moment of a wide run
 // ends it within 2 seconds with exit code 130, leaving nothing behind.
 func TestProcessSigtermAtAnyMoment(t *testing.T) {
 	r := testseed.Rand(t, 0)
@@ -243,7 +243,7 @@ func sortedLines(t *testing.T, path string) string {
 	return strings.Join(lines, "\n")
 }
 
-// Finding 7: exit codes are the same for every job and way of stopping, and
+// Exit codes are the same for every job and way of stopping, and
 // every failure is printed once.
 func TestProcessExitCodes(t *testing.T) {
 	dir := t.TempDir()
@@ -300,7 +300,7 @@ func waitStarted(t *testing.T, pr *proc) (id, addr string) {
 	return "", ""
 }
 
-// Finding 2: with the default port taken, a job still runs and its REST API
+// With the default port taken, a job still runs and its REST API
 // listens on a free port, printed; a port given explicitly that is taken
 // fails at once; the printed address is the one bound (not :0).
 func TestProcessRESTAddress(t *testing.T) {

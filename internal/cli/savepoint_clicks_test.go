@@ -68,13 +68,13 @@ func clicksMismatches(outputs []string, want map[string]int64) []string {
 	return bad
 }
 
-// Issue 34: a job without periodic checkpoints (clicks takes none) takes a
+// A job without periodic checkpoints (clicks takes none) takes a
 // savepoint into its --savepoint-dir, is stopped with another at a random
 // moment (the process exits 0), and a run resumed from the stop's
 // savepoint at another parallelism counts the remaining clicks: every page's
 // running counts across both runs are exactly those the generator's clicks
-// give (none twice, none lost). Before, clicks refused --savepoint-dir and
-// the savepoint request was refused.
+// give (none twice, none lost). A job that takes no periodic checkpoints
+// still accepts --savepoint-dir and savepoint requests.
 func TestProcessClicksSavepointStopResume(t *testing.T) {
 	r := testseed.Rand(t, 0)
 	const count = 3000
@@ -150,8 +150,8 @@ func TestClicksMismatches(t *testing.T) {
 	}
 }
 
-// Issue 34: keyed-count with --checkpoint-interval 0 (no periodic
-// checkpoints; refused before) and --max-parallelism 256 (absent before) is
+// Keyed-count with --checkpoint-interval 0 (no periodic checkpoints) and
+// --max-parallelism 256 is
 // stopped with a savepoint at a random moment at parallelism 2, and
 // resumes at parallelism 200, above the default max parallelism 128; the
 // committed output equals the reference. A resume above the savepoint's max
@@ -206,8 +206,8 @@ func TestProcessMaxParallelismResume(t *testing.T) {
 	t.Logf("stopped with %d of %d lines committed", stopped, len(want))
 }
 
-// The run flags of issue 34's savepoint part are validated with usage
-// errors (exit 2) naming them.
+// The run flags about savepoints are validated with usage errors (exit 2)
+// naming them.
 func TestSavepointRunFlagValidation(t *testing.T) {
 	kc := []string{"run", "keyed-count", "--input", "a", "--output", "b", "--checkpoint-dir", "c"}
 	for _, tc := range []struct {
@@ -230,8 +230,9 @@ func TestSavepointRunFlagValidation(t *testing.T) {
 	}
 }
 
-// Issue 34: a relative weir savepoint --dir (and weir stop's) is the
-// command's directory; it was sent as is and resolved in the job's.
+// A relative weir savepoint --dir (and weir stop's) is resolved in the
+// command's working directory, not the job's: the command sends it
+// absolute.
 func TestSavepointRelativeDir(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {

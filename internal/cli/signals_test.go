@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// Issue 34: every terminating signal cancels the job the same way: SIGHUP
-// (the terminal closed) and SIGQUIT (Ctrl-\) as SIGINT and SIGTERM, exit
-// 130 after the job was canceled. Before, SIGHUP killed the process without
-// canceling and SIGQUIT exited 2, the usage code.
+// Every terminating signal cancels the job the same way: SIGHUP (the
+// terminal closed) and SIGQUIT (Ctrl-\) as SIGINT and SIGTERM, exit 130
+// after the job was canceled; none kills the process without canceling,
+// and none exits 2, the usage code.
 func TestProcessSignalsCancel(t *testing.T) {
 	if signalIgnoredHere(t, syscall.SIGHUP) {
 		t.Log("SIGHUP is ignored in this process (nohup), and so in weir's: its case is left out")

@@ -8,4 +8,8 @@
 // point is reached, WEIR_CRASH_AT=NAME:N the N-th time. Nothing is flushed
 // or closed on the way out, as in a real crash. Points are cheap when unset
 // (one atomic load), but they are still kept off per-record paths.
+//
+// Connectors do not import this package (they use only public packages):
+// the Kafka sink calls its SinkConfig.CrashHook at its points, and the weir
+// command (internal/cli) sets that hook to Hit for kafka-keyed-count.
 package crashpoint

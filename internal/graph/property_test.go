@@ -3,25 +3,10 @@ package graph
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-)
 
-// testSeed returns the seed of a randomized test: WEIR_SEED if set, otherwise
-// a fresh one. It logs the seed so that a failure can be reproduced.
-func testSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := rand.Uint64()
-	if s := os.Getenv("WEIR_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatalf("WEIR_SEED=%q: %v", s, err)
-		}
-	}
-	t.Logf("seed %d (WEIR_SEED=%d reproduces this run)", seed, seed)
-	return seed
-}
+	"github.com/weirhq/weir/internal/testseed"
+)
 
 // nodeSpec describes a node; spec.build makes a fresh StreamGraph each time,
 // since Compile resolves default edges in place.
@@ -106,7 +91,7 @@ func mustCompile(t *testing.T, s spec) *JobGraph {
 }
 
 func TestOperatorIDProperties(t *testing.T) {
-	r := rand.New(rand.NewPCG(testSeed(t), 0))
+	r := rand.New(rand.NewPCG(testseed.New(t), 0))
 	rescaledWithFlips := 0
 	for iter := range 300 {
 		s := randomSpec(r)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 // flinkPointwise is Apache Flink's POINTWISE wiring, transcribed from
@@ -39,7 +41,7 @@ func flinkPointwise(p, q int) [][]int {
 }
 
 func TestWiringProperties(t *testing.T) {
-	r := rand.New(rand.NewPCG(testSeed(t), 0))
+	r := rand.New(rand.NewPCG(testseed.New(t), 0))
 	for p := 1; p <= 64; p++ {
 		for q := 1; q <= 64; q++ {
 			for _, pat := range []Pattern{AllToAll, Pointwise} {

@@ -4,28 +4,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// testSeed returns a random seed, or WEIR_SEED when set, and logs it.
-func testSeed(t testing.TB) uint64 {
-	t.Helper()
-	seed := rand.Uint64()
-	if s := os.Getenv("WEIR_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WEIR_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (rerun with WEIR_SEED=%d)", seed, seed)
-	return seed
-}
+	"github.com/weirhq/weir/internal/testseed"
+)
 
 func named(p *BufferPool, name string) *Buffer {
 	b := p.TryRequest()
@@ -141,7 +126,7 @@ func TestGateTwoInputs(t *testing.T) {
 // checks per-channel FIFO order, that nothing is lost or duplicated, and that
 // a channel never holds more buffers than the credit it granted.
 func TestGateStress(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.New(t)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	const producers = 5
 	perProducer := 3000

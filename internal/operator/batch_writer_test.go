@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 type wpair struct{ A, B int64 }
@@ -65,7 +66,7 @@ func drain(t *testing.T, subs, bufSize int, write func(w *Writer[wpair])) [][][]
 // channels as one fed the same records one by one, across buffer ends,
 // timestamps, watermarks and flushes.
 func TestWriterBatchMatchesElements(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.New(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for round := range 20 {
 		subs := 1 + rng.IntN(4)
@@ -157,7 +158,7 @@ func (s seenBatches) ProcessBatch(vs []wpair, ts int64) {
 // them one by one, over buffers holding records with and without
 // timestamps, and stops asked for mid-buffer.
 func TestReaderBatchMatchesElements(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.New(t)
 	rng := rand.New(rand.NewPCG(seed, 8))
 	c := wpairCodec(t)
 	for round := range 20 {

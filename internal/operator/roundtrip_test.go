@@ -5,30 +5,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/testseed"
 )
-
-// testSeed returns a random seed, or WEIR_SEED when set, and logs it.
-func testSeed(t testing.TB) uint64 {
-	t.Helper()
-	seed := rand.Uint64()
-	if s := os.Getenv("WEIR_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WEIR_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (rerun with WEIR_SEED=%d)", seed, seed)
-	return seed
-}
 
 // event is one thing a channel carries: a record, a watermark or its end.
 type event struct {
@@ -74,7 +58,7 @@ type rtConfig struct {
 }
 
 func TestWriterReaderRoundTrip(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.New(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	records := 1500
 	if testing.Short() {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,22 +16,9 @@ import (
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/testseed"
 	"github.com/weirhq/weir/state"
 )
-
-// seed returns the seed of a randomized test: WEIR_SEED if set, else the time.
-// It is logged so that any failure reproduces.
-func seed(t *testing.T) uint64 {
-	s := uint64(time.Now().UnixNano())
-	if v := os.Getenv("WEIR_SEED"); v != "" {
-		var err error
-		if s, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("WEIR_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("seed %d (rerun with WEIR_SEED=%d)", s, s)
-	return s
-}
 
 const testMaxPar = 32
 
@@ -367,7 +353,7 @@ func kindsMixed(r *rand.Rand) func(int) string {
 // backend, on Pebble, and on a mixed cluster at another parallelism: every
 // observation must be identical.
 func TestMetamorphicHeapVsPebble(t *testing.T) {
-	s := seed(t)
+	s := testseed.New(t)
 	steps := 4000
 	if testing.Short() {
 		steps = 1500
@@ -403,7 +389,7 @@ func TestMetamorphicHeapVsPebble(t *testing.T) {
 // reading all old snapshots, and checks that every key's state is as at the
 // snapshot and that the restored cluster then behaves like the original.
 func TestSnapshotRestoreRescale(t *testing.T) {
-	s := seed(t)
+	s := testseed.New(t)
 	for run := range 3 {
 		rnd := rand.New(rand.NewPCG(s, uint64(run)+100))
 		clk := clock.NewManual(5_000)

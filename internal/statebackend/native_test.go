@@ -10,6 +10,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/testseed"
 	"github.com/weirhq/weir/internal/timers"
 )
 
@@ -17,7 +18,7 @@ import (
 // checkpoints of a Pebble cluster and restores them at parallelism 1 to 4:
 // the state of every key is as at the checkpoint.
 func TestNativeCheckpointRestoreRescale(t *testing.T) {
-	s := seed(t)
+	s := testseed.New(t)
 	rnd := rand.New(rand.NewPCG(s, 7))
 	clk := clock.NewManual(5_000)
 	orig := newCluster(t, clk, 3, kindsAll(KindPebble))

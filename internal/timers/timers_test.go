@@ -7,23 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/testseed"
 )
-
-func seed(t *testing.T) uint64 {
-	s := uint64(time.Now().UnixNano())
-	if v := os.Getenv("WEIR_SEED"); v != "" {
-		s, _ = strconv.ParseUint(v, 10, 64)
-	}
-	t.Logf("seed %d (rerun with WEIR_SEED=%d)", s, s)
-	return s
-}
 
 const maxPar = 16
 
@@ -76,7 +66,7 @@ type ref map[string]bool // "domain|ts|key|ns"
 // random operations (including snapshots interleaved with writes) and
 // compares what fires.
 func TestAgainstReference(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(seed(t), 1))
+	rnd := rand.New(rand.NewPCG(testseed.New(t), 1))
 	s := New(keygroup.Range{Start: 0, End: maxPar - 1})
 	model := ref{}
 	var snaps [][]snapshot.Source
@@ -208,7 +198,7 @@ func fireAll(t *testing.T, rs []*snapshot.Reader, rng keygroup.Range) ref {
 // at parallelism 1 to 4 from all snapshots: together the new subtasks hold
 // exactly the old timers, each in the subtask owning its key group.
 func TestRescale(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(seed(t), 2))
+	rnd := rand.New(rand.NewPCG(testseed.New(t), 2))
 	const oldPar = 3
 	var olds []*Service
 	for i := range oldPar {
@@ -343,7 +333,7 @@ func TestRestoresEarlierSnapshot(t *testing.T) {
 // compacting them), firing and deleting: the snapshot holds the timers of
 // its moment (run with -race).
 func TestSnapshotWhileWriting(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(seed(t), 3))
+	rnd := rand.New(rand.NewPCG(testseed.New(t), 3))
 	rng := keygroup.Range{Start: 0, End: maxPar - 1}
 	s := New(rng)
 	model := ref{}
@@ -407,7 +397,7 @@ func TestSnapshotWhileWriting(t *testing.T) {
 // advance fires exactly the model's due timers in (timestamp, key group,
 // id) order, and Len and every snapshot agree with the model.
 func TestMovedTimersAgainstReference(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(seed(t), 7))
+	rnd := rand.New(rand.NewPCG(testseed.New(t), 7))
 	all := keygroup.Range{Start: 0, End: maxPar - 1}
 	s := New(all)
 	type tmr struct {
@@ -532,7 +522,7 @@ func TestMovedTimersAgainstReference(t *testing.T) {
 // snapshots are taken: every timer fires once, in (timestamp, key group,
 // id) order, and nothing else fires.
 func TestFiringCallbacksAgainstReference(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(seed(t), 11))
+	rnd := rand.New(rand.NewPCG(testseed.New(t), 11))
 	all := keygroup.Range{Start: 0, End: maxPar - 1}
 	s := New(all)
 	type tmr struct {

@@ -23,7 +23,7 @@ func newSetup(t *testing.T, guarantee string) setup {
 	return s
 }
 
-// killAndResume is the acceptance test of issue 11 for one guarantee: a
+// killAndResume is kafka-keyed-count's acceptance test for one guarantee: a
 // producer writes input while weir run kafka-keyed-count (p=2, checkpoints
 // every 300 ms, 3 input partitions) is killed with SIGKILL at random moments
 // and restarted with --from latest; then the producer stops and a last run

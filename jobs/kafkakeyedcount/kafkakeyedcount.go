@@ -40,6 +40,10 @@ type Options struct {
 	// the transactional ids TransactionalIDPrefix+".dead-letter").
 	DeadLetterTopic string
 	Config          weir.Config
+	// CrashHook is the Kafka sinks' SinkConfig.CrashHook (the output's and
+	// the dead-letter sink's): a testing hook, set by the weir command to
+	// kill the process at the point WEIR_CRASH_AT names. Nil: none.
+	CrashHook func(point string)
 }
 
 // input is one record of the input topic: a parsed record, a blank one, or
@@ -114,6 +118,7 @@ func Build(env *weir.Environment, o Options) error {
 		Topic:                 o.OutputTopic,
 		Guarantee:             o.Guarantee,
 		TransactionalIDPrefix: o.TransactionalIDPrefix,
+		CrashHook:             o.CrashHook,
 	}, Serialize)
 	if err != nil {
 		return err
@@ -133,6 +138,7 @@ func Build(env *weir.Environment, o Options) error {
 			Topic:                 o.DeadLetterTopic,
 			Guarantee:             o.Guarantee,
 			TransactionalIDPrefix: prefix,
+			CrashHook:             o.CrashHook,
 		}, func(line string) (key, value []byte, err error) { return nil, []byte(line), nil })
 		if err != nil {
 			return err

@@ -144,9 +144,9 @@ func runFaultCase(t *testing.T, seed uint64) {
 	// once a final checkpoint completes (it commits the sink's files). An
 	// incremental Pebble checkpoint writes about seven objects a keyed
 	// subtask (its native files, timers, channel state) where a canonical
-	// one writes one or two: at the same rate per write, 10% made ~95% of
-	// its checkpoints fail at parallelism 4, and on a loaded machine the
-	// final checkpoint then took longer than the job's deadline. So the
+	// one writes one or two: at the same rate per write, 10% would fail
+	// ~95% of its checkpoints at parallelism 4, and on a loaded machine the
+	// final checkpoint would outlast the job's deadline. So the
 	// rate per write is lower there, for a comparable rate per checkpoint.
 	errorRate := 0.05 * float64(r.IntN(3))
 	if incremental {

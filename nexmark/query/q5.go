@@ -49,8 +49,8 @@ import (
 //     count and clears the window's state.
 //
 // So each auction costs one timer per 2 s slice, not one per (auction,
-// window) as Weir's sliding windows would (five times as many timers, half
-// of the query's time at 2 M events), and no operator holds all windows:
+// window) as Weir's sliding windows would (five times as many timers, the
+// larger part of the query's cost), and no operator holds all windows:
 // each window's state is under its own key.
 //
 // Append-only, as in Flink, where the join of the two window aggregates
@@ -101,9 +101,9 @@ func q5EmitSlice(ctx weir.WindowContext[int64], counts []int64, out weir.Collect
 // append, no lookup per count: an auction's counts come once per slice)
 // and added up per auction only when the window fires, in an array
 // indexed by auction id when the ids are dense, as Nexmark's are (a Go map
-// otherwise). Map state (auction -> count) did the same work with a map
-// lookup per count, a cache miss in a map of every auction of the window:
-// 1.03 M against 1.30 M events/s per core at 10 M events (docs/nexmark.md).
+// otherwise). Not map state (auction -> count): it would do the same work
+// with a map lookup per count, a cache miss in a map of every auction of
+// the window.
 type q5Hottest struct {
 	counts state.ListState[q5Pair]
 	// armed holds the windows whose timer this instance registered, so

@@ -28,7 +28,7 @@ import (
 // A window join of people and auctions on id = seller: both sides, cut down
 // to what the join needs (a person's id and name; an auction's seller) and
 // tagged by one pass over the events (the two views at once: People and
-// Auctions would each copy every event, 12% of the query's CPU), are keyed
+// Auctions would each copy every event), are keyed
 // by the person id / seller and put into Weir's tumbling event-time windows
 // of 10 s, where an incremental aggregate (a co-group that keeps no
 // elements) collects the window's distinct names of the person and whether

@@ -12,12 +12,10 @@ import (
 // A file store writes streamed objects (snapshots, SSTs) itself rather than
 // through fileblob, to write them with direct I/O where the file system
 // allows it: a checkpoint's files are written once and read only by a
-// restore, so passing them through the page cache only costs. On the
-// machines Weir is measured on, a buffered write of 1.7 GB (one checkpoint
-// of Nexmark's q20) took 4.2 s of system CPU in the writing process (the
-// kernel allocating and copying page-cache pages) and the same write with
-// O_DIRECT 0.14 s; the job's throughput per core is what a checkpoint
-// costs it.
+// restore, so passing them through the page cache only costs: the kernel
+// allocating and copying page-cache pages is system CPU of the writing
+// process, taken from the job's throughput per core (docs/benchmarks.md,
+// "Snapshot files bypass the page cache").
 //
 // Direct I/O needs the buffer's address, the length and the file offset
 // aligned to the device's logical block: whole blocks go out from an
@@ -43,9 +41,8 @@ const fileWriteBuffer = 1 << 20
 // the caller's buffer (the snapshot writer's bufio flushes, 256 KiB). Such
 // a write waits for the device, as the caller may reuse its buffer when
 // Write returns; smaller pieces (io.Copy's 32 KiB, from an upload of a
-// Pebble file) are copied and written behind: a native savepoint of
-// 143 MB made of 32 KiB direct writes, each waiting for the device, took
-// 0.95 s where buffered writes had taken 0.65 s.
+// Pebble file) are copied and written behind, so that small pieces never
+// each wait for the device.
 const zeroCopyMin = 256 << 10
 
 // fileBuffers holds aligned buffers of fileWriteBuffer bytes.
