@@ -2,9 +2,6 @@ package protocol
 
 import (
 	"fmt"
-
-	"github.com/weirhq/weir/internal/checkpoint/storage"
-	"github.com/weirhq/weir/internal/keygroup"
 )
 
 // ExecutionID names one attempt of one subtask of one vertex of a job.
@@ -26,9 +23,10 @@ func (e ExecutionID) String() string {
 type Deployment struct {
 	Exec ExecutionID
 	Slot int
-	// KeyHash is the attempt's key hash version: the one of the state it
-	// restores, which every task of the attempt must use.
-	KeyHash keygroup.HashVersion
+	// KeyHash is the attempt's key hash version (a keygroup.HashVersion):
+	// the one of the state it restores, which every task of the attempt
+	// must use.
+	KeyHash uint8
 	// Restore is the state to restore before the task opens; nil for a
 	// fresh start.
 	Restore *TaskRestore
@@ -51,13 +49,13 @@ type OperatorRestore struct {
 	OperatorID string
 	// Keyed lists the keyed snapshots whose key groups overlap this
 	// subtask's range (one, unless the parallelism changed).
-	Keyed []storage.KeyedHandle
+	Keyed []KeyedHandle
 	// Operator is this subtask's operator state, encoded in the canonical
 	// operator snapshot format (already redistributed); nil if none.
 	Operator []byte
 	// InputChannels and OutputChannels are this subtask's channel state
 	// (unaligned checkpoints; same parallelism only).
-	InputChannels, OutputChannels []storage.ObjectHandle
+	InputChannels, OutputChannels []ObjectHandle
 }
 
 // TaskStateUpdate reports that an execution reached a state.
@@ -182,7 +180,7 @@ type AcknowledgeCheckpoint struct {
 // OperatorSnapshot is one operator's state in one subtask's acknowledgement.
 type OperatorSnapshot struct {
 	OperatorID string
-	State      storage.SubtaskState
+	State      SubtaskState
 	// Shared lists the shared objects (incremental files) the state refers
 	// to, for the registry that deletes them when no checkpoint needs them.
 	Shared []string
