@@ -492,18 +492,23 @@ func (r *reader) bool(field string) bool {
 	}
 }
 
-// length reads a length of n bytes or elements, each at least one byte,
-// and checks that the frame has that many left.
-func (r *reader) length(field string, v uint64) int {
-	if left := uint64(len(r.b) - r.off); v > left {
-		r.fail(field, "a length of %d with %d bytes left", v, left)
+// length checks that the frame has v elements of at least minSize bytes
+// left, so that a corrupt length cannot make the decoder allocate more
+// than a small multiple of the frame.
+func (r *reader) length(field string, v, minSize uint64) int {
+	if left := uint64(len(r.b) - r.off); v > left/minSize {
+		if minSize == 1 {
+			r.fail(field, "a length of %d with %d bytes left", v, left)
+		} else {
+			r.fail(field, "%d elements of at least %d bytes each with %d bytes left", v, minSize, left)
+		}
 		return 0
 	}
 	return int(v)
 }
 
 func (r *reader) str(field string) string {
-	n := r.length(field, r.u64(field))
+	n := r.length(field, r.u64(field), 1)
 	if r.err != nil {
 		return ""
 	}
@@ -512,18 +517,28 @@ func (r *reader) str(field string) string {
 	return s
 }
 
-// count reads a slice's length (see writer.count); nil is false for a nil
-// slice.
-func (r *reader) count(field string) (n int, ok bool) {
+// count reads the length of a slice whose elements encode to minSize bytes
+// at least (see writer.count); ok is false for a nil slice or an error.
+func (r *reader) count(field string, minSize uint64) (n int, ok bool) {
 	v := r.u64(field)
 	if v == 0 || r.err != nil {
 		return 0, false
 	}
-	return r.length(field, v-1), r.err == nil
+	return r.length(field, v-1, minSize), r.err == nil
 }
 
+// The fewest bytes an element of each slice type encodes to.
+const (
+	minObject           = 3 // Key, Size, CRC
+	minKeyed            = 8 // Kind, KeyGroupStart, KeyGroupEnd, Object (3), Files, Timers
+	minNativeFile       = 5 // Name, Object (3), Shared
+	minOperatorRestore  = 5 // OperatorID, Keyed, Operator, InputChannels, OutputChannels
+	minOperatorSnapshot = 8 // OperatorID, Subtask, Keyed, Operator, InputChannels, OutputChannels, Inline, Shared
+	minOperatorMetric   = 3 // Operator, Name, Value
+)
+
 func (r *reader) bytes(field string) []byte {
-	n, ok := r.count(field)
+	n, ok := r.count(field, 1)
 	if !ok {
 		return nil
 	}
@@ -533,7 +548,7 @@ func (r *reader) bytes(field string) []byte {
 }
 
 func (r *reader) strs(field string) []string {
-	n, ok := r.count(field)
+	n, ok := r.count(field, 1)
 	if !ok {
 		return nil
 	}
@@ -558,7 +573,7 @@ func (r *reader) deployment() Deployment {
 	r.enter("Restore")
 	defer r.leave()
 	tr := &TaskRestore{StorageURL: r.str("StorageURL"), JobID: r.str("JobID"), CheckpointID: r.i64("CheckpointID")}
-	if n, ok := r.count("Operators"); ok {
+	if n, ok := r.count("Operators", minOperatorRestore); ok {
 		tr.Operators = make([]OperatorRestore, n)
 		r.enter("Operators")
 		for i := range tr.Operators {
@@ -578,7 +593,7 @@ func (r *reader) object(field string) ObjectHandle {
 }
 
 func (r *reader) objects(field string) []ObjectHandle {
-	n, ok := r.count(field)
+	n, ok := r.count(field, minObject)
 	if !ok {
 		return nil
 	}
@@ -598,7 +613,7 @@ func (r *reader) objectPtr(field string) *ObjectHandle {
 }
 
 func (r *reader) keyed(field string) []KeyedHandle {
-	n, ok := r.count(field)
+	n, ok := r.count(field, minKeyed)
 	if !ok {
 		return nil
 	}
@@ -608,7 +623,7 @@ func (r *reader) keyed(field string) []KeyedHandle {
 	for i := range hs {
 		h := &hs[i]
 		h.Kind, h.KeyGroupStart, h.KeyGroupEnd, h.Object = r.str("Kind"), r.int("KeyGroupStart"), r.int("KeyGroupEnd"), r.object("Object")
-		if n, ok := r.count("Files"); ok {
+		if n, ok := r.count("Files", minNativeFile); ok {
 			h.Files = make([]NativeFile, n)
 			r.enter("Files")
 			for j := range h.Files {
@@ -643,7 +658,7 @@ func (r *reader) stats(field string) TaskStats {
 	s := TaskStats{RecordsIn: r.i64("RecordsIn"), RecordsOut: r.i64("RecordsOut"), BytesIn: r.i64("BytesIn"), BytesOut: r.i64("BytesOut"),
 		BackPressuredNanos: r.i64("BackPressuredNanos"), IdleNanos: r.i64("IdleNanos"), BusyNanos: r.i64("BusyNanos"),
 		InputWatermark: r.i64("InputWatermark"), OutputWatermark: r.i64("OutputWatermark"), OutputIdle: r.bool("OutputIdle")}
-	if n, ok := r.count("Operators"); ok {
+	if n, ok := r.count("Operators", minOperatorMetric); ok {
 		s.Operators = make([]OperatorMetric, n)
 		r.enter("Operators")
 		for i := range s.Operators {
@@ -656,7 +671,7 @@ func (r *reader) stats(field string) TaskStats {
 
 func (r *reader) ack() AcknowledgeCheckpoint {
 	a := AcknowledgeCheckpoint{Exec: r.exec("Exec"), ID: r.i64("ID")}
-	if n, ok := r.count("Operators"); ok {
+	if n, ok := r.count("Operators", minOperatorSnapshot); ok {
 		a.Operators = make([]OperatorSnapshot, n)
 		r.enter("Operators")
 		for i := range a.Operators {

@@ -228,7 +228,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version", []byte{Version + 1, byte(KindSourceEnded)}, "decoding SourceEnded: the frame is of version 2"},
 		{"kind", []byte{Version, 200}, "unknown kind 200"},
 		{"truncated field", d[:len(d)-4], "decoding Deployment: field Restore.Operators.Operator: a length of 5 with 3 bytes left"},
-		{"count", []byte{Version, byte(KindAcknowledgeCheckpoint), 0, 0, 0, 0, 0, 100}, "field Operators: a length of 99 with 0 bytes left"},
+		{"count", []byte{Version, byte(KindAcknowledgeCheckpoint), 0, 0, 0, 0, 0, 100}, "field Operators: 99 elements of at least 8 bytes each with 0 bytes left"},
 		{"bool", []byte{Version, byte(KindTaskStatsReply), 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, "field Stats.OutputIdle: bool byte 2"},
 		{"crc", frame(OperatorEvent{})[:2], "field Exec.Job: a truncated"},
 	} {
@@ -248,6 +248,48 @@ func TestDecodeErrors(t *testing.T) {
 	maxFrameSize = 100
 	if _, err := Decode(b); err == nil || !strings.Contains(err.Error(), "decoding OperatorEvent: a frame of 159 bytes, more than the 100") {
 		t.Errorf("decoding a frame over MaxFrameSize: %v", err)
+	}
+}
+
+// TestMinSizes: the fewest bytes the decoder assumes per slice element are
+// what a zero element encodes to (more would refuse valid frames): the
+// frame with one zero element less the frame with none.
+func TestMinSizes(t *testing.T) {
+	size := func(one, none Message) int {
+		a, err := Encode(one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Encode(none)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(a) - len(b)
+	}
+	restore := func(op OperatorRestore) Deployment {
+		return Deployment{Restore: &TaskRestore{Operators: []OperatorRestore{op}}}
+	}
+	ack := func(st SubtaskState) AcknowledgeCheckpoint {
+		return AcknowledgeCheckpoint{Operators: []OperatorSnapshot{{State: st}}}
+	}
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"object", size(restore(OperatorRestore{InputChannels: make([]ObjectHandle, 1)}), restore(OperatorRestore{InputChannels: []ObjectHandle{}})), minObject},
+		{"keyed", size(ack(SubtaskState{Keyed: make([]KeyedHandle, 1)}), ack(SubtaskState{Keyed: []KeyedHandle{}})), minKeyed},
+		{"native file", size(ack(SubtaskState{Keyed: []KeyedHandle{{Files: make([]NativeFile, 1)}}}),
+			ack(SubtaskState{Keyed: []KeyedHandle{{Files: []NativeFile{}}}})), minNativeFile},
+		{"operator restore", size(Deployment{Restore: &TaskRestore{Operators: make([]OperatorRestore, 1)}},
+			Deployment{Restore: &TaskRestore{Operators: []OperatorRestore{}}}), minOperatorRestore},
+		{"operator snapshot", size(AcknowledgeCheckpoint{Operators: make([]OperatorSnapshot, 1)},
+			AcknowledgeCheckpoint{Operators: []OperatorSnapshot{}}), minOperatorSnapshot},
+		{"operator metric", size(TaskStatsReply{Stats: TaskStats{Operators: make([]OperatorMetric, 1)}},
+			TaskStatsReply{Stats: TaskStats{Operators: []OperatorMetric{}}}), minOperatorMetric},
+	} {
+		if c.got != c.want {
+			t.Errorf("a zero %s encodes to %d bytes, the decoder assumes %d at least", c.name, c.got, c.want)
+		}
 	}
 }
 
