@@ -72,11 +72,15 @@ func Start(cfg Config) (*Local, error) {
 		cfg.NetworkMemory = DefaultNetworkMemory
 	}
 	c := &Local{JM: jobmanager.New(cfg.Logger), Shuffle: network.NewLocalShuffle(), logger: cfg.Logger}
+	// The JobManager and the TaskManagers reach each other only through the
+	// loopback transport: every message between them is encoded and
+	// decoded, as it will be between processes.
 	for i := range cfg.TaskManagers {
 		tm := taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
-			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Logger: cfg.Logger}, c.JM, c.Shuffle)
+			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Logger: cfg.Logger},
+			protocol.NewLoopbackJobManager(c.JM), c.Shuffle)
 		c.tms = append(c.tms, tm)
-		c.JM.RegisterTaskManager(tm)
+		c.JM.RegisterTaskManager(protocol.NewLoopbackTaskManager(tm))
 	}
 	if cfg.RESTAddr != "" {
 		c.rest = rest.NewServer(&view{c: c}, rest.WithVersion(cfg.Version, ""))

@@ -277,7 +277,7 @@ func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRe
 	for i, e := range j.execs {
 		j.tmOf[i] = jm.tms[j.slotTM[e.Subtask]]
 		j.state.tasks[i] = protocol.TaskDeploying
-		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, KeyHash: j.keyHash, Restore: plan[e]}
+		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, KeyHash: uint8(j.keyHash), Restore: plan[e]}
 	}
 	j.deployed = make([]bool, len(deps))
 	go jm.deploy(j, j.attempt, deps)

@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
 	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
@@ -205,11 +206,12 @@ func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (task.Spec, err
 		return task.Spec{}, fmt.Errorf("taskmanager %s: job %s has no vertex %d", tm.id, d.Exec.Job, d.Exec.Vertex)
 	}
 	v := g.Vertices[d.Exec.Vertex]
-	if !d.KeyHash.Valid() {
+	keyHash := keygroup.HashVersion(d.KeyHash)
+	if !keyHash.Valid() {
 		return task.Spec{}, fmt.Errorf("taskmanager %s: %s: key hash version %d is unknown to this build", tm.id, d.Exec, d.KeyHash)
 	}
 	spec := task.Spec{
-		Exec: d.Exec, Vertex: v, OperatorIDs: g.OperatorIDs, MaxParallelism: v.MaxParallelism, KeyHash: d.KeyHash, Mode: job.Mode, Clock: job.Clock,
+		Exec: d.Exec, Vertex: v, OperatorIDs: g.OperatorIDs, MaxParallelism: v.MaxParallelism, KeyHash: keyHash, Mode: job.Mode, Clock: job.Clock,
 		BufferTimeout: job.BufferTimeout, Logger: tm.logger, StateBackend: job.StateBackend, StateDir: job.StateDir,
 		HeapMemory: tm.heapMem, Checkpoints: job.Checkpoints, Restore: d.Restore, Reporter: reporter{tm.jm},
 	}

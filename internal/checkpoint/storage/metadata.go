@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/weirhq/weir/internal/keygroup"
+	"github.com/weirhq/weir/internal/protocol"
 )
 
 // Metadata describes one complete checkpoint or savepoint: everything needed
@@ -94,45 +95,21 @@ const InlineLimit = 4 << 10
 // subtasks with inlined state still fits).
 const MaxMetadataSize = 256 << 20
 
-// SubtaskState is the state of one operator subtask.
-type SubtaskState struct {
-	Subtask        int            `json:"subtask"`                  // 0 <= Subtask < Parallelism
-	Keyed          []KeyedHandle  `json:"keyed,omitempty"`          // keyed state; usually one handle
-	Operator       *ObjectHandle  `json:"operator,omitempty"`       // the encoded operator (non-keyed) state, if any
-	InputChannels  []ObjectHandle `json:"inputChannels,omitempty"`  // channel state of unaligned checkpoints
-	OutputChannels []ObjectHandle `json:"outputChannels,omitempty"` // channel state of unaligned checkpoints
-	Inline         []byte         `json:"inline,omitempty"`         // the operator state when under InlineLimit; excludes Operator
-}
+// The handle types are the protocol's (a TaskManager's acknowledgement
+// carries them to the JobManager, which writes them into the metadata);
+// storage names them so that its users need not import the protocol.
+type (
+	SubtaskState = protocol.SubtaskState
+	KeyedHandle  = protocol.KeyedHandle
+	NativeFile   = protocol.NativeFile
+	ObjectHandle = protocol.ObjectHandle
+)
 
 // Kinds of keyed state handles.
 const (
-	KindCanonical = "canonical" // one snapshot file in the canonical format (internal/snapshot)
-	KindNative    = "native"    // the files of a Pebble checkpoint, plus timers
+	KindCanonical = protocol.KindCanonical
+	KindNative    = protocol.KindNative
 )
-
-// KeyedHandle is the keyed state of a key-group range.
-type KeyedHandle struct {
-	Kind          string        `json:"kind"`             // KindCanonical or KindNative
-	KeyGroupStart int           `json:"keyGroupStart"`    // inclusive
-	KeyGroupEnd   int           `json:"keyGroupEnd"`      // inclusive; < MaxParallelism
-	Object        ObjectHandle  `json:"object,omitzero"`  // canonical: the snapshot file
-	Files         []NativeFile  `json:"files,omitempty"`  // native: the files of the Pebble checkpoint
-	Timers        *ObjectHandle `json:"timers,omitempty"` // native only: the timers, as a canonical snapshot
-}
-
-// NativeFile is one file of a native (Pebble) checkpoint.
-type NativeFile struct {
-	Name   string       `json:"name"`             // file name inside the Pebble checkpoint directory
-	Object ObjectHandle `json:"object"`           // where it is stored (a shared/ key for SSTs)
-	Shared bool         `json:"shared,omitempty"` // lives under shared/ and may be referenced by several checkpoints
-}
-
-// ObjectHandle names a stored object and what its bytes must be.
-type ObjectHandle struct {
-	Key  string `json:"key"` // relative to the store root
-	Size int64  `json:"size"`
-	CRC  uint32 `json:"crc"` // CRC32C (Castagnoli) of the object's bytes, checked by ReadVerified
-}
 
 // crcTable is CRC32C (Castagnoli), used for metadata and object checksums.
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -309,14 +286,14 @@ func (op *OperatorState) validate() error {
 		if i > 0 && op.Subtasks[i-1].Subtask >= st.Subtask {
 			return fmt.Errorf("subtask %d: subtasks not sorted or duplicated", st.Subtask)
 		}
-		if err := st.validate(op.MaxParallelism); err != nil {
+		if err := validateSubtask(st, op.MaxParallelism); err != nil {
 			return fmt.Errorf("subtask %d: %w", st.Subtask, err)
 		}
 	}
 	return nil
 }
 
-func (st *SubtaskState) validate(maxParallelism int) error {
+func validateSubtask(st *SubtaskState, maxParallelism int) error {
 	for _, kh := range st.Keyed {
 		if kh.KeyGroupStart < 0 || kh.KeyGroupStart > kh.KeyGroupEnd || kh.KeyGroupEnd >= maxParallelism {
 			return fmt.Errorf("key groups [%d, %d] not within [0, %d)", kh.KeyGroupStart, kh.KeyGroupEnd, maxParallelism)
@@ -326,7 +303,7 @@ func (st *SubtaskState) validate(maxParallelism int) error {
 			if len(kh.Files) > 0 || kh.Timers != nil {
 				return fmt.Errorf("canonical keyed state with native files or timers")
 			}
-			if err := kh.Object.validate(); err != nil {
+			if err := validateObject(kh.Object); err != nil {
 				return err
 			}
 		case KindNative:
@@ -339,12 +316,12 @@ func (st *SubtaskState) validate(maxParallelism int) error {
 					return fmt.Errorf("native file name %q invalid or repeated", f.Name)
 				}
 				names[f.Name] = true
-				if err := f.Object.validate(); err != nil {
+				if err := validateObject(f.Object); err != nil {
 					return err
 				}
 			}
 			if kh.Timers != nil {
-				if err := kh.Timers.validate(); err != nil {
+				if err := validateObject(*kh.Timers); err != nil {
 					return err
 				}
 			}
@@ -356,7 +333,7 @@ func (st *SubtaskState) validate(maxParallelism int) error {
 		if st.Inline != nil {
 			return fmt.Errorf("operator state both inlined and in an object")
 		}
-		if err := st.Operator.validate(); err != nil {
+		if err := validateObject(*st.Operator); err != nil {
 			return err
 		}
 	}
@@ -365,7 +342,7 @@ func (st *SubtaskState) validate(maxParallelism int) error {
 	}
 	for _, hs := range [][]ObjectHandle{st.InputChannels, st.OutputChannels} {
 		for _, h := range hs {
-			if err := h.validate(); err != nil {
+			if err := validateObject(h); err != nil {
 				return err
 			}
 		}
@@ -373,7 +350,7 @@ func (st *SubtaskState) validate(maxParallelism int) error {
 	return nil
 }
 
-func (h ObjectHandle) validate() error {
+func validateObject(h ObjectHandle) error {
 	if err := checkKey(h.Key); err != nil {
 		return fmt.Errorf("object handle: %w", err)
 	}

@@ -2,9 +2,6 @@ package protocol
 
 import (
 	"fmt"
-
-	"github.com/weirhq/weir/internal/checkpoint/storage"
-	"github.com/weirhq/weir/internal/keygroup"
 )
 
 // ExecutionID names one attempt of one subtask of one vertex of a job.
@@ -26,9 +23,10 @@ func (e ExecutionID) String() string {
 type Deployment struct {
 	Exec ExecutionID
 	Slot int
-	// KeyHash is the attempt's key hash version: the one of the state it
-	// restores, which every task of the attempt must use.
-	KeyHash keygroup.HashVersion
+	// KeyHash is the attempt's key hash version (a keygroup.HashVersion):
+	// the one of the state it restores, which every task of the attempt
+	// must use.
+	KeyHash uint8
 	// Restore is the state to restore before the task opens; nil for a
 	// fresh start.
 	Restore *TaskRestore
@@ -51,13 +49,13 @@ type OperatorRestore struct {
 	OperatorID string
 	// Keyed lists the keyed snapshots whose key groups overlap this
 	// subtask's range (one, unless the parallelism changed).
-	Keyed []storage.KeyedHandle
+	Keyed []KeyedHandle
 	// Operator is this subtask's operator state, encoded in the canonical
 	// operator snapshot format (already redistributed); nil if none.
 	Operator []byte
 	// InputChannels and OutputChannels are this subtask's channel state
 	// (unaligned checkpoints; same parallelism only).
-	InputChannels, OutputChannels []storage.ObjectHandle
+	InputChannels, OutputChannels []ObjectHandle
 }
 
 // TaskStateUpdate reports that an execution reached a state.
@@ -182,7 +180,7 @@ type AcknowledgeCheckpoint struct {
 // OperatorSnapshot is one operator's state in one subtask's acknowledgement.
 type OperatorSnapshot struct {
 	OperatorID string
-	State      storage.SubtaskState
+	State      SubtaskState
 	// Shared lists the shared objects (incremental files) the state refers
 	// to, for the registry that deletes them when no checkpoint needs them.
 	Shared []string
@@ -228,38 +226,4 @@ type OperatorEvent struct {
 // JobManager can trigger the final checkpoint once every source has.
 type SourceEnded struct {
 	Exec ExecutionID
-}
-
-// TaskManagerGateway is how the JobManager reaches a TaskManager. Calls
-// must not block for long: the JobManager makes them under its lock.
-type TaskManagerGateway interface {
-	ID() string
-	NumSlots() int
-	// NetworkMemory returns the TaskManager's network memory budget in bytes
-	// and how much of it is not reserved by running jobs.
-	NetworkMemory() (capacity, free int64)
-	// SubmitTask starts an execution; its state changes come back through
-	// JobManagerGateway.UpdateTaskState.
-	SubmitTask(Deployment) error
-	// CancelTask asks an execution to stop; it reports CANCELED when it has.
-	CancelTask(ExecutionID)
-	TriggerCheckpoint(TriggerCheckpoint)
-	NotifyCheckpoint(NotifyCheckpoint)
-	// SendEvent delivers an event from an operator's coordinator.
-	SendEvent(OperatorEvent)
-	// TaskStats returns the last published counters of an execution.
-	TaskStats(ExecutionID) (TaskStats, bool)
-	// ReleaseJob frees what the TaskManager holds for a job's ended
-	// executions (their network partitions).
-	ReleaseJob(jobID string)
-}
-
-// JobManagerGateway is how TaskManagers report to the JobManager.
-type JobManagerGateway interface {
-	UpdateTaskState(TaskStateUpdate)
-	AcknowledgeCheckpoint(AcknowledgeCheckpoint)
-	DeclineCheckpoint(DeclineCheckpoint)
-	// SendEvent delivers an event to an operator's coordinator.
-	SendEvent(OperatorEvent)
-	SourceEnded(SourceEnded)
 }

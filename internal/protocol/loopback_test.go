@@ -1,0 +1,204 @@
+package protocol
+
+import (
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/weirhq/weir/internal/testseed"
+)
+
+// fakeTM records what it receives and answers with set values.
+type fakeTM struct {
+	got            []any
+	capacity, free int64
+	submitErr      error
+	stats          TaskStats
+	found          bool
+}
+
+func (f *fakeTM) ID() string                            { return "tm-7" }
+func (f *fakeTM) NumSlots() int                         { return 3 }
+func (f *fakeTM) NetworkMemory() (int64, int64)         { return f.capacity, f.free }
+func (f *fakeTM) SubmitTask(d Deployment) error         { f.got = append(f.got, d); return f.submitErr }
+func (f *fakeTM) CancelTask(e ExecutionID)              { f.got = append(f.got, e) }
+func (f *fakeTM) TriggerCheckpoint(t TriggerCheckpoint) { f.got = append(f.got, t) }
+func (f *fakeTM) NotifyCheckpoint(n NotifyCheckpoint)   { f.got = append(f.got, n) }
+func (f *fakeTM) SendEvent(e OperatorEvent)             { f.got = append(f.got, e) }
+func (f *fakeTM) ReleaseJob(id string)                  { f.got = append(f.got, id) }
+func (f *fakeTM) TaskStats(e ExecutionID) (TaskStats, bool) {
+	f.got = append(f.got, e)
+	return f.stats, f.found
+}
+
+type fakeJM struct{ got []any }
+
+func (f *fakeJM) UpdateTaskState(u TaskStateUpdate)             { f.got = append(f.got, u) }
+func (f *fakeJM) AcknowledgeCheckpoint(a AcknowledgeCheckpoint) { f.got = append(f.got, a) }
+func (f *fakeJM) DeclineCheckpoint(d DeclineCheckpoint)         { f.got = append(f.got, d) }
+func (f *fakeJM) SendEvent(e OperatorEvent)                     { f.got = append(f.got, e) }
+func (f *fakeJM) SourceEnded(s SourceEnded)                     { f.got = append(f.got, s) }
+
+// memory returns the addresses of the pointers' targets and the slices'
+// arrays that v holds.
+func memory(v reflect.Value, out map[uintptr]bool) {
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			memory(v.Elem(), out)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			out[v.Pointer()] = true
+			memory(v.Elem(), out)
+		}
+	case reflect.Slice:
+		if v.Cap() > 0 {
+			out[v.Pointer()] = true
+		}
+		for i := range v.Len() {
+			memory(v.Index(i), out)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			memory(v.Field(i), out)
+		}
+	}
+}
+
+// checkCopy fails unless got equals sent and shares no memory with it.
+func checkCopy(t *testing.T, call string, sent, got any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, sent) {
+		t.Fatalf("%s: sent %#v, the other side got %#v", call, sent, got)
+	}
+	a, b := map[uintptr]bool{}, map[uintptr]bool{}
+	memory(reflect.ValueOf(sent), a)
+	memory(reflect.ValueOf(got), b)
+	for p := range a {
+		if b[p] {
+			t.Fatalf("%s: the other side got memory of the sender's message (not a decoded copy)", call)
+		}
+	}
+}
+
+func random[M Message](r *rand.Rand) M {
+	var m M
+	fill(r, reflect.ValueOf(&m).Elem())
+	return m
+}
+
+// TestLoopbackTaskManager: every call reaches the TaskManager, and every
+// reply the JobManager, as an equal copy that shares no memory.
+func TestLoopbackTaskManager(t *testing.T) {
+	r := testseed.Rand(t, 3)
+	for range 50 {
+		f := &fakeTM{capacity: r.Int64(), free: r.Int64(), stats: random[TaskStatsReply](r).Stats, found: r.IntN(2) == 0}
+		l := NewLoopbackTaskManager(f)
+		if l.ID() != "tm-7" || l.NumSlots() != 3 {
+			t.Fatalf("registration: ID %q, %d slots", l.ID(), l.NumSlots())
+		}
+		if c, fr := l.NetworkMemory(); c != f.capacity || fr != f.free {
+			t.Fatalf("NetworkMemory() = %d, %d, want %d, %d", c, fr, f.capacity, f.free)
+		}
+		d := random[Deployment](r)
+		if err := l.SubmitTask(d); err != nil {
+			t.Fatal(err)
+		}
+		checkCopy(t, "SubmitTask", d, f.got[0])
+		f.submitErr = errors.New("taskmanager tm-7: job j is not registered")
+		if err := l.SubmitTask(d); err == nil || err.Error() != f.submitErr.Error() || err == f.submitErr {
+			t.Fatalf("SubmitTask returned %v (%p), want a copy of %v (%p)", err, err, f.submitErr, f.submitErr)
+		}
+		f.got = nil
+		e := random[CancelTask](r).Exec
+		l.CancelTask(e)
+		tc := random[TriggerCheckpoint](r)
+		l.TriggerCheckpoint(tc)
+		nc := random[NotifyCheckpoint](r)
+		l.NotifyCheckpoint(nc)
+		ev := random[OperatorEvent](r)
+		l.SendEvent(ev)
+		l.ReleaseJob("job-1")
+		se := random[TaskStatsRequest](r).Exec
+		s, ok := l.TaskStats(se)
+		checkCopy(t, "TaskStats reply", TaskStatsReply{Stats: f.stats, Found: f.found}, TaskStatsReply{Stats: s, Found: ok})
+		for i, sent := range []any{e, tc, nc, ev, "job-1", se} {
+			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
+		}
+	}
+}
+
+// TestLoopbackJobManager: every call reaches the JobManager as an equal
+// copy that shares no memory.
+func TestLoopbackJobManager(t *testing.T) {
+	r := testseed.Rand(t, 4)
+	for range 50 {
+		f := &fakeJM{}
+		l := NewLoopbackJobManager(f)
+		u, a, d, e, s := random[TaskStateUpdate](r), random[AcknowledgeCheckpoint](r), random[DeclineCheckpoint](r),
+			random[OperatorEvent](r), random[SourceEnded](r)
+		l.UpdateTaskState(u)
+		l.AcknowledgeCheckpoint(a)
+		l.DeclineCheckpoint(d)
+		l.SendEvent(e)
+		l.SourceEnded(s)
+		for i, sent := range []any{u, a, d, e, s} {
+			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
+		}
+	}
+}
+
+// BenchmarkLoopback is the loopback's cost per control message: encode,
+// decode, and the call of a JobManager that does nothing.
+func BenchmarkLoopback(b *testing.B) {
+	exec := ExecutionID{Job: "0123456789abcdef0123456789abcdef", Vertex: 3, Subtask: 17, Attempt: 1}
+	obj := ObjectHandle{Key: "0123456789abcdef0123456789abcdef/chk-42/op-5f3a/17-keyed", Size: 1 << 20, CRC: 0xdeadbeef}
+	ack := AcknowledgeCheckpoint{Exec: exec, ID: 42, Operators: []OperatorSnapshot{{OperatorID: "5f3a9c0e1b2d4f60",
+		State: SubtaskState{Subtask: 17, Keyed: []KeyedHandle{{Kind: KindCanonical, KeyGroupStart: 136, KeyGroupEnd: 143, Object: obj}}}}},
+		Metrics: CheckpointMetrics{SyncMillis: 1, AsyncMillis: 20, Bytes: 1 << 20, PersistedBytes: 1 << 20, AckMillis: 1733480000000}}
+	jm := NewLoopbackJobManager(nopJM{})
+	tm := NewLoopbackTaskManager(nopTM{})
+	b.Run("TriggerCheckpoint", func(b *testing.B) {
+		tc := TriggerCheckpoint{Exec: exec, ID: 42, Timestamp: 1733480000000, Options: CheckpointOptions{Unaligned: true}}
+		b.ReportAllocs()
+		for b.Loop() {
+			tm.TriggerCheckpoint(tc)
+		}
+	})
+	b.Run("TaskStateUpdate", func(b *testing.B) {
+		u := TaskStateUpdate{Exec: exec, State: TaskRunning}
+		b.ReportAllocs()
+		for b.Loop() {
+			jm.UpdateTaskState(u)
+		}
+	})
+	b.Run("AcknowledgeCheckpoint", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			jm.AcknowledgeCheckpoint(ack)
+		}
+	})
+}
+
+type nopJM struct{}
+
+func (nopJM) UpdateTaskState(TaskStateUpdate)             {}
+func (nopJM) AcknowledgeCheckpoint(AcknowledgeCheckpoint) {}
+func (nopJM) DeclineCheckpoint(DeclineCheckpoint)         {}
+func (nopJM) SendEvent(OperatorEvent)                     {}
+func (nopJM) SourceEnded(SourceEnded)                     {}
+
+type nopTM struct{}
+
+func (nopTM) ID() string                              { return "tm" }
+func (nopTM) NumSlots() int                           { return 1 }
+func (nopTM) NetworkMemory() (int64, int64)           { return 0, 0 }
+func (nopTM) SubmitTask(Deployment) error             { return nil }
+func (nopTM) CancelTask(ExecutionID)                  {}
+func (nopTM) TriggerCheckpoint(TriggerCheckpoint)     {}
+func (nopTM) NotifyCheckpoint(NotifyCheckpoint)       {}
+func (nopTM) SendEvent(OperatorEvent)                 {}
+func (nopTM) ReleaseJob(string)                       {}
+func (nopTM) TaskStats(ExecutionID) (TaskStats, bool) { return TaskStats{}, false }
