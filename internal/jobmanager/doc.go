@@ -19,4 +19,10 @@
 // internal/restart; the JobManager type is the driver around them.
 // TaskManagers are reached only through the plain-data messages of
 // internal/protocol, so a later multi-process mode can put RPC behind them.
+//
+// Files by role: jobmanager.go the types and the job lifecycle calls
+// (Cancel, Fail, Wait); schedule.go scheduling, deployment, task state
+// updates and restarts; view.go the read-only view the REST layer queries;
+// coordinators.go the hosting of operator coordinators; checkpoints.go,
+// savepoints.go, restore.go and hygiene.go checkpointing.
 package jobmanager
