@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/opcoordinator"
 	"github.com/weirhq/weir/internal/protocol"
 )
 
@@ -15,14 +15,14 @@ type opCoordinator struct {
 	vertex      int
 	operatorID  string
 	parallelism int
-	c           operator.Coordinator
+	c           opcoordinator.Coordinator
 	// closed is set when the coordinator of a later attempt replaced it.
 	closed bool
 	// stop is closed with it: the CallAsync goroutines end.
 	stop chan struct{}
 }
 
-// CallAsync implements operator.AsyncCoordinatorContext: fn runs on a
+// CallAsync implements opcoordinator.AsyncContext: fn runs on a
 // goroutine of its own, on the job's clock; handler runs under the
 // JobManager's lock (where the coordinator's other methods run), unless the
 // coordinator was closed or the job is not running (then the result is
@@ -66,7 +66,7 @@ func (o *opCoordinator) CallAsync(fn func() (any, error), handler func(any, erro
 	}()
 }
 
-// SendEvent implements operator.CoordinatorContext. It is called with the
+// SendEvent implements opcoordinator.Context. It is called with the
 // JobManager's lock held (coordinators run under it).
 func (o *opCoordinator) SendEvent(subtask int, payload []byte) {
 	if o.closed {
@@ -79,10 +79,10 @@ func (o *opCoordinator) SendEvent(subtask int, payload []byte) {
 	o.j.tmOf[i].SendEvent(protocol.OperatorEvent{Exec: o.j.execs[i], OperatorID: o.operatorID, Payload: payload})
 }
 
-// Parallelism implements operator.CoordinatorContext.
+// Parallelism implements opcoordinator.Context.
 func (o *opCoordinator) Parallelism() int { return o.parallelism }
 
-// Shared implements operator.CoordinatorContext. Coordinators run with the
+// Shared implements opcoordinator.Context. Coordinators run with the
 // JobManager's lock held, so what they share needs no lock of its own.
 func (o *opCoordinator) Shared(key string, create func() any) any {
 	v, ok := o.j.shared[key]
@@ -114,7 +114,7 @@ func (jm *JobManager) startCoordinators(j *job) error {
 	g := j.spec.Graph
 	for vi, v := range g.Vertices {
 		for _, n := range v.Nodes {
-			f, ok := n.Coordinator.(operator.CoordinatorFactory)
+			f, ok := n.Coordinator.(opcoordinator.Factory)
 			if !ok {
 				continue
 			}

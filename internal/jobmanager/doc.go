@@ -4,7 +4,8 @@
 // job's state; it restarts a failed job from its latest completed checkpoint
 // under the restart strategy, drives the checkpoint coordinator (triggers,
 // metadata written last, notifications, retention), plans what each subtask
-// restores, and hosts the operator coordinators (source split enumerators).
+// restores, and hosts the operator coordinators (source split enumerators,
+// through the byte-payload contract of internal/opcoordinator).
 // It takes savepoints on request (savepoints.go): checkpoints of kind
 // Savepoint copied into a self-contained folder, and stop-with-savepoint,
 // after which the tasks end FINISHED. It keeps the checkpoint storage

@@ -138,7 +138,7 @@ type job struct {
 	// coords are the operator coordinators (source enumerators), by operator ID.
 	coords map[string]*opCoordinator
 	// shared holds what the coordinators of the current attempt share
-	// (operator.CoordinatorContext.Shared), made anew with them.
+	// (opcoordinator.Context.Shared), made anew with them.
 	shared map[string]any
 	cp     *checkpoints // nil without checkpointing
 	// savepoint is the savepoint request in progress (nil: none); one at a

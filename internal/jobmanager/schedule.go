@@ -7,7 +7,7 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/graph"
-	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/memory"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/restart"
 )
@@ -150,13 +150,13 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) error {
 		if n <= free {
 			continue
 		}
-		have := fmt.Sprintf("its network memory is %s", network.FormatBytes(capacity))
+		have := fmt.Sprintf("its network memory is %s", memory.FormatBytes(capacity))
 		if free < capacity {
-			have += fmt.Sprintf(", of which %s are free", network.FormatBytes(free))
+			have += fmt.Sprintf(", of which %s are free", memory.FormatBytes(free))
 		}
 		return fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
 			"raise taskmanager.memory.network.max (weir.Config.NetworkMemory, weir run --network-memory), lower the parallelism, or use smaller network buffers (--buffer-size)",
-			network.FormatBytes(n), jm.tms[ti].ID(), network.FormatBytes(int64(spec.Network.BufferSize)), channels[ti], have)
+			memory.FormatBytes(n), jm.tms[ti].ID(), memory.FormatBytes(int64(spec.Network.BufferSize)), channels[ti], have)
 	}
 	return nil
 }
