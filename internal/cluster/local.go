@@ -76,7 +76,7 @@ func Start(cfg Config) (*Local, error) {
 		tm := taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
 			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Logger: cfg.Logger}, c.JM, c.Shuffle)
 		c.tms = append(c.tms, tm)
-		c.JM.RegisterTaskManager(tm)
+		c.JM.RegisterTaskManager(tm.Registration(), tm)
 	}
 	if cfg.RESTAddr != "" {
 		c.rest = rest.NewServer(&view{c: c}, rest.WithVersion(cfg.Version, ""))

@@ -67,7 +67,7 @@ func (o *opCoordinator) CallAsync(fn func() (any, error), handler func(any, erro
 }
 
 // SendEvent implements opcoordinator.Context. It is called with the
-// JobManager's lock held (coordinators run under it).
+// JobManager's lock held (coordinators run under it): the event is queued.
 func (o *opCoordinator) SendEvent(subtask int, payload []byte) {
 	if o.closed {
 		return
@@ -76,7 +76,7 @@ func (o *opCoordinator) SendEvent(subtask int, payload []byte) {
 	if !ok || o.j.tmOf[i] == nil {
 		return
 	}
-	o.j.tmOf[i].SendEvent(protocol.OperatorEvent{Exec: o.j.execs[i], OperatorID: o.operatorID, Payload: payload})
+	o.j.tmOf[i].send(protocol.OperatorEvent{Exec: o.j.execs[i], OperatorID: o.operatorID, Payload: payload})
 }
 
 // Parallelism implements opcoordinator.Context.
@@ -173,11 +173,6 @@ func (jm *JobManager) failFromCoordinatorLocked(j *job, err error) {
 	if j.cp != nil {
 		jm.suspendCheckpointsLocked(j)
 	}
-	cancels := jm.cancelsLocked(j, toCancel)
+	jm.cancelLocked(j, toCancel)
 	jm.afterUpdateLocked(j)
-	go func() {
-		for _, c := range cancels {
-			c()
-		}
-	}()
 }

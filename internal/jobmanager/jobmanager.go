@@ -100,9 +100,8 @@ type JobSpec struct {
 type JobManager struct {
 	logger *slog.Logger
 
-	mu   sync.Mutex // guards everything below and every job's fields
-	tms  []protocol.TaskManagerGateway
-	free []int // free slots per TaskManager, parallel to tms
+	mu   mutex // guards everything below and every job's fields
+	tms  []*taskManager
 	jobs map[string]*job
 	ids  []string // submission order
 	// savepoints are the savepoint requests kept for polling, by request
@@ -118,7 +117,7 @@ type job struct {
 	attempt int
 	execs   []ExecutionID  // of the current attempt
 	index   map[[2]int]int // (vertex, subtask) -> execution index
-	tmOf    []protocol.TaskManagerGateway
+	tmOf    []*taskManager
 	slots   map[int]int // TaskManager index -> slots held
 	slotTM  []int       // slot -> TaskManager index
 	times   map[protocol.JobState]time.Time
@@ -128,6 +127,9 @@ type job struct {
 	// exceptions are every failure, oldest first (bounded).
 	exceptions []Failure
 	done       chan struct{}
+	// stats[i] are the latest counters execution i's TaskManager reported
+	// (nil: none yet this attempt); replaced, never changed in place.
+	stats []*protocol.TaskStats
 	// deployed[i] is set before execution i is submitted; executions not
 	// deployed are never sent a cancel (the deploy loop reports them).
 	deployed []bool
@@ -150,6 +152,9 @@ type job struct {
 	restoreStore *storage.Store
 	// keyHash is the current attempt's key hash version (keyHashFor).
 	keyHash keygroup.HashVersion
+	// netReserved is the network memory booked for the job on each
+	// TaskManager (by index), released when it ends.
+	netReserved []int64
 	// io counts the background writes and deletions in the checkpoint
 	// storage, so that the stores are closed only after them (Drain).
 	io sync.WaitGroup
@@ -172,12 +177,12 @@ func New(logger *slog.Logger) *JobManager {
 	return &JobManager{logger: logger, jobs: map[string]*job{}}
 }
 
-// RegisterTaskManager adds a TaskManager and its slots.
-func (jm *JobManager) RegisterTaskManager(tm protocol.TaskManagerGateway) {
+// RegisterTaskManager adds a TaskManager, its slots and its network
+// memory, which the JobManager books from then on; gw is how to reach it.
+func (jm *JobManager) RegisterTaskManager(reg protocol.TaskManagerRegistration, gw protocol.TaskManagerGateway) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	jm.tms = append(jm.tms, tm)
-	jm.free = append(jm.free, tm.NumSlots())
+	jm.tms = append(jm.tms, &taskManager{reg: reg, gw: gw, free: reg.Slots})
 }
 
 // Fail fails a running job at once, without restarts (its lineage lease
@@ -212,12 +217,9 @@ func (jm *JobManager) Cancel(id string) error {
 	if wasRunning && j.cp != nil {
 		jm.suspendCheckpointsLocked(j)
 	}
-	cancels := jm.cancelsLocked(j, toCancel)
+	jm.cancelLocked(j, toCancel)
 	jm.afterUpdateLocked(j)
 	jm.mu.Unlock()
-	for _, c := range cancels {
-		c()
-	}
 	return nil
 }
 

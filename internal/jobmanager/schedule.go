@@ -50,15 +50,16 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		}
 	}
 	j.state = newJobState(len(j.execs))
-	j.tmOf = make([]protocol.TaskManagerGateway, len(j.execs))
+	j.tmOf = make([]*taskManager, len(j.execs))
+	j.stats = make([]*protocol.TaskStats, len(j.execs))
 	jm.jobs[spec.ID] = j
 	jm.ids = append(jm.ids, spec.ID)
 
 	// Allocate shared slots: slot s lives on TaskManager slotTM[s].
 	total := 0
-	for ti := range jm.tms {
-		total += jm.free[ti]
-		for range jm.free[ti] {
+	for ti, tm := range jm.tms {
+		total += tm.free
+		for range tm.free {
 			if len(j.slotTM) < need {
 				j.slotTM = append(j.slotTM, ti)
 			}
@@ -69,7 +70,8 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		jm.failLocked(j, err)
 		return err
 	}
-	if err := jm.checkNetworkMemory(spec, j.slotTM); err != nil {
+	netNeed, err := jm.checkNetworkMemory(spec, j.slotTM)
+	if err != nil {
 		jm.failLocked(j, err)
 		return err
 	}
@@ -85,9 +87,13 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		return err
 	}
 	for _, ti := range j.slotTM {
-		jm.free[ti]--
+		jm.tms[ti].free--
 		j.slots[ti]++
 	}
+	for ti, n := range netNeed {
+		jm.tms[ti].netReserved += n
+	}
+	j.netReserved = netNeed
 	j.state.start()
 	j.times[protocol.JobRunning] = spec.Clock.Now()
 	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(j.execs))
@@ -111,10 +117,11 @@ func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRe
 	go jm.deploy(j, j.attempt, deps)
 }
 
-// deploy submits a job's executions one by one. It stops as soon as the job
-// is canceled or fails (a task failed, or a deployment did), and reports the
-// executions it did not deploy as canceled, so a cancel takes effect at once
-// even while thousands of tasks are being deployed.
+// deploy submits a job's executions one by one, each once the one before
+// was delivered. It stops as soon as the job is canceled or fails (a task
+// failed, or a deployment did: the TaskManager reports it FAILED), and
+// reports the executions it did not deploy as canceled, so a cancel takes
+// effect at once even while thousands of tasks are being deployed.
 func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
 	for i, d := range deps {
 		jm.mu.Lock()
@@ -131,22 +138,23 @@ func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
 			return
 		}
 		j.deployed[i] = true
-		tm := j.tmOf[i]
+		sent := make(chan struct{})
+		j.tmOf[i].sendNotify(d, sent)
 		jm.mu.Unlock()
-		if err := tm.SubmitTask(d); err != nil {
-			jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFailed,
-				Failure: &protocol.Failure{Message: fmt.Sprintf("deploying %s: %v", d.Exec, err)}})
-		}
+		<-sent
 	}
 }
 
 // checkNetworkMemory fails a job whose result partitions' minimum buffers do
-// not fit the network memory of the TaskManagers it is placed on, before
-// anything is deployed, with a message that says what to change.
-func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) error {
+// not fit the network memory of the TaskManagers it is placed on (what the
+// running jobs did not book), before anything is deployed, with a message
+// that says what to change. It returns what the job needs on each
+// TaskManager, to book.
+func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) ([]int64, error) {
 	need, channels := networkNeeds(spec.Graph, spec.Network, slotTM, len(jm.tms))
 	for ti, n := range need {
-		capacity, free := jm.tms[ti].NetworkMemory()
+		capacity := jm.tms[ti].reg.NetworkMemory
+		free := capacity - jm.tms[ti].netReserved
 		if n <= free {
 			continue
 		}
@@ -154,11 +162,11 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) error {
 		if free < capacity {
 			have += fmt.Sprintf(", of which %s are free", memory.FormatBytes(free))
 		}
-		return fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
+		return nil, fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
 			"raise taskmanager.memory.network.max (weir.Config.NetworkMemory, weir run --network-memory), lower the parallelism, or use smaller network buffers (--buffer-size)",
-			memory.FormatBytes(n), jm.tms[ti].ID(), memory.FormatBytes(int64(spec.Network.BufferSize)), channels[ti], have)
+			memory.FormatBytes(n), jm.tms[ti].reg.ID, memory.FormatBytes(int64(spec.Network.BufferSize)), channels[ti], have)
 	}
-	return nil
+	return need, nil
 }
 
 // networkNeeds returns, per TaskManager, the bytes of buffers that the result
@@ -245,11 +253,8 @@ func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 	if wasRunning && j.state.status != protocol.JobRunning && j.cp != nil {
 		jm.suspendCheckpointsLocked(j)
 	}
-	cancels := jm.cancelsLocked(j, toCancel)
+	jm.cancelLocked(j, toCancel)
 	jm.afterUpdateLocked(j)
-	for _, c := range cancels {
-		c()
-	}
 }
 
 // execLocked finds the job and execution index of an execution of the
@@ -306,13 +311,14 @@ func (jm *JobManager) restart(j *job, attempt int) {
 		}
 	}
 	for _, tm := range jm.tms {
-		tm.ReleaseJob(j.spec.ID)
+		tm.send(releaseJob(j.spec.ID))
 	}
 	j.attempt++
 	j.restarts++
 	for i := range j.execs {
 		j.execs[i].Attempt = j.attempt
 	}
+	clear(j.stats) // the new attempt's executions have reported nothing
 	plan, err := jm.planRestore(j)
 	if err == nil {
 		err = jm.startCoordinators(j)
@@ -341,18 +347,15 @@ func (jm *JobManager) restart(j *job, attempt int) {
 	jm.deployLocked(j, plan)
 }
 
-// cancelsLocked returns the calls that cancel the deployed executions among
-// toCancel, to be made after the lock is released.
-func (jm *JobManager) cancelsLocked(j *job, toCancel []int) []func() {
-	cancels := make([]func(), 0, len(toCancel))
+// cancelLocked queues the cancellation of the deployed executions among
+// toCancel.
+func (jm *JobManager) cancelLocked(j *job, toCancel []int) {
 	for _, k := range toCancel {
 		if j.deployed == nil || !j.deployed[k] {
 			continue
 		}
-		tm, ex := j.tmOf[k], j.execs[k]
-		cancels = append(cancels, func() { tm.CancelTask(ex) })
+		j.tmOf[k].send(j.execs[k])
 	}
-	return cancels
 }
 
 // finishLocked records the end of a job and frees its slots.
@@ -365,11 +368,15 @@ func (jm *JobManager) finishLocked(j *job) {
 	j.ended = j.spec.Clock.Now()
 	j.times[j.state.status] = j.ended
 	for ti, n := range j.slots {
-		jm.free[ti] += n
+		jm.tms[ti].free += n
 	}
 	j.slots = nil
+	for ti, n := range j.netReserved {
+		jm.tms[ti].netReserved -= n
+	}
+	j.netReserved = nil
 	for _, tm := range jm.tms {
-		tm.ReleaseJob(j.spec.ID)
+		tm.send(releaseJob(j.spec.ID))
 	}
 	for _, c := range j.coords {
 		c.close()

@@ -11,9 +11,9 @@ import (
 func (jm *JobManager) SlotCounts() (total, free int) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	for i, tm := range jm.tms {
-		total += tm.NumSlots()
-		free += jm.free[i]
+	for _, tm := range jm.tms {
+		total += tm.reg.Slots
+		free += tm.free
 	}
 	return total, free
 }
@@ -49,7 +49,7 @@ type VertexInfo struct {
 	// (math.MinInt64: none yet, or not running).
 	Watermarks [][2]int64
 	// Subtasks are each subtask's published counters, nil for a subtask
-	// whose execution no TaskManager reports (not deployed yet).
+	// whose execution no TaskManager reported yet (ReportTaskStats).
 	Subtasks  []*protocol.TaskStats
 	Operators []string // node names of the chain
 	Inputs    []InputInfo
@@ -85,8 +85,7 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 		info.Times[k] = v
 	}
 	tasks := append([]protocol.TaskState(nil), j.state.tasks...)
-	tmOf := append([]protocol.TaskManagerGateway(nil), j.tmOf...)
-	execs := append([]ExecutionID(nil), j.execs...)
+	stats := append([]*protocol.TaskStats(nil), j.stats...)
 	jm.mu.Unlock()
 
 	k := 0
@@ -101,25 +100,34 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 		for range v.Parallelism {
 			vi.Tasks = append(vi.Tasks, tasks[k])
 			wm := [2]int64{math.MinInt64, math.MinInt64}
-			var sub *protocol.TaskStats
-			if tm := tmOf[k]; tm != nil {
-				if s, ok := tm.TaskStats(execs[k]); ok {
-					sub = &s
-					wm = [2]int64{s.InputWatermark, s.OutputWatermark}
-					vi.Stats.RecordsIn += s.RecordsIn
-					vi.Stats.RecordsOut += s.RecordsOut
-					vi.Stats.BytesIn += s.BytesIn
-					vi.Stats.BytesOut += s.BytesOut
-					vi.Stats.BackPressuredNanos += s.BackPressuredNanos
-					vi.Stats.IdleNanos += s.IdleNanos
-					vi.Stats.BusyNanos += s.BusyNanos
-				}
+			if s := stats[k]; s != nil {
+				wm = [2]int64{s.InputWatermark, s.OutputWatermark}
+				vi.Stats.RecordsIn += s.RecordsIn
+				vi.Stats.RecordsOut += s.RecordsOut
+				vi.Stats.BytesIn += s.BytesIn
+				vi.Stats.BytesOut += s.BytesOut
+				vi.Stats.BackPressuredNanos += s.BackPressuredNanos
+				vi.Stats.IdleNanos += s.IdleNanos
+				vi.Stats.BusyNanos += s.BusyNanos
 			}
 			vi.Watermarks = append(vi.Watermarks, wm)
-			vi.Subtasks = append(vi.Subtasks, sub)
+			vi.Subtasks = append(vi.Subtasks, stats[k])
 			k++
 		}
 		info.Vertices = append(info.Vertices, vi)
 	}
 	return info, true
+}
+
+// ReportTaskStats implements protocol.JobManagerGateway: it keeps the
+// latest counters of each execution of the current attempts, which Job
+// returns. Reports of earlier attempts are dropped.
+func (jm *JobManager) ReportTaskStats(r protocol.TaskStatsReport) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	for k := range r.Tasks {
+		if j, i, ok := jm.execLocked(r.Tasks[k].Exec); ok {
+			j.stats[i] = &r.Tasks[k].Stats
+		}
+	}
 }
