@@ -1,6 +1,7 @@
 package jobmanager
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/weirhq/weir/internal/protocol"
@@ -27,8 +28,8 @@ type taskManager struct {
 	sending bool
 }
 
-// envelope is one queued message: a protocol.Deployment, an ExecutionID
-// (cancel), a protocol.TriggerCheckpoint, a protocol.NotifyCheckpoint, a
+// envelope is one queued message: a protocol.Deployment, a cancelTask, a
+// protocol.TriggerCheckpoint, a protocol.NotifyCheckpoint, a
 // protocol.OperatorEvent or a releaseJob.
 type envelope struct {
 	msg any
@@ -36,8 +37,12 @@ type envelope struct {
 	sent chan struct{}
 }
 
-// releaseJob is the message of TaskManagerGateway.ReleaseJob.
-type releaseJob string
+// cancelTask and releaseJob are the messages of TaskManagerGateway's
+// CancelTask and ReleaseJob.
+type (
+	cancelTask protocol.ExecutionID
+	releaseJob string
+)
 
 // send queues msg for the TaskManager.
 func (t *taskManager) send(msg any) { t.sendNotify(msg, nil) }
@@ -80,8 +85,8 @@ func (t *taskManager) call(msg any) {
 	switch m := msg.(type) {
 	case protocol.Deployment:
 		t.gw.SubmitTask(m)
-	case protocol.ExecutionID:
-		t.gw.CancelTask(m)
+	case cancelTask:
+		t.gw.CancelTask(protocol.ExecutionID(m))
 	case protocol.TriggerCheckpoint:
 		t.gw.TriggerCheckpoint(m)
 	case protocol.NotifyCheckpoint:
@@ -91,7 +96,7 @@ func (t *taskManager) call(msg any) {
 	case releaseJob:
 		t.gw.ReleaseJob(string(m))
 	default:
-		panic("jobmanager: no gateway call carries a message of this type")
+		panic(fmt.Sprintf("jobmanager: no TaskManagerGateway call carries a %T", msg))
 	}
 }
 

@@ -354,7 +354,7 @@ func (jm *JobManager) cancelLocked(j *job, toCancel []int) {
 		if j.deployed == nil || !j.deployed[k] {
 			continue
 		}
-		j.tmOf[k].send(j.execs[k])
+		j.tmOf[k].send(cancelTask(j.execs[k]))
 	}
 }
 
