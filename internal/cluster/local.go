@@ -80,7 +80,7 @@ func Start(cfg Config) (*Local, error) {
 			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Logger: cfg.Logger},
 			protocol.NewLoopbackJobManager(c.JM), c.Shuffle)
 		c.tms = append(c.tms, tm)
-		c.JM.RegisterTaskManager(protocol.NewLoopbackTaskManager(tm))
+		c.JM.RegisterTaskManager(protocol.LoopbackRegistration(tm.Registration()), protocol.NewLoopbackTaskManager(tm))
 	}
 	if cfg.RESTAddr != "" {
 		c.rest = rest.NewServer(&view{c: c}, rest.WithVersion(cfg.Version, ""))

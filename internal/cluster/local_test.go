@@ -36,8 +36,9 @@ func TestGatewaysAreLoopback(t *testing.T) {
 			switch name := callee(call); name {
 			case "RegisterTaskManager":
 				registers++
-				if len(call.Args) != 1 || callee(call.Args[0]) != "protocol.NewLoopbackTaskManager" {
-					t.Errorf("%s: the JobManager registers a TaskManager not through protocol.NewLoopbackTaskManager", fset.Position(call.Pos()))
+				if len(call.Args) != 2 || callee(call.Args[0]) != "protocol.LoopbackRegistration" ||
+					callee(call.Args[1]) != "protocol.NewLoopbackTaskManager" {
+					t.Errorf("%s: the JobManager registers a TaskManager not through protocol.LoopbackRegistration and protocol.NewLoopbackTaskManager", fset.Position(call.Pos()))
 				}
 			case "taskmanager.New":
 				creates++

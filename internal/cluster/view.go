@@ -185,8 +185,9 @@ func (v *view) Watermarks(id, vertexID string) ([]rest.Metric, bool) {
 // SubtaskMetrics implements rest.MetricReporter: per subtask, the task's
 // counters under Flink's task metric names (times in milliseconds,
 // watermarks as Watermarks gives them) and each operator's own counters as
-// "<operator name>.<name>" (numLateRecordsDropped). A subtask no
-// TaskManager reports has none.
+// "<operator name>.<name>" (numLateRecordsDropped), as its TaskManager
+// last pushed them to the JobManager (every publish period); a subtask not
+// reported yet has none.
 func (v *view) SubtaskMetrics(id, vertexID string) ([]map[string]string, bool) {
 	vx, ok := v.vertex(id, vertexID)
 	if !ok {

@@ -69,7 +69,7 @@ type Node struct {
 	// TypeName is the Go type of the node's output ("" for sinks).
 	TypeName string
 	// Factory (an operator.Factory) and OutType (an operator.StreamType) are
-	// opaque here; so is Coordinator (an operator.CoordinatorFactory, for
+	// opaque here; so is Coordinator (an opcoordinator.Factory, for
 	// operators with a part on the JobManager, as a source's enumerator).
 	Factory, OutType, Coordinator any
 	// SideTypes are the node's side outputs (Flink's OutputTag): tag ID ->

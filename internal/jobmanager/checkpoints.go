@@ -401,7 +401,7 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 			go jm.DeclineCheckpoint(protocol.DeclineCheckpoint{Exec: j.execs[i], ID: t.ID, Reason: "the task is not deployed yet"})
 			continue
 		}
-		j.tmOf[i].TriggerCheckpoint(protocol.TriggerCheckpoint{Exec: j.execs[i], ID: t.ID, Timestamp: t.Timestamp, Options: opts})
+		j.tmOf[i].send(protocol.TriggerCheckpoint{Exec: j.execs[i], ID: t.ID, Timestamp: t.Timestamp, Options: opts})
 	}
 }
 
@@ -410,7 +410,7 @@ func (jm *JobManager) triggerLocked(j *job, t coordinator.Trigger) {
 func (jm *JobManager) notifyLocked(j *job, id int64, complete, final bool) {
 	for i, e := range j.execs {
 		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
-			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: complete, Final: final})
+			j.tmOf[i].send(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: complete, Final: final})
 		}
 	}
 }
@@ -420,7 +420,7 @@ func (jm *JobManager) notifyLocked(j *job, id int64, complete, final bool) {
 func (jm *JobManager) terminateLocked(j *job, id int64) {
 	for i, e := range j.execs {
 		if j.deployed != nil && j.deployed[i] && !j.state.tasks[i].Terminal() {
-			j.tmOf[i].NotifyCheckpoint(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: true, Terminate: true})
+			j.tmOf[i].send(protocol.NotifyCheckpoint{Exec: e, ID: id, Complete: true, Terminate: true})
 		}
 	}
 }

@@ -4,7 +4,8 @@
 // job's state; it restarts a failed job from its latest completed checkpoint
 // under the restart strategy, drives the checkpoint coordinator (triggers,
 // metadata written last, notifications, retention), plans what each subtask
-// restores, and hosts the operator coordinators (source split enumerators).
+// restores, and hosts the operator coordinators (source split enumerators,
+// through the byte-payload contract of internal/opcoordinator).
 // It takes savepoints on request (savepoints.go): checkpoints of kind
 // Savepoint copied into a self-contained folder, and stop-with-savepoint,
 // after which the tasks end FINISHED. It keeps the checkpoint storage
@@ -19,4 +20,17 @@
 // internal/restart; the JobManager type is the driver around them.
 // TaskManagers are reached only through the plain-data messages of
 // internal/protocol, so a later multi-process mode can put RPC behind them.
+// No gateway call is made with the JobManager's lock held: code under the
+// lock queues its messages in each TaskManager's outbox (outbox.go), which
+// one goroutine at a time delivers in order. What the JobManager must know
+// of a TaskManager it books itself from the registration (slots, network
+// memory); counters are pushed by the TaskManagers (ReportTaskStats) and
+// the view serves the latest, so a REST request asks no TaskManager.
+//
+// Files by role: jobmanager.go the types and the job lifecycle calls
+// (Cancel, Fail, Wait); schedule.go scheduling, deployment, task state
+// updates and restarts; outbox.go the messages to TaskManagers; view.go
+// the read-only view the REST layer queries and the counters it shows;
+// coordinators.go the hosting of operator coordinators; checkpoints.go,
+// savepoints.go, restore.go and hygiene.go checkpointing.
 package jobmanager

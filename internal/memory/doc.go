@@ -6,4 +6,8 @@
 //
 // The guard's rule is a pure state machine (Watch) fed with samples of
 // runtime/metrics; Run is the goroutine that samples and calls it.
+//
+// FormatBytes renders byte counts in messages about memory ("32 KiB"),
+// for the runtime and the JobManager alike: this package imports only the
+// standard library.
 package memory

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/weirhq/weir/internal/memory"
 )
 
 // Kind says what a buffer holds.
@@ -285,7 +287,7 @@ type BudgetError struct {
 
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("network memory exhausted: a result partition needs %s, %s of %s are free",
-		FormatBytes(e.Need), FormatBytes(e.Available), FormatBytes(e.Capacity))
+		memory.FormatBytes(e.Need), memory.FormatBytes(e.Available), memory.FormatBytes(e.Capacity))
 }
 
 func (b *Budget) take(n int64, mustFit bool) error {
@@ -540,22 +542,4 @@ func (p *BufferPool) signal() {
 		default:
 		}
 	}
-}
-
-// FormatBytes renders a byte count for messages: "32 KiB", "1.5 GiB".
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n), -1
-	for v >= unit && i < 4 {
-		v /= unit
-		i++
-	}
-	s := fmt.Sprintf("%.1f", v)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		s = s[:len(s)-2]
-	}
-	return s + " " + []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[i]
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weirhq/weir/internal/opcoordinator"
 	"github.com/weirhq/weir/internal/watermark"
 	"github.com/weirhq/weir/source"
 )
@@ -74,7 +75,7 @@ func (a Alignment) validate() error {
 }
 
 // alignmentGroup is the decision the coordinators of a group's sources
-// share (CoordinatorContext.Shared).
+// share (opcoordinator.Context.Shared).
 type alignmentGroup struct {
 	name     string
 	maxDrift int64
@@ -92,7 +93,7 @@ type alignedCoordinator struct {
 // subtask at the minimum: until a reader reports, it holds the group back
 // (otherwise a source whose readers start first runs ahead of one whose
 // readers have not started yet).
-func joinAlignment(ctx CoordinatorContext, a Alignment) (*alignedCoordinator, error) {
+func joinAlignment(ctx opcoordinator.Context, a Alignment) (*alignedCoordinator, error) {
 	if err := a.validate(); err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func joinAlignment(ctx CoordinatorContext, a Alignment) (*alignedCoordinator, er
 
 // report handles a reader's report and answers it with the allowed
 // watermark.
-func (c *alignedCoordinator) report(ctx CoordinatorContext, subtask int, p []byte) error {
+func (c *alignedCoordinator) report(ctx opcoordinator.Context, subtask int, p []byte) error {
 	if subtask < 0 || subtask >= len(c.ids) {
 		return fmt.Errorf("watermark alignment group %q: a report from subtask %d of %d", c.group.name, subtask, len(c.ids))
 	}

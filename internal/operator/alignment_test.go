@@ -9,10 +9,11 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/opcoordinator"
 	"github.com/weirhq/weir/source"
 )
 
-// fakeCoordContext is a CoordinatorContext whose events are logged; shared
+// fakeCoordContext is an opcoordinator.Context whose events are logged; shared
 // is the job's shared objects.
 type fakeCoordContext struct {
 	p      int
@@ -57,7 +58,7 @@ func TestAlignmentCoordinators(t *testing.T) {
 	var sent []string
 	shared := map[string]any{}
 	a := Alignment{Group: "g", MaxDrift: 100, Interval: 10}
-	mk := func(name string, p int, al Alignment) (Coordinator, error) {
+	mk := func(name string, p int, al Alignment) (opcoordinator.Coordinator, error) {
 		f := coordinatorFactory[int64, string]{src: scriptSource{}, align: &al}
 		return f.CreateCoordinator(fakeCoordContext{p: p, shared: shared, sent: &sent, name: name}, nil)
 	}
@@ -70,7 +71,7 @@ func TestAlignmentCoordinators(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := []struct {
-		c       Coordinator
+		c       opcoordinator.Coordinator
 		subtask int
 		p       []byte
 	}{

@@ -1,7 +1,5 @@
 package operator
 
-import "time"
-
 // The hooks below let operators take part in checkpoints. The task calls
 // them on its goroutine: InitializeState after it created and restored the
 // operator's state and before Open; SnapshotState at a checkpoint barrier,
@@ -33,49 +31,6 @@ type CheckpointListener interface {
 // coordinator on the JobManager (a source reader's split assignments).
 type EventHandler interface {
 	HandleOperatorEvent(payload []byte) error
-}
-
-// Coordinator is the JobManager-side part of an operator (a source's split
-// enumerator), type-erased. Its methods run on one goroutine at a time.
-type Coordinator interface {
-	// Start is called once, before any event.
-	Start() error
-	// HandleEvent handles an event from subtask i.
-	HandleEvent(subtask int, payload []byte) error
-	// SubtaskReset says that subtask i restarts (its reader registers again).
-	SubtaskReset(subtask int)
-	// Snapshot returns the coordinator's state for checkpoint id.
-	Snapshot(checkpointID int64) ([]byte, error)
-	Close() error
-}
-
-// CoordinatorContext is what a coordinator can do.
-type CoordinatorContext interface {
-	// SendEvent sends an event to subtask i of the operator. The payload
-	// is delivered later, as is, on the subtask's goroutine: it must not be
-	// written again.
-	SendEvent(subtask int, payload []byte)
-	Parallelism() int
-	// Shared returns the object the job's coordinators share under key,
-	// made by create on the first call (a watermark alignment group spans
-	// the coordinators of several sources). The coordinators of a job run
-	// one at a time, so it needs no lock; a restart makes new ones.
-	Shared(key string, create func() any) any
-}
-
-// AsyncCoordinatorContext is implemented by coordinator contexts that run
-// periodic work for a coordinator (source.AsyncCaller): fn off the
-// coordinator's goroutine, handler on it (with the coordinator's other
-// methods, never concurrently); an error from handler fails the job. The
-// calls stop when the coordinator is closed or replaced.
-type AsyncCoordinatorContext interface {
-	CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration)
-}
-
-// CoordinatorFactory creates an operator's coordinator on the JobManager;
-// restored is its state from a checkpoint, nil on a fresh start.
-type CoordinatorFactory interface {
-	CreateCoordinator(ctx CoordinatorContext, restored []byte) (Coordinator, error)
 }
 
 // InputStatusReceiver is implemented by operators with several inputs that

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/opcoordinator"
 	"github.com/weirhq/weir/source"
 	"github.com/weirhq/weir/state"
 )
@@ -97,7 +98,7 @@ func (m readerMetrics) Gauge(name string) source.Gauge     { return m.ctx.Counte
 
 // NewSourceFactory returns the factory of a source's operator and the
 // factory of its coordinator (the enumerator on the JobManager).
-func NewSourceFactory[T, S any](src source.Source[T, S]) (Factory, CoordinatorFactory) {
+func NewSourceFactory[T, S any](src source.Source[T, S]) (Factory, opcoordinator.Factory) {
 	op := FactoryFunc(func(ctx *Context, out any) (Instance, error) {
 		r, err := src.CreateReader(readerContext{ctx})
 		if err != nil {
@@ -265,7 +266,7 @@ type coordinatorFactory[T, S any] struct {
 	align *Alignment
 }
 
-func (f coordinatorFactory[T, S]) CreateCoordinator(ctx CoordinatorContext, restored []byte) (Coordinator, error) {
+func (f coordinatorFactory[T, S]) CreateCoordinator(ctx opcoordinator.Context, restored []byte) (opcoordinator.Coordinator, error) {
 	c := &sourceCoordinator[T, S]{codec: f.src.SplitCodec(), ctx: ctx, registered: map[int]bool{}}
 	if f.align != nil {
 		var err error
@@ -285,7 +286,7 @@ func (f coordinatorFactory[T, S]) CreateCoordinator(ctx CoordinatorContext, rest
 type sourceCoordinator[T, S any] struct {
 	enum       source.Enumerator[S]
 	codec      codec.Codec[S]
-	ctx        CoordinatorContext
+	ctx        opcoordinator.Context
 	registered map[int]bool
 	aligned    *alignedCoordinator // nil without watermark alignment
 }
@@ -301,7 +302,7 @@ type enumeratorContext[S any] struct {
 }
 
 // CallAsync implements source.AsyncCaller when the coordinator's context
-// does (AsyncCoordinatorContext); otherwise the work never runs.
+// does (opcoordinator.AsyncContext); otherwise the work never runs.
 func (e enumeratorContext[S]) CallAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration) {
 	e.c.callAsync(fn, handler, initialDelay, period)
 }
@@ -314,7 +315,7 @@ func (e enumeratorContext[S]) Registered() []int               { return e.c.regs
 func (c *sourceCoordinator[T, S]) par() int { return c.ctx.Parallelism() }
 
 func (c *sourceCoordinator[T, S]) callAsync(fn func() (any, error), handler func(any, error) error, initialDelay, period time.Duration) {
-	if a, ok := c.ctx.(AsyncCoordinatorContext); ok {
+	if a, ok := c.ctx.(opcoordinator.AsyncContext); ok {
 		a.CallAsync(fn, handler, initialDelay, period)
 	}
 }

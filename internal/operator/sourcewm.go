@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/weirhq/weir/codec"
+	"github.com/weirhq/weir/internal/opcoordinator"
 	"github.com/weirhq/weir/internal/watermark"
 	"github.com/weirhq/weir/source"
 	"github.com/weirhq/weir/state"
@@ -57,7 +58,7 @@ type WatermarkEmitter interface{ EmitWatermark(wm int64) }
 // one for records collected directly, and the source's watermark is the
 // minimum over them (internal/watermark.Valve: idle and released splits
 // leave it).
-func NewSourceFactoryWithWatermarks[T, S any](src source.Source[T, S], ws SourceWatermarks[T]) (Factory, CoordinatorFactory) {
+func NewSourceFactoryWithWatermarks[T, S any](src source.Source[T, S], ws SourceWatermarks[T]) (Factory, opcoordinator.Factory) {
 	op := FactoryFunc(func(ctx *Context, out any) (Instance, error) {
 		w := &watermarkedSource[T, S]{ws: ws, valve: watermark.NewValve(0), splits: map[string]*splitOutput[T, S]{}}
 		if a := ws.Align; a != nil {

@@ -47,29 +47,29 @@ type Kind uint8
 
 // The message kinds.
 const (
-	KindDeployment              Kind = 1
-	KindSubmitTaskReply         Kind = 2
-	KindCancelTask              Kind = 3
-	KindTriggerCheckpoint       Kind = 4
-	KindNotifyCheckpoint        Kind = 5
-	KindOperatorEvent           Kind = 6
-	KindTaskStatsRequest        Kind = 7
-	KindTaskStatsReply          Kind = 8
-	KindReleaseJob              Kind = 9
-	KindNetworkMemoryRequest    Kind = 10
-	KindNetworkMemoryReply      Kind = 11
+	KindDeployment Kind = 1
+	// 2 was SubmitTaskReply (SubmitTask is one-way since the JobManager
+	// stopped calling gateways under its lock): retired, never reuse it.
+	KindCancelTask        Kind = 3
+	KindTriggerCheckpoint Kind = 4
+	KindNotifyCheckpoint  Kind = 5
+	KindOperatorEvent     Kind = 6
+	// 7 and 8 were TaskStatsRequest/Reply (stats are pushed now): retired.
+	KindReleaseJob Kind = 9
+	// 10 and 11 were NetworkMemoryRequest/Reply (the registration carries
+	// the budget now): retired.
 	KindTaskManagerRegistration Kind = 12
 	KindTaskStateUpdate         Kind = 13
 	KindAcknowledgeCheckpoint   Kind = 14
 	KindDeclineCheckpoint       Kind = 15
 	KindSourceEnded             Kind = 16
+	KindTaskStatsReport         Kind = 17
 )
 
 var kindNames = [...]string{
-	KindDeployment: "Deployment", KindSubmitTaskReply: "SubmitTaskReply", KindCancelTask: "CancelTask",
+	KindDeployment: "Deployment", KindCancelTask: "CancelTask",
 	KindTriggerCheckpoint: "TriggerCheckpoint", KindNotifyCheckpoint: "NotifyCheckpoint", KindOperatorEvent: "OperatorEvent",
-	KindTaskStatsRequest: "TaskStatsRequest", KindTaskStatsReply: "TaskStatsReply", KindReleaseJob: "ReleaseJob",
-	KindNetworkMemoryRequest: "NetworkMemoryRequest", KindNetworkMemoryReply: "NetworkMemoryReply",
+	KindReleaseJob: "ReleaseJob", KindTaskStatsReport: "TaskStatsReport",
 	KindTaskManagerRegistration: "TaskManagerRegistration", KindTaskStateUpdate: "TaskStateUpdate",
 	KindAcknowledgeCheckpoint: "AcknowledgeCheckpoint", KindDeclineCheckpoint: "DeclineCheckpoint", KindSourceEnded: "SourceEnded",
 }
@@ -83,21 +83,17 @@ func (k Kind) String() string {
 }
 
 func (Deployment) Kind() Kind              { return KindDeployment }
-func (SubmitTaskReply) Kind() Kind         { return KindSubmitTaskReply }
 func (CancelTask) Kind() Kind              { return KindCancelTask }
 func (TriggerCheckpoint) Kind() Kind       { return KindTriggerCheckpoint }
 func (NotifyCheckpoint) Kind() Kind        { return KindNotifyCheckpoint }
 func (OperatorEvent) Kind() Kind           { return KindOperatorEvent }
-func (TaskStatsRequest) Kind() Kind        { return KindTaskStatsRequest }
-func (TaskStatsReply) Kind() Kind          { return KindTaskStatsReply }
 func (ReleaseJob) Kind() Kind              { return KindReleaseJob }
-func (NetworkMemoryRequest) Kind() Kind    { return KindNetworkMemoryRequest }
-func (NetworkMemoryReply) Kind() Kind      { return KindNetworkMemoryReply }
 func (TaskManagerRegistration) Kind() Kind { return KindTaskManagerRegistration }
 func (TaskStateUpdate) Kind() Kind         { return KindTaskStateUpdate }
 func (AcknowledgeCheckpoint) Kind() Kind   { return KindAcknowledgeCheckpoint }
 func (DeclineCheckpoint) Kind() Kind       { return KindDeclineCheckpoint }
 func (SourceEnded) Kind() Kind             { return KindSourceEnded }
+func (TaskStatsReport) Kind() Kind         { return KindTaskStatsReport }
 
 // Encode returns the frame of m.
 func Encode(m Message) ([]byte, error) { return AppendEncode(nil, m) }
@@ -112,8 +108,6 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	switch m := m.(type) {
 	case Deployment:
 		w.deployment(m)
-	case SubmitTaskReply:
-		w.str(m.Error)
 	case CancelTask:
 		w.exec(m.Exec)
 	case TriggerCheckpoint:
@@ -129,20 +123,19 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		w.exec(m.Exec)
 		w.str(m.OperatorID)
 		w.bytes(m.Payload)
-	case TaskStatsRequest:
-		w.exec(m.Exec)
-	case TaskStatsReply:
-		w.stats(m.Stats)
-		w.bools(m.Found)
+	case TaskStatsReport:
+		w.str(m.TaskManager)
+		w.count(len(m.Tasks), m.Tasks == nil)
+		for _, t := range m.Tasks {
+			w.exec(t.Exec)
+			w.stats(t.Stats)
+		}
 	case ReleaseJob:
 		w.str(m.JobID)
-	case NetworkMemoryRequest:
-	case NetworkMemoryReply:
-		w.i64(m.Capacity)
-		w.i64(m.Free)
 	case TaskManagerRegistration:
 		w.str(m.ID)
 		w.int(m.Slots)
+		w.i64(m.NetworkMemory)
 	case TaskStateUpdate:
 		w.exec(m.Exec)
 		w.str(string(m.State))
@@ -182,8 +175,6 @@ func Decode(b []byte) (Message, error) {
 	switch k {
 	case KindDeployment:
 		m = r.deployment()
-	case KindSubmitTaskReply:
-		m = SubmitTaskReply{Error: r.str("Error")}
 	case KindCancelTask:
 		m = CancelTask{Exec: r.exec("Exec")}
 	case KindTriggerCheckpoint:
@@ -192,18 +183,12 @@ func Decode(b []byte) (Message, error) {
 		m = NotifyCheckpoint{Exec: r.exec("Exec"), ID: r.i64("ID"), Complete: r.bool("Complete"), Final: r.bool("Final"), Terminate: r.bool("Terminate")}
 	case KindOperatorEvent:
 		m = OperatorEvent{Exec: r.exec("Exec"), OperatorID: r.str("OperatorID"), Payload: r.bytes("Payload")}
-	case KindTaskStatsRequest:
-		m = TaskStatsRequest{Exec: r.exec("Exec")}
-	case KindTaskStatsReply:
-		m = TaskStatsReply{Stats: r.stats("Stats"), Found: r.bool("Found")}
+	case KindTaskStatsReport:
+		m = r.statsReport()
 	case KindReleaseJob:
 		m = ReleaseJob{JobID: r.str("JobID")}
-	case KindNetworkMemoryRequest:
-		m = NetworkMemoryRequest{}
-	case KindNetworkMemoryReply:
-		m = NetworkMemoryReply{Capacity: r.i64("Capacity"), Free: r.i64("Free")}
 	case KindTaskManagerRegistration:
-		m = TaskManagerRegistration{ID: r.str("ID"), Slots: r.int("Slots")}
+		m = TaskManagerRegistration{ID: r.str("ID"), Slots: r.int("Slots"), NetworkMemory: r.i64("NetworkMemory")}
 	case KindTaskStateUpdate:
 		m = TaskStateUpdate{Exec: r.exec("Exec"), State: TaskState(r.str("State")), Failure: r.failure("Failure")}
 	case KindAcknowledgeCheckpoint:
@@ -535,6 +520,8 @@ const (
 	minOperatorRestore  = 5 // OperatorID, Keyed, Operator, InputChannels, OutputChannels
 	minOperatorSnapshot = 8 // OperatorID, Subtask, Keyed, Operator, InputChannels, OutputChannels, Inline, Shared
 	minOperatorMetric   = 3 // Operator, Name, Value
+	// minExecutionStats: Exec (4 varints), Stats (9 varints, a bool byte, a count)
+	minExecutionStats = 15
 )
 
 func (r *reader) bytes(field string) []byte {
@@ -667,6 +654,19 @@ func (r *reader) stats(field string) TaskStats {
 		r.leave()
 	}
 	return s
+}
+
+func (r *reader) statsReport() TaskStatsReport {
+	m := TaskStatsReport{TaskManager: r.str("TaskManager")}
+	if n, ok := r.count("Tasks", minExecutionStats); ok {
+		m.Tasks = make([]ExecutionStats, n)
+		r.enter("Tasks")
+		for i := range m.Tasks {
+			m.Tasks[i] = ExecutionStats{Exec: r.exec("Exec"), Stats: r.stats("Stats")}
+		}
+		r.leave()
+	}
+	return m
 }
 
 func (r *reader) ack() AcknowledgeCheckpoint {

@@ -20,9 +20,8 @@ import (
 // messages lists one value of every message type. A message type missing
 // here fails TestEveryTypeEncodes (it parses the package's source).
 var messages = []Message{
-	Deployment{}, SubmitTaskReply{}, CancelTask{}, TriggerCheckpoint{}, NotifyCheckpoint{}, OperatorEvent{},
-	TaskStatsRequest{}, TaskStatsReply{}, ReleaseJob{}, NetworkMemoryRequest{}, NetworkMemoryReply{},
-	TaskManagerRegistration{}, TaskStateUpdate{}, AcknowledgeCheckpoint{}, DeclineCheckpoint{}, SourceEnded{},
+	Deployment{}, CancelTask{}, TriggerCheckpoint{}, NotifyCheckpoint{}, OperatorEvent{},
+	ReleaseJob{}, TaskStatsReport{}, TaskManagerRegistration{}, TaskStateUpdate{}, AcknowledgeCheckpoint{}, DeclineCheckpoint{}, SourceEnded{},
 }
 
 // nonMessages are the exported struct types that never cross the boundary
@@ -229,7 +228,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"kind", []byte{Version, 200}, "unknown kind 200"},
 		{"truncated field", d[:len(d)-4], "decoding Deployment: field Restore.Operators.Operator: a length of 5 with 3 bytes left"},
 		{"count", []byte{Version, byte(KindAcknowledgeCheckpoint), 0, 0, 0, 0, 0, 100}, "field Operators: 99 elements of at least 8 bytes each with 0 bytes left"},
-		{"bool", []byte{Version, byte(KindTaskStatsReply), 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, "field Stats.OutputIdle: bool byte 2"},
+		{"bool", []byte{Version, byte(KindTaskStatsReport), 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0}, "field Tasks.Stats.OutputIdle: bool byte 2"},
 		{"crc", frame(OperatorEvent{})[:2], "field Exec.Job: a truncated"},
 	} {
 		_, err := Decode(c.b)
@@ -284,8 +283,9 @@ func TestMinSizes(t *testing.T) {
 			Deployment{Restore: &TaskRestore{Operators: []OperatorRestore{}}}), minOperatorRestore},
 		{"operator snapshot", size(AcknowledgeCheckpoint{Operators: make([]OperatorSnapshot, 1)},
 			AcknowledgeCheckpoint{Operators: []OperatorSnapshot{}}), minOperatorSnapshot},
-		{"operator metric", size(TaskStatsReply{Stats: TaskStats{Operators: make([]OperatorMetric, 1)}},
-			TaskStatsReply{Stats: TaskStats{Operators: []OperatorMetric{}}}), minOperatorMetric},
+		{"operator metric", size(TaskStatsReport{Tasks: []ExecutionStats{{Stats: TaskStats{Operators: make([]OperatorMetric, 1)}}}},
+			TaskStatsReport{Tasks: []ExecutionStats{{Stats: TaskStats{Operators: []OperatorMetric{}}}}}), minOperatorMetric},
+		{"execution stats", size(TaskStatsReport{Tasks: make([]ExecutionStats, 1)}, TaskStatsReport{Tasks: []ExecutionStats{}}), minExecutionStats},
 	} {
 		if c.got != c.want {
 			t.Errorf("a zero %s encodes to %d bytes, the decoder assumes %d at least", c.name, c.got, c.want)

@@ -1,24 +1,21 @@
 package protocol
 
-// TaskManagerGateway is how the JobManager reaches a TaskManager. Calls
-// must not block for long: the JobManager makes them under its lock.
+// TaskManagerGateway is how the JobManager reaches a TaskManager. Every
+// call is a one-way message: nothing comes back as a return value (what
+// the JobManager must learn comes back through JobManagerGateway). The
+// JobManager never calls it with its lock held, and sends the messages to
+// one TaskManager in the order it decided them, so an implementation may
+// call back into the JobManager at once.
 type TaskManagerGateway interface {
-	ID() string
-	NumSlots() int
-	// NetworkMemory returns the TaskManager's network memory budget in bytes
-	// and how much of it is not reserved by running jobs.
-	NetworkMemory() (capacity, free int64)
 	// SubmitTask starts an execution; its state changes come back through
-	// JobManagerGateway.UpdateTaskState.
-	SubmitTask(Deployment) error
+	// JobManagerGateway.UpdateTaskState, a failure to start as FAILED.
+	SubmitTask(Deployment)
 	// CancelTask asks an execution to stop; it reports CANCELED when it has.
 	CancelTask(ExecutionID)
 	TriggerCheckpoint(TriggerCheckpoint)
 	NotifyCheckpoint(NotifyCheckpoint)
 	// SendEvent delivers an event from an operator's coordinator.
 	SendEvent(OperatorEvent)
-	// TaskStats returns the last published counters of an execution.
-	TaskStats(ExecutionID) (TaskStats, bool)
 	// ReleaseJob frees what the TaskManager holds for a job's ended
 	// executions (their network partitions).
 	ReleaseJob(jobID string)
@@ -32,4 +29,7 @@ type JobManagerGateway interface {
 	// SendEvent delivers an event to an operator's coordinator.
 	SendEvent(OperatorEvent)
 	SourceEnded(SourceEnded)
+	// ReportTaskStats delivers a TaskManager's periodic report of its
+	// executions' counters.
+	ReportTaskStats(TaskStatsReport)
 }

@@ -1,20 +1,18 @@
 package protocol
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 )
 
 // The loopback transport connects a JobManager and TaskManagers in one
 // process as a network would: every call is encoded into a frame and the
-// other side gets a fresh decoded copy, its reply too, so the two sides
+// other side gets a fresh decoded copy, so the two sides
 // share no memory and every local run exercises the encoding.
 //
 // A message that does not encode or decode here is a bug (every message
 // kind round-trips in this package's tests, and control messages are far
-// below MaxFrameSize), so the one-way calls panic with the error; SubmitTask
-// returns it, and the JobManager fails the deployment.
+// below MaxFrameSize), so the calls, all one-way, panic with the error.
 
 // frames recycles the loopback's frame buffers: Decode copies what it
 // keeps, so a buffer is free again as soon as its message is decoded.
@@ -58,53 +56,27 @@ func mustRoundTrip[M Message](m M) M {
 }
 
 // LoopbackTaskManager is how a JobManager reaches a TaskManager of its own
-// process: a TaskManagerGateway that passes every call and reply through the
+// process: a TaskManagerGateway that passes every call through the
 // encoding.
 type LoopbackTaskManager struct {
-	tm  TaskManagerGateway
-	reg TaskManagerRegistration
+	tm TaskManagerGateway
 }
 
 var _ TaskManagerGateway = (*LoopbackTaskManager)(nil)
 
-// NewLoopbackTaskManager wraps tm. Its ID and slots are read once, as its
-// registration message.
+// NewLoopbackTaskManager wraps tm.
 func NewLoopbackTaskManager(tm TaskManagerGateway) *LoopbackTaskManager {
-	return &LoopbackTaskManager{tm: tm, reg: mustRoundTrip(TaskManagerRegistration{ID: tm.ID(), Slots: tm.NumSlots()})}
+	return &LoopbackTaskManager{tm: tm}
 }
 
-// ID implements TaskManagerGateway.
-func (l *LoopbackTaskManager) ID() string { return l.reg.ID }
-
-// NumSlots implements TaskManagerGateway.
-func (l *LoopbackTaskManager) NumSlots() int { return l.reg.Slots }
-
-// NetworkMemory implements TaskManagerGateway.
-func (l *LoopbackTaskManager) NetworkMemory() (capacity, free int64) {
-	mustRoundTrip(NetworkMemoryRequest{})
-	c, f := l.tm.NetworkMemory()
-	r := mustRoundTrip(NetworkMemoryReply{Capacity: c, Free: f})
-	return r.Capacity, r.Free
+// LoopbackRegistration is a TaskManager's registration as the JobManager
+// of its process receives it: encoded and decoded.
+func LoopbackRegistration(r TaskManagerRegistration) TaskManagerRegistration {
+	return mustRoundTrip(r)
 }
 
 // SubmitTask implements TaskManagerGateway.
-func (l *LoopbackTaskManager) SubmitTask(d Deployment) error {
-	d, err := roundTrip(d)
-	if err != nil {
-		return err
-	}
-	var reply SubmitTaskReply
-	if err := l.tm.SubmitTask(d); err != nil {
-		reply.Error = err.Error()
-	}
-	if reply, err = roundTrip(reply); err != nil {
-		return err
-	}
-	if reply.Error != "" {
-		return errors.New(reply.Error)
-	}
-	return nil
-}
+func (l *LoopbackTaskManager) SubmitTask(d Deployment) { l.tm.SubmitTask(mustRoundTrip(d)) }
 
 // CancelTask implements TaskManagerGateway.
 func (l *LoopbackTaskManager) CancelTask(e ExecutionID) {
@@ -123,13 +95,6 @@ func (l *LoopbackTaskManager) NotifyCheckpoint(n NotifyCheckpoint) {
 
 // SendEvent implements TaskManagerGateway.
 func (l *LoopbackTaskManager) SendEvent(e OperatorEvent) { l.tm.SendEvent(mustRoundTrip(e)) }
-
-// TaskStats implements TaskManagerGateway.
-func (l *LoopbackTaskManager) TaskStats(e ExecutionID) (TaskStats, bool) {
-	s, ok := l.tm.TaskStats(mustRoundTrip(TaskStatsRequest{Exec: e}).Exec)
-	r := mustRoundTrip(TaskStatsReply{Stats: s, Found: ok})
-	return r.Stats, r.Found
-}
 
 // ReleaseJob implements TaskManagerGateway.
 func (l *LoopbackTaskManager) ReleaseJob(jobID string) {
@@ -169,3 +134,8 @@ func (l *LoopbackJobManager) SendEvent(e OperatorEvent) { l.jm.SendEvent(mustRou
 
 // SourceEnded implements JobManagerGateway.
 func (l *LoopbackJobManager) SourceEnded(s SourceEnded) { l.jm.SourceEnded(mustRoundTrip(s)) }
+
+// ReportTaskStats implements JobManagerGateway.
+func (l *LoopbackJobManager) ReportTaskStats(r TaskStatsReport) {
+	l.jm.ReportTaskStats(mustRoundTrip(r))
+}

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"errors"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -9,28 +8,15 @@ import (
 	"github.com/weirhq/weir/internal/testseed"
 )
 
-// fakeTM records what it receives and answers with set values.
-type fakeTM struct {
-	got            []any
-	capacity, free int64
-	submitErr      error
-	stats          TaskStats
-	found          bool
-}
+// fakeTM records what it receives.
+type fakeTM struct{ got []any }
 
-func (f *fakeTM) ID() string                            { return "tm-7" }
-func (f *fakeTM) NumSlots() int                         { return 3 }
-func (f *fakeTM) NetworkMemory() (int64, int64)         { return f.capacity, f.free }
-func (f *fakeTM) SubmitTask(d Deployment) error         { f.got = append(f.got, d); return f.submitErr }
+func (f *fakeTM) SubmitTask(d Deployment)               { f.got = append(f.got, d) }
 func (f *fakeTM) CancelTask(e ExecutionID)              { f.got = append(f.got, e) }
 func (f *fakeTM) TriggerCheckpoint(t TriggerCheckpoint) { f.got = append(f.got, t) }
 func (f *fakeTM) NotifyCheckpoint(n NotifyCheckpoint)   { f.got = append(f.got, n) }
 func (f *fakeTM) SendEvent(e OperatorEvent)             { f.got = append(f.got, e) }
 func (f *fakeTM) ReleaseJob(id string)                  { f.got = append(f.got, id) }
-func (f *fakeTM) TaskStats(e ExecutionID) (TaskStats, bool) {
-	f.got = append(f.got, e)
-	return f.stats, f.found
-}
 
 type fakeJM struct{ got []any }
 
@@ -39,6 +25,7 @@ func (f *fakeJM) AcknowledgeCheckpoint(a AcknowledgeCheckpoint) { f.got = append
 func (f *fakeJM) DeclineCheckpoint(d DeclineCheckpoint)         { f.got = append(f.got, d) }
 func (f *fakeJM) SendEvent(e OperatorEvent)                     { f.got = append(f.got, e) }
 func (f *fakeJM) SourceEnded(s SourceEnded)                     { f.got = append(f.got, s) }
+func (f *fakeJM) ReportTaskStats(r TaskStatsReport)             { f.got = append(f.got, r) }
 
 // memory returns the addresses of the pointers' targets and the slices'
 // arrays that v holds.
@@ -89,29 +76,17 @@ func random[M Message](r *rand.Rand) M {
 	return m
 }
 
-// TestLoopbackTaskManager: every call reaches the TaskManager, and every
-// reply the JobManager, as an equal copy that shares no memory.
+// TestLoopbackTaskManager: every call reaches the TaskManager as an equal
+// copy that shares no memory, and so does a registration.
 func TestLoopbackTaskManager(t *testing.T) {
 	r := testseed.Rand(t, 3)
 	for range 50 {
-		f := &fakeTM{capacity: r.Int64(), free: r.Int64(), stats: random[TaskStatsReply](r).Stats, found: r.IntN(2) == 0}
+		reg := random[TaskManagerRegistration](r)
+		checkCopy(t, "registration", reg, LoopbackRegistration(reg))
+		f := &fakeTM{}
 		l := NewLoopbackTaskManager(f)
-		if l.ID() != "tm-7" || l.NumSlots() != 3 {
-			t.Fatalf("registration: ID %q, %d slots", l.ID(), l.NumSlots())
-		}
-		if c, fr := l.NetworkMemory(); c != f.capacity || fr != f.free {
-			t.Fatalf("NetworkMemory() = %d, %d, want %d, %d", c, fr, f.capacity, f.free)
-		}
 		d := random[Deployment](r)
-		if err := l.SubmitTask(d); err != nil {
-			t.Fatal(err)
-		}
-		checkCopy(t, "SubmitTask", d, f.got[0])
-		f.submitErr = errors.New("taskmanager tm-7: job j is not registered")
-		if err := l.SubmitTask(d); err == nil || err.Error() != f.submitErr.Error() || err == f.submitErr {
-			t.Fatalf("SubmitTask returned %v (%p), want a copy of %v (%p)", err, err, f.submitErr, f.submitErr)
-		}
-		f.got = nil
+		l.SubmitTask(d)
 		e := random[CancelTask](r).Exec
 		l.CancelTask(e)
 		tc := random[TriggerCheckpoint](r)
@@ -121,10 +96,7 @@ func TestLoopbackTaskManager(t *testing.T) {
 		ev := random[OperatorEvent](r)
 		l.SendEvent(ev)
 		l.ReleaseJob("job-1")
-		se := random[TaskStatsRequest](r).Exec
-		s, ok := l.TaskStats(se)
-		checkCopy(t, "TaskStats reply", TaskStatsReply{Stats: f.stats, Found: f.found}, TaskStatsReply{Stats: s, Found: ok})
-		for i, sent := range []any{e, tc, nc, ev, "job-1", se} {
+		for i, sent := range []any{d, e, tc, nc, ev, "job-1"} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -137,14 +109,15 @@ func TestLoopbackJobManager(t *testing.T) {
 	for range 50 {
 		f := &fakeJM{}
 		l := NewLoopbackJobManager(f)
-		u, a, d, e, s := random[TaskStateUpdate](r), random[AcknowledgeCheckpoint](r), random[DeclineCheckpoint](r),
-			random[OperatorEvent](r), random[SourceEnded](r)
+		u, a, d, e, s, st := random[TaskStateUpdate](r), random[AcknowledgeCheckpoint](r), random[DeclineCheckpoint](r),
+			random[OperatorEvent](r), random[SourceEnded](r), random[TaskStatsReport](r)
 		l.UpdateTaskState(u)
 		l.AcknowledgeCheckpoint(a)
 		l.DeclineCheckpoint(d)
 		l.SendEvent(e)
 		l.SourceEnded(s)
-		for i, sent := range []any{u, a, d, e, s} {
+		l.ReportTaskStats(st)
+		for i, sent := range []any{u, a, d, e, s, st} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -189,16 +162,13 @@ func (nopJM) AcknowledgeCheckpoint(AcknowledgeCheckpoint) {}
 func (nopJM) DeclineCheckpoint(DeclineCheckpoint)         {}
 func (nopJM) SendEvent(OperatorEvent)                     {}
 func (nopJM) SourceEnded(SourceEnded)                     {}
+func (nopJM) ReportTaskStats(TaskStatsReport)             {}
 
 type nopTM struct{}
 
-func (nopTM) ID() string                              { return "tm" }
-func (nopTM) NumSlots() int                           { return 1 }
-func (nopTM) NetworkMemory() (int64, int64)           { return 0, 0 }
-func (nopTM) SubmitTask(Deployment) error             { return nil }
-func (nopTM) CancelTask(ExecutionID)                  {}
-func (nopTM) TriggerCheckpoint(TriggerCheckpoint)     {}
-func (nopTM) NotifyCheckpoint(NotifyCheckpoint)       {}
-func (nopTM) SendEvent(OperatorEvent)                 {}
-func (nopTM) ReleaseJob(string)                       {}
-func (nopTM) TaskStats(ExecutionID) (TaskStats, bool) { return TaskStats{}, false }
+func (nopTM) SubmitTask(Deployment)               {}
+func (nopTM) CancelTask(ExecutionID)              {}
+func (nopTM) TriggerCheckpoint(TriggerCheckpoint) {}
+func (nopTM) NotifyCheckpoint(NotifyCheckpoint)   {}
+func (nopTM) SendEvent(OperatorEvent)             {}
+func (nopTM) ReleaseJob(string)                   {}

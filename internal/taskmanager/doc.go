@@ -5,5 +5,8 @@
 // memory budget) and input gate through the shuffle, runs the subtask on
 // its own goroutine, forwards checkpoint triggers, notifications and
 // operator events to it, and reports its state changes, acknowledgements
-// and events back through protocol.JobManagerGateway.
+// and events back through protocol.JobManagerGateway. It registers with
+// its slots and network memory (Registration), and pushes its running
+// tasks' counters to the JobManager every publish period, in one message,
+// and each task's final counters before its terminal state.
 package taskmanager

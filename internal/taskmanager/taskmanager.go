@@ -71,7 +71,7 @@ type TaskManager struct {
 	heapMem *heap.Memory    // its subtasks' heap state tables (nil: unbounded)
 	logger  *slog.Logger
 
-	mu     sync.Mutex // guards jobs, tasks, early, stores and closed
+	mu     sync.Mutex // guards jobs, tasks, early, stores, closed, live and reporting
 	closed bool       // Shutdown was called: no more submissions
 	jobs   map[string]*Job
 	tasks  map[protocol.ExecutionID]*running
@@ -85,6 +85,17 @@ type TaskManager struct {
 	// wants the user's own error back (the JobManager only gets its text).
 	errs map[protocol.ExecutionID]error
 	wg   sync.WaitGroup
+
+	// live are the executions whose counters are reported (submitted and
+	// not ended); reporting: the goroutine that reports them runs
+	// (reportStats); stop ends it at Shutdown.
+	live      map[protocol.ExecutionID]*running
+	reporting bool
+	stop      chan struct{}
+	// reportMu is held while counters are reported, and taken before mu:
+	// an execution's final report is its last (no periodic report taken
+	// before it can arrive after it).
+	reportMu sync.Mutex
 }
 
 type running struct {
@@ -100,7 +111,8 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 	}
 	tm := &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: gw, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
 		logger: cfg.Logger, jobs: map[string]*Job{}, tasks: map[protocol.ExecutionID]*running{},
-		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{}}
+		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{},
+		live: map[protocol.ExecutionID]*running{}, stop: make(chan struct{})}
 	if cfg.HeapStateMemory > 0 {
 		tm.heapMem = heap.NewMemory(cfg.HeapStateMemory)
 	}
@@ -114,19 +126,25 @@ func (tm *TaskManager) RegisterJob(j *Job) {
 	tm.jobs[j.ID] = j
 }
 
-// ID implements protocol.TaskManagerGateway.
+// ID is the TaskManager's name.
 func (tm *TaskManager) ID() string { return tm.id }
 
-// NumSlots implements protocol.TaskManagerGateway.
-func (tm *TaskManager) NumSlots() int { return tm.slots }
-
-// NetworkMemory implements protocol.TaskManagerGateway.
-func (tm *TaskManager) NetworkMemory() (capacity, free int64) {
-	return tm.budget.Capacity(), tm.budget.Capacity() - tm.budget.Used()
+// Registration is what the TaskManager tells the JobManager it registers
+// with: its name, slots and network memory.
+func (tm *TaskManager) Registration() protocol.TaskManagerRegistration {
+	return protocol.TaskManagerRegistration{ID: tm.id, Slots: tm.slots, NetworkMemory: tm.budget.Capacity()}
 }
 
-// SubmitTask implements protocol.TaskManagerGateway.
-func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
+// SubmitTask implements protocol.TaskManagerGateway. An execution that
+// cannot start is reported FAILED.
+func (tm *TaskManager) SubmitTask(d protocol.Deployment) {
+	if err := tm.submit(d); err != nil {
+		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFailed,
+			Failure: &protocol.Failure{Message: fmt.Sprintf("deploying %s: %v", d.Exec, err)}})
+	}
+}
+
+func (tm *TaskManager) submit(d protocol.Deployment) error {
 	tm.mu.Lock()
 	job := tm.jobs[d.Exec.Job]
 	tm.mu.Unlock()
@@ -155,11 +173,18 @@ func (tm *TaskManager) SubmitTask(d protocol.Deployment) error {
 		r.once.Do(func() {})
 	}
 	tm.wg.Add(1) // under mu, so Shutdown's Wait sees it
+	tm.live[d.Exec] = r
+	if !tm.reporting {
+		tm.reporting = true
+		tm.wg.Add(1)
+		go tm.reportStats()
+	}
 	tm.mu.Unlock()
 	go func() {
 		defer tm.wg.Done()
 		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskInitializing})
 		err := r.task.Run(r.cancel)
+		tm.reportFinal(d.Exec, r)
 		switch {
 		case err == nil:
 			tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFinished})
@@ -326,30 +351,81 @@ func (tm *TaskManager) SendEvent(e protocol.OperatorEvent) {
 	}
 }
 
-// TaskStats implements protocol.TaskManagerGateway.
-func (tm *TaskManager) TaskStats(e protocol.ExecutionID) (protocol.TaskStats, bool) {
-	r := tm.running(e)
-	if r == nil {
-		return protocol.TaskStats{}, false
+// statsPeriod is how often a TaskManager reports the counters of its
+// running tasks: as often as the tasks publish them (internal/task).
+const statsPeriod = 50 * time.Millisecond
+
+// reportStats reports the counters of the running tasks every statsPeriod,
+// in one message, until none runs or the TaskManager shuts down.
+func (tm *TaskManager) reportStats() {
+	defer tm.wg.Done()
+	t := time.NewTicker(statsPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-tm.stop:
+			return
+		case <-t.C:
+		}
+		if !tm.reportLive() {
+			return
+		}
 	}
-	s := r.task.Stats.Snapshot()
-	ms := r.task.Stats.Metrics.Snapshot()
+}
+
+// reportLive reports the counters of the live executions. With none, it
+// ends the reporting and returns false (a later submission starts it again).
+func (tm *TaskManager) reportLive() bool {
+	tm.reportMu.Lock()
+	defer tm.reportMu.Unlock()
+	tm.mu.Lock()
+	if len(tm.live) == 0 {
+		tm.reporting = false
+		tm.mu.Unlock()
+		return false
+	}
+	rep := protocol.TaskStatsReport{TaskManager: tm.id, Tasks: make([]protocol.ExecutionStats, 0, len(tm.live))}
+	for e, r := range tm.live {
+		rep.Tasks = append(rep.Tasks, protocol.ExecutionStats{Exec: e, Stats: statsOf(r.task)})
+	}
+	tm.mu.Unlock()
+	tm.jm.ReportTaskStats(rep)
+	return true
+}
+
+// reportFinal reports the counters an execution ended with, before its
+// terminal state: the last report of it.
+func (tm *TaskManager) reportFinal(e protocol.ExecutionID, r *running) {
+	tm.reportMu.Lock()
+	defer tm.reportMu.Unlock()
+	tm.mu.Lock()
+	delete(tm.live, e)
+	tm.mu.Unlock()
+	tm.jm.ReportTaskStats(protocol.TaskStatsReport{TaskManager: tm.id, Tasks: []protocol.ExecutionStats{{Exec: e, Stats: statsOf(r.task)}}})
+}
+
+// statsOf returns a task's last published counters.
+func statsOf(t *task.Task) protocol.TaskStats {
+	s := t.Stats.Snapshot()
+	ms := t.Stats.Metrics.Snapshot()
 	ops := make([]protocol.OperatorMetric, len(ms))
 	for i, m := range ms {
 		ops[i] = protocol.OperatorMetric{Operator: m.Operator, Name: m.Name, Value: m.Value}
 	}
 	return protocol.TaskStats{RecordsIn: s.RecordsIn, RecordsOut: s.RecordsOut, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
 		BackPressuredNanos: s.BackPressuredNanos, IdleNanos: s.IdleNanos, BusyNanos: s.BusyNanos,
-		InputWatermark: s.InputWatermark, OutputWatermark: s.OutputWatermark, OutputIdle: s.OutputIdle, Operators: ops}, true
+		InputWatermark: s.InputWatermark, OutputWatermark: s.OutputWatermark, OutputIdle: s.OutputIdle, Operators: ops}
 }
 
-// ReleaseJob implements protocol.TaskManagerGateway. Counters of the job's
-// tasks stay readable until the TaskManager shuts down.
+// ReleaseJob implements protocol.TaskManagerGateway.
 func (tm *TaskManager) ReleaseJob(jobID string) { tm.shuffle.Release(jobID) }
 
 // Shutdown cancels every running task and waits for all of them to return.
 func (tm *TaskManager) Shutdown() {
 	tm.mu.Lock()
+	if !tm.closed {
+		close(tm.stop)
+	}
 	tm.closed = true
 	for _, r := range tm.tasks {
 		r.once.Do(func() { close(r.cancel) })

@@ -1,0 +1,390 @@
+package jobmanager
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/memory"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/restart"
+)
+
+// Submit schedules a job and starts deploying its tasks. Slot sharing puts
+// subtask i of every vertex into the job's i-th slot, so a job needs as
+// many slots as its largest parallelism. It returns once the job is
+// accepted; deployment goes on in the background.
+func (jm *JobManager) Submit(spec *JobSpec) error {
+	if spec.Clock == nil {
+		spec.Clock = clock.System{}
+	}
+	jm.mu.Lock()
+	_, dup := jm.jobs[spec.ID]
+	jm.mu.Unlock()
+	if dup {
+		return fmt.Errorf("jobmanager: job %s was already submitted", spec.ID)
+	}
+	if spec.Checkpoints != nil && spec.Checkpoints.Store != nil {
+		jm.writeJobInfo(spec) // I/O: outside the lock
+	}
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	if _, dup := jm.jobs[spec.ID]; dup {
+		return fmt.Errorf("jobmanager: job %s was already submitted", spec.ID)
+	}
+	g := spec.Graph
+	need := 0
+	for _, v := range g.Vertices {
+		need = max(need, v.Parallelism)
+	}
+	now := spec.Clock.Now()
+	j := &job{spec: spec, index: map[[2]int]int{}, slots: map[int]int{},
+		times: map[protocol.JobState]time.Time{protocol.JobCreated: now}, started: now, done: make(chan struct{}),
+		strategy: restart.New(spec.Restart, rand.Float64), restore: spec.Restore, restoreStore: spec.RestoreStore}
+	for vi, v := range g.Vertices {
+		for s := range v.Parallelism {
+			j.index[[2]int{vi, s}] = len(j.execs)
+			j.execs = append(j.execs, ExecutionID{Job: spec.ID, Vertex: vi, Subtask: s})
+		}
+	}
+	j.state = newJobState(len(j.execs))
+	j.tmOf = make([]*taskManager, len(j.execs))
+	j.stats = make([]*protocol.TaskStats, len(j.execs))
+	jm.jobs[spec.ID] = j
+	jm.ids = append(jm.ids, spec.ID)
+
+	// Allocate shared slots: slot s lives on TaskManager slotTM[s].
+	total := 0
+	for ti, tm := range jm.tms {
+		total += tm.free
+		for range tm.free {
+			if len(j.slotTM) < need {
+				j.slotTM = append(j.slotTM, ti)
+			}
+		}
+	}
+	if len(j.slotTM) < need {
+		err := fmt.Errorf("not enough task slots: the job needs %d (its largest parallelism), the cluster has %d free", need, total)
+		jm.failLocked(j, err)
+		return err
+	}
+	netNeed, err := jm.checkNetworkMemory(spec, j.slotTM)
+	if err != nil {
+		jm.failLocked(j, err)
+		return err
+	}
+	plan, err := jm.planRestore(j)
+	if err == nil {
+		err = jm.startCoordinators(j)
+	}
+	if err == nil && spec.Checkpoints != nil {
+		err = jm.startCheckpoints(j)
+	}
+	if err != nil {
+		jm.failLocked(j, err)
+		return err
+	}
+	for _, ti := range j.slotTM {
+		jm.tms[ti].free--
+		j.slots[ti]++
+	}
+	for ti, n := range netNeed {
+		jm.tms[ti].netReserved += n
+	}
+	j.netReserved = netNeed
+	j.state.start()
+	j.times[protocol.JobRunning] = spec.Clock.Now()
+	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(j.execs))
+	if cs := spec.Checkpoints; cs != nil && cs.ContinueLineage {
+		j.io.Add(1)
+		go jm.cleanLineage(j)
+	}
+	jm.deployLocked(j, plan)
+	return nil
+}
+
+// deployLocked submits the current attempt's executions, in the background.
+func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRestore) {
+	deps := make([]protocol.Deployment, len(j.execs))
+	for i, e := range j.execs {
+		j.tmOf[i] = jm.tms[j.slotTM[e.Subtask]]
+		j.state.tasks[i] = protocol.TaskDeploying
+		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, KeyHash: uint8(j.keyHash), Restore: plan[e]}
+	}
+	j.deployed = make([]bool, len(deps))
+	go jm.deploy(j, j.attempt, deps)
+}
+
+// deploy submits a job's executions one by one, each once the one before
+// was delivered. It stops as soon as the job is canceled or fails (a task
+// failed, or a deployment did: the TaskManager reports it FAILED), and
+// reports the executions it did not deploy as canceled, so a cancel takes
+// effect at once even while thousands of tasks are being deployed.
+func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
+	for i, d := range deps {
+		jm.mu.Lock()
+		if j.attempt != attempt {
+			jm.mu.Unlock()
+			return
+		}
+		if j.state.status != protocol.JobRunning {
+			for k := i; k < len(deps); k++ {
+				j.state.update(k, protocol.TaskCanceled, nil, false)
+			}
+			jm.afterUpdateLocked(j)
+			jm.mu.Unlock()
+			return
+		}
+		j.deployed[i] = true
+		sent := make(chan struct{})
+		j.tmOf[i].sendNotify(d, sent)
+		jm.mu.Unlock()
+		<-sent
+	}
+}
+
+// checkNetworkMemory fails a job whose result partitions' minimum buffers do
+// not fit the network memory of the TaskManagers it is placed on (what the
+// running jobs did not book), before anything is deployed, with a message
+// that says what to change. It returns what the job needs on each
+// TaskManager, to book.
+func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) ([]int64, error) {
+	need, channels := networkNeeds(spec.Graph, spec.Network, slotTM, len(jm.tms))
+	for ti, n := range need {
+		capacity := jm.tms[ti].reg.NetworkMemory
+		free := capacity - jm.tms[ti].netReserved
+		if n <= free {
+			continue
+		}
+		have := fmt.Sprintf("its network memory is %s", memory.FormatBytes(capacity))
+		if free < capacity {
+			have += fmt.Sprintf(", of which %s are free", memory.FormatBytes(free))
+		}
+		return nil, fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
+			"raise taskmanager.memory.network.max (weir.Config.NetworkMemory, weir run --network-memory), lower the parallelism, or use smaller network buffers (--buffer-size)",
+			memory.FormatBytes(n), jm.tms[ti].reg.ID, memory.FormatBytes(int64(spec.Network.BufferSize)), channels[ti], have)
+	}
+	return need, nil
+}
+
+// networkNeeds returns, per TaskManager, the bytes of buffers that the result
+// partitions of the subtasks placed on it need at least (slot s is on
+// TaskManager slotTM[s]; subtask s of every vertex runs in slot s), and their
+// number of output channels.
+func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []int, tms int) (bytes []int64, channels []int64) {
+	bytes, channels = make([]int64, tms), make([]int64, tms)
+	for _, v := range g.Vertices {
+		for _, e := range v.Outputs {
+			for s := range v.Parallelism {
+				lo, hi := graph.Targets(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, s)
+				fewest, _ := cfg.PoolBounds(hi - lo)
+				bytes[slotTM[s]] += int64(fewest) * int64(cfg.BufferSize)
+				channels[slotTM[s]] += int64(hi - lo)
+			}
+		}
+	}
+	return bytes, channels
+}
+
+// failLocked fails a job that could not be scheduled or restarted.
+func (jm *JobManager) failLocked(j *job, err error) {
+	j.failure = &Failure{Err: err, Time: j.spec.Clock.Now()}
+	j.exceptions = append(j.exceptions, *j.failure)
+	for _, i := range j.state.fail(err) {
+		if j.deployed == nil || !j.deployed[i] {
+			j.state.update(i, protocol.TaskCanceled, nil, false) // nothing was deployed
+		}
+	}
+	jm.afterUpdateLocked(j)
+}
+
+// maxExceptions bounds a job's failure history.
+const maxExceptions = 64
+
+// UpdateTaskState implements protocol.JobManagerGateway.
+func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	j, i, ok := jm.execLocked(u.Exec)
+	if !ok {
+		return
+	}
+	now := j.spec.Clock.Now()
+	var err error
+	if u.Failure != nil {
+		err = u.Failure
+	}
+	restartOK := false
+	if u.State == protocol.TaskFailed && j.state.status == protocol.JobRunning && !j.state.tasks[i].Terminal() {
+		name := j.taskName(u.Exec)
+		exec := u.Exec
+		f := Failure{Err: err, TaskName: name, Exec: &exec, Time: now}
+		if u.Failure != nil {
+			f.Stack = u.Failure.Stack
+		}
+		j.failure = &f
+		if len(j.exceptions) == maxExceptions {
+			j.exceptions = j.exceptions[1:]
+		}
+		j.exceptions = append(j.exceptions, f)
+		d := j.strategy.OnFailure(now.UnixMilli())
+		if u.Failure != nil && u.Failure.Permanent {
+			d = restart.Decision{Reason: "the failure is permanent: restarting cannot fix it"}
+		}
+		restartOK, j.restartDelay = d.Restart, d.Delay
+		attrs := []any{"job", j.spec.ID, "task", name, "err", err}
+		if f.Stack != "" { // a panic: where it happened
+			attrs = append(attrs, "stack", f.Stack)
+		}
+		if d.Restart {
+			jm.logger.Warn("task failed; restarting the job", append(attrs, "delay", d.Delay, "strategy", d.Reason)...)
+		} else {
+			jm.logger.Info("task failed; failing the job", append(attrs, "strategy", d.Reason)...)
+			if j.spec.Restart.Type != restart.None {
+				err = fmt.Errorf("%w (not restarted: %s)", err, d.Reason)
+				j.failure.Err = err
+			}
+		}
+	}
+	wasRunning := j.state.status == protocol.JobRunning
+	toCancel := j.state.update(i, u.State, err, restartOK)
+	if wasRunning && j.state.status != protocol.JobRunning && j.cp != nil {
+		jm.suspendCheckpointsLocked(j)
+	}
+	jm.cancelLocked(j, toCancel)
+	jm.afterUpdateLocked(j)
+}
+
+// execLocked finds the job and execution index of an execution of the
+// current attempt; messages from earlier attempts are dropped.
+func (jm *JobManager) execLocked(e ExecutionID) (*job, int, bool) {
+	j, ok := jm.jobs[e.Job]
+	if !ok || e.Attempt != j.attempt {
+		return nil, 0, false
+	}
+	i, ok := j.index[[2]int{e.Vertex, e.Subtask}]
+	return j, i, ok
+}
+
+func (j *job) taskName(e ExecutionID) string {
+	v := j.spec.Graph.Vertices[e.Vertex]
+	return fmt.Sprintf("%s (%d/%d)", v.Name, e.Subtask+1, v.Parallelism)
+}
+
+// afterUpdateLocked reacts to the job state: a finished restart cycle
+// schedules the next attempt; a terminal job is recorded as ended.
+func (jm *JobManager) afterUpdateLocked(j *job) {
+	if j.state.readyToRestart() {
+		attempt, delay := j.attempt, j.restartDelay
+		j.restartDelay = -1 // scheduled
+		if delay >= 0 {
+			tm := j.spec.Clock.NewTimer(delay)
+			go func() {
+				select {
+				case <-tm.C():
+				case <-j.done:
+					tm.Stop()
+					return
+				}
+				jm.restart(j, attempt)
+			}()
+		}
+	}
+	if j.state.status.Terminal() {
+		jm.finishLocked(j)
+	}
+}
+
+// restart deploys the next attempt of a restarting job from its latest
+// completed checkpoint (or from the beginning without one).
+func (jm *JobManager) restart(j *job, attempt int) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	if j.attempt != attempt || !j.state.readyToRestart() {
+		return
+	}
+	if j.cp != nil {
+		if m := j.cp.latest; m != nil {
+			j.restore, j.restoreStore = m, j.spec.Checkpoints.Store
+		}
+	}
+	for _, tm := range jm.tms {
+		tm.send(releaseJob(j.spec.ID))
+	}
+	j.attempt++
+	j.restarts++
+	for i := range j.execs {
+		j.execs[i].Attempt = j.attempt
+	}
+	clear(j.stats) // the new attempt's executions have reported nothing
+	plan, err := jm.planRestore(j)
+	if err == nil {
+		err = jm.startCoordinators(j)
+	}
+	if err != nil {
+		jm.failLocked(j, fmt.Errorf("restarting the job: %w", err))
+		return
+	}
+	j.state.restart()
+	j.times[protocol.JobRunning] = j.spec.Clock.Now()
+	if j.cp != nil {
+		jm.resumeCheckpointsLocked(j)
+	}
+	from, cid := "the beginning", int64(0)
+	if j.restore != nil {
+		from, cid = fmt.Sprintf("checkpoint %d", j.restore.CheckpointID), j.restore.CheckpointID
+	}
+	if j.spec.OnRestart != nil {
+		var cause error
+		if j.failure != nil {
+			cause = j.failure.Err
+		}
+		j.spec.OnRestart(j.attempt, cid, cause)
+	}
+	jm.logger.Warn("job restarted", "job", j.spec.ID, "attempt", j.attempt, "from", from)
+	jm.deployLocked(j, plan)
+}
+
+// cancelLocked queues the cancellation of the deployed executions among
+// toCancel.
+func (jm *JobManager) cancelLocked(j *job, toCancel []int) {
+	for _, k := range toCancel {
+		if j.deployed == nil || !j.deployed[k] {
+			continue
+		}
+		j.tmOf[k].send(cancelTask(j.execs[k]))
+	}
+}
+
+// finishLocked records the end of a job and frees its slots.
+func (jm *JobManager) finishLocked(j *job) {
+	select {
+	case <-j.done:
+		return
+	default:
+	}
+	j.ended = j.spec.Clock.Now()
+	j.times[j.state.status] = j.ended
+	for ti, n := range j.slots {
+		jm.tms[ti].free += n
+	}
+	j.slots = nil
+	for ti, n := range j.netReserved {
+		jm.tms[ti].netReserved -= n
+	}
+	j.netReserved = nil
+	for _, tm := range jm.tms {
+		tm.send(releaseJob(j.spec.ID))
+	}
+	for _, c := range j.coords {
+		c.close()
+	}
+	if j.cp != nil {
+		jm.stopCheckpointsLocked(j)
+	}
+	jm.savepointFailedLocked(j, 0, fmt.Sprintf("the job ended (%s) before the savepoint completed", j.state.status))
+	close(j.done)
+	jm.logger.Info("job ended", "job", j.spec.ID, "status", j.state.status)
+}
