@@ -61,7 +61,7 @@ type CheckpointConfig struct {
 	// the job at its start.
 	WriteMemory int64
 	// LeaseTimeout is how long the lineage lease of a run outlives its last
-	// heartbeat (default storage.DefaultLeaseTimeout, 10 s). A run takes the
+	// heartbeat (default 10 s). A run takes the
 	// lease of its job's name in Dir before it starts, and fails with a
 	// message naming the holder while another live run has it; it renews
 	// it every third of this, and stops committing (the job fails) when it

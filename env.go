@@ -119,7 +119,7 @@ type Config struct {
 	// (strings, slices, list elements, map state's maps, long keys), and
 	// what a running checkpoint still holds after a write copied it, and
 	// the keyed operators' timers (default: 40% of ProcessMemory, or
-	// DefaultHeapStateMemory where that is unknown). With the pebble
+	// 8 GiB where that is unknown). With the pebble
 	// backend, timers are not counted here; the ProcessMemory guard counts
 	// them, in the live heap. A
 	// growth past it fails the job, naming this setting, without a restart
@@ -180,7 +180,7 @@ func (c Config) withDefaults() Config {
 		c.NetworkMemory = memory.NetworkDefault(c.ProcessMemory)
 	}
 	if c.HeapStateMemory == 0 {
-		c.HeapStateMemory = DefaultHeapStateMemory
+		c.HeapStateMemory = defaultHeapStateMemory
 		if c.ProcessMemory > 0 {
 			c.HeapStateMemory = memory.HeapStateDefault(c.ProcessMemory)
 		}
@@ -194,9 +194,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// DefaultHeapStateMemory is Config.HeapStateMemory's default where the
+// defaultHeapStateMemory is Config.HeapStateMemory's default where the
 // machine's memory is unknown.
-const DefaultHeapStateMemory = 8 << 30
+const defaultHeapStateMemory = 8 << 30
 
 // Environment is where a job is declared and from where it is executed.
 type Environment struct {
@@ -241,9 +241,6 @@ func checkMemory(given, cfg Config) error {
 	}
 	return nil
 }
-
-// Config returns the environment's configuration with defaults applied.
-func (e *Environment) Config() Config { return e.cfg }
 
 func (e *Environment) fail(err error) {
 	if e.err == nil {

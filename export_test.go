@@ -28,3 +28,6 @@ func HoldWindowElements(from int) (restore func()) {
 // flight), and what they may grow to. maxInUse never exceeds capacity: that
 // is the bound on buffered data.
 func (j *Job) NetworkBuffers() (maxInUse, allocated, capacity int64) { return j.l.NetworkBuffers() }
+
+// Config returns the environment's configuration with defaults applied.
+func (e *Environment) Config() Config { return e.cfg }
