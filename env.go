@@ -360,8 +360,14 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 			cs.end()
 		}
 	}
-	if j.l, err = launch.Start(ctx, lc); err != nil {
+	l, err := launch.Start(ctx, lc)
+	if err != nil {
 		return nil, err
+	}
+	if j.l == nil {
+		// OnSubmit did not set it. When it did, j may already be in the
+		// hands of other goroutines: it is not written again.
+		j.l = l
 	}
 	return j, nil
 }
