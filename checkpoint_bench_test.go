@@ -170,7 +170,7 @@ func (s *stateLoader) ProcessElement(_ KeyedContext[int64], r keyedBytes, _ Coll
 func waitCheckpoint(b *testing.B, j *Job, since int64) (id int64, took time.Duration, size, persisted int64) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
-		st, ok := j.c.JM.Checkpoints(j.id)
+		st, ok := j.l.Cluster().JM.Checkpoints(j.ID())
 		if ok {
 			for _, h := range st.History {
 				if h.Status == coordinator.Completed && h.TriggerTime > since {
@@ -254,7 +254,7 @@ func runLargeState(b *testing.B, dir string, n, size int, backend string, increm
 		b.Fatal("the second job did not restore")
 	}
 	for {
-		info, _ := j2.c.JM.Job(j2.id)
+		info, _ := j2.l.Cluster().JM.Job(j2.ID())
 		running := 0
 		for _, v := range info.Vertices {
 			for _, s := range v.Tasks {
@@ -320,7 +320,7 @@ func BenchmarkCheckpointUnderBackpressure(b *testing.B) {
 				var took []float64
 				for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
 					time.Sleep(500 * time.Millisecond)
-					st, _ = j.c.JM.Checkpoints(j.id)
+					st, _ = j.l.Cluster().JM.Checkpoints(j.ID())
 					took = took[:0]
 					for _, h := range st.History {
 						// The first checkpoints may come before the buffers are full.

@@ -1,17 +1,6 @@
 package weir
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"time"
-
-	"github.com/weirhq/weir/internal/barrier"
-	"github.com/weirhq/weir/internal/checkpoint/coordinator"
-	"github.com/weirhq/weir/internal/checkpoint/storage"
-	"github.com/weirhq/weir/internal/restart"
-)
+import "time"
 
 // CheckpointingMode is the guarantee checkpoints give (Flink's
 // execution.checkpointing.mode).
@@ -72,7 +61,7 @@ type CheckpointConfig struct {
 	// the job at its start.
 	WriteMemory int64
 	// LeaseTimeout is how long the lineage lease of a run outlives its last
-	// heartbeat (default storage.DefaultLeaseTimeout, 10 s). A run takes the
+	// heartbeat (default 10 s). A run takes the
 	// lease of its job's name in Dir before it starts, and fails with a
 	// message naming the holder while another live run has it; it renews
 	// it every third of this, and stops committing (the job fails) when it
@@ -81,95 +70,10 @@ type CheckpointConfig struct {
 	LeaseTimeout time.Duration
 	// ChannelStateMemory bounds, per subtask, the input channel state an
 	// unaligned checkpoint copies while it records the data that came
-	// before each channel's barrier (default DefaultChannelStateMemory).
+	// before each channel's barrier (default 256 MiB).
 	// It is bounded by the buffers in flight, so a bound past that is only
 	// reached with very large network buffers; a subtask past it declines
 	// the checkpoint, naming this setting (a failed checkpoint, counted
 	// against TolerableFailures), instead of holding more.
 	ChannelStateMemory int64
-}
-
-// DefaultChannelStateMemory is CheckpointConfig.ChannelStateMemory's default.
-const DefaultChannelStateMemory = 256 << 20
-
-// DefaultCheckpointWriteMemory is CheckpointConfig.WriteMemory's default.
-const DefaultCheckpointWriteMemory = 64 << 20
-
-// defaultCheckpointDir is used when CheckpointConfig.Dir is empty.
-func defaultCheckpointDir() string { return filepath.Join(os.TempDir(), "weir-checkpoints") }
-
-func (c *CheckpointConfig) settings() coordinator.Settings {
-	s := coordinator.Settings{
-		Interval: c.Interval.Milliseconds(), Timeout: c.Timeout.Milliseconds(), MinPause: c.MinPause.Milliseconds(),
-		MaxConcurrent: c.MaxConcurrent, TolerableFailures: c.TolerableFailures, Retained: c.Retained,
-		Unaligned: c.Unaligned, AlignedTimeout: c.AlignedTimeout.Milliseconds(),
-	}
-	if c.Mode == AtLeastOnce {
-		s.Mode = coordinator.AtLeastOnce
-	}
-	return s.WithDefaults()
-}
-
-func (c *CheckpointConfig) barrierMode() barrier.Mode {
-	if c.Mode == AtLeastOnce {
-		return barrier.AtLeastOnce
-	}
-	return barrier.ExactlyOnce
-}
-
-// restartConfig parses Config.Restart (Flink's restart-strategy.* keys).
-func restartConfig(kv map[string]string, checkpointing bool) (restart.Config, error) {
-	c, err := restart.Parse(kv)
-	if err != nil {
-		return c, err
-	}
-	c = c.WithDefaults(checkpointing)
-	return c, c.Validate()
-}
-
-// savepointStaging opens the store where the tasks of a job without
-// checkpointing write a savepoint's files until the JobManager copies them
-// into the savepoint's folder: a new directory under the system's temporary
-// directory, which remove deletes (after the store is closed).
-func savepointStaging(ctx context.Context, id string) (*storage.Store, func(), error) {
-	dir, err := os.MkdirTemp("", "weir-savepoint-staging-"+id[:8]+"-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating a directory to stage savepoints in (the job takes no checkpoints): %w", err)
-	}
-	remove := func() { os.RemoveAll(dir) }
-	s, err := storage.Open(ctx, dir)
-	if err == nil {
-		err = s.LimitWriteMemory(DefaultCheckpointWriteMemory)
-		if err != nil {
-			s.Close()
-		}
-	}
-	if err != nil {
-		remove()
-		return nil, nil, fmt.Errorf("opening the savepoint staging directory %s: %w", dir, err)
-	}
-	return s, remove, nil
-}
-
-// resumePoint finds the snapshot a job resumes from: "latest" is the newest
-// complete checkpoint or savepoint of a job of this name whose checkpoints
-// are in the checkpoint storage (none: a fresh start; a stop's savepoint is
-// newer than the checkpoints before it), anything else a checkpoint's or
-// savepoint's path or URL.
-func resumePoint(ctx context.Context, from string, store *storage.Store, name string, cfg Config) (*storage.Metadata, *storage.Store, error) {
-	if from == "latest" {
-		if store == nil {
-			return nil, nil, fmt.Errorf("resuming from the latest checkpoint needs checkpointing (Config.Checkpointing)")
-		}
-		snap, err := storage.LatestSnapshot(ctx, store, name, cfg.Logger)
-		if err != nil {
-			return nil, nil, fmt.Errorf("looking for the latest checkpoint in %s: %w", store.URL(), err)
-		}
-		return snap.Metadata, snap.Store, nil
-	}
-	s, m, err := storage.Resolve(ctx, from)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, s, nil
 }

@@ -4,31 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/weirhq/weir/internal/protocol"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/failure"
-	"github.com/weirhq/weir/internal/barrier"
-	"github.com/weirhq/weir/internal/checkpoint/coordinator"
-	"github.com/weirhq/weir/internal/checkpoint/storage"
-	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/graph"
-	"github.com/weirhq/weir/internal/jobmanager"
+	"github.com/weirhq/weir/internal/launch"
 	"github.com/weirhq/weir/internal/memory"
-	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/rest"
-	"github.com/weirhq/weir/internal/task"
-	"github.com/weirhq/weir/internal/taskmanager"
 )
-
-// Version is Weir's version.
-const Version = "0.1.0-dev"
 
 // RuntimeMode says how a job runs (Flink's execution.runtime-mode).
 type RuntimeMode int
@@ -134,7 +119,7 @@ type Config struct {
 	// (strings, slices, list elements, map state's maps, long keys), and
 	// what a running checkpoint still holds after a write copied it, and
 	// the keyed operators' timers (default: 40% of ProcessMemory, or
-	// DefaultHeapStateMemory where that is unknown). With the pebble
+	// 8 GiB where that is unknown). With the pebble
 	// backend, timers are not counted here; the ProcessMemory guard counts
 	// them, in the live heap. A
 	// growth past it fails the job, naming this setting, without a restart
@@ -195,7 +180,7 @@ func (c Config) withDefaults() Config {
 		c.NetworkMemory = memory.NetworkDefault(c.ProcessMemory)
 	}
 	if c.HeapStateMemory == 0 {
-		c.HeapStateMemory = DefaultHeapStateMemory
+		c.HeapStateMemory = defaultHeapStateMemory
 		if c.ProcessMemory > 0 {
 			c.HeapStateMemory = memory.HeapStateDefault(c.ProcessMemory)
 		}
@@ -209,9 +194,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// DefaultHeapStateMemory is Config.HeapStateMemory's default where the
+// defaultHeapStateMemory is Config.HeapStateMemory's default where the
 // machine's memory is unknown.
-const DefaultHeapStateMemory = 8 << 30
+const defaultHeapStateMemory = 8 << 30
 
 // Environment is where a job is declared and from where it is executed.
 type Environment struct {
@@ -256,9 +241,6 @@ func checkMemory(given, cfg Config) error {
 	}
 	return nil
 }
-
-// Config returns the environment's configuration with defaults applied.
-func (e *Environment) Config() Config { return e.cfg }
 
 func (e *Environment) fail(err error) {
 	if e.err == nil {
@@ -310,71 +292,37 @@ type JobResult struct {
 
 // Job is a job running on the local cluster.
 type Job struct {
-	id           string
-	c            *cluster.Local
-	started      time.Time
-	done         chan struct{}
-	status       protocol.JobState
-	err          error
-	restoredFrom *storage.Metadata
-	restoredURL  string // the store restoredFrom was read from
-	checkpoints  int64  // completed, read as the job ended
+	l *launch.Job
 }
 
 // RestoredFrom describes the checkpoint the job started from ("" for a fresh
 // start): its id and where it is.
-func (j *Job) RestoredFrom() string {
-	m := j.restoredFrom
-	if m == nil {
-		return ""
-	}
-	if m.Savepoint {
-		return fmt.Sprintf("savepoint %d of job %s (%s)", m.CheckpointID, m.JobID, j.restoredURL)
-	}
-	return fmt.Sprintf("checkpoint %d of job %s", m.CheckpointID, m.JobID)
-}
+func (j *Job) RestoredFrom() string { return j.l.RestoredFrom() }
 
 // ID is the job's 32-hex-digit ID.
-func (j *Job) ID() string { return j.id }
+func (j *Job) ID() string { return j.l.ID() }
 
 // RESTAddr is the address of the cluster's REST API, or "".
-func (j *Job) RESTAddr() string { return j.c.RESTAddr() }
+func (j *Job) RESTAddr() string { return j.l.RESTAddr() }
 
 // Done is closed when the job has ended and the cluster has shut down.
-func (j *Job) Done() <-chan struct{} { return j.done }
+func (j *Job) Done() <-chan struct{} { return j.l.Done() }
 
 // Cancel asks the job to cancel; Wait returns once it has.
-func (j *Job) Cancel() error { return j.c.JM.Cancel(j.id) }
+func (j *Job) Cancel() error { return j.l.Cancel() }
 
 // Wait waits for the job to end. It returns an error for a job that failed
 // (naming the operator and subtask) or was canceled, or when ctx ends first.
 func (j *Job) Wait(ctx context.Context) (*JobResult, error) {
-	select {
-	case <-j.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	r, err := j.l.Wait(ctx)
+	if r == nil {
+		return nil, err
 	}
-	res := &JobResult{ID: j.id, Status: string(j.status), Duration: time.Since(j.started), Checkpoints: j.checkpoints}
-	return res, j.err
+	return &JobResult{ID: r.ID, Status: r.Status, Duration: r.Duration, Checkpoints: r.Checkpoints}, err
 }
 
 // ErrCanceled is returned by Wait for a job that was canceled.
 var ErrCanceled = errors.New("the job was canceled")
-
-// NetworkBuffers reports the job's network memory in bytes while it runs:
-// the most that was ever out of its buffer pools at once (summed over
-// pools), what the pools have allocated so far (memory follows the data in
-// flight), and what they may grow to. maxInUse never exceeds capacity: that
-// is the bound on buffered data.
-func (j *Job) NetworkBuffers() (maxInUse, allocated, capacity int64) {
-	for _, p := range j.c.Shuffle.Pools(j.id) {
-		size := int64(p.BufferSize())
-		maxInUse += int64(p.MaxInUse()) * size
-		allocated += int64(p.Allocated()) * size
-		capacity += int64(p.Capacity()) * size
-	}
-	return maxInUse, allocated, capacity
-}
 
 // ExecuteAsync starts the job on a new embedded local cluster and returns at
 // once. Canceling ctx cancels the job. The cluster shuts down when the job ends.
@@ -402,188 +350,47 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 	if err != nil {
 		return nil, err
 	}
-	cfg := e.cfg
-	if cfg.Checkpointing != nil || cfg.ResumeFrom != "" {
-		warnMissingUIDs(cfg.Logger, name, e.sg.Nodes)
+	j := &Job{}
+	lc := e.launchConfig(name, jg)
+	if on := e.cfg.OnSubmit; on != nil {
+		lc.OnSubmit = func(l *launch.Job) { j.l = l; on(j) }
 	}
-	need := 0
-	for _, v := range jg.Vertices {
-		need = max(need, v.Parallelism)
-	}
-	tms := max(cfg.TaskManagers, 1)
-	slots := cfg.SlotsPerTaskManager
-	if slots <= 0 {
-		slots = (need + tms - 1) / tms
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if cfg.HeapStateMemory < 0 {
-		return nil, fmt.Errorf("weir: Config.HeapStateMemory is %d bytes: want a positive number, or 0 for the default", cfg.HeapStateMemory)
-	}
-	c, err := cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, NetworkMemory: cfg.NetworkMemory,
-		HeapStateMemory: cfg.HeapStateMemory, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback, Version: Version, Logger: cfg.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("weir: %w", err)
-	}
-	mode := operator.Streaming
-	if cfg.Mode == Batch {
-		mode = operator.Batch
-	}
-	switch cfg.StateBackend {
-	case "", "hashmap", "pebble":
-	default:
-		c.Close(context.Background())
-		return nil, fmt.Errorf("weir: unknown state backend %q (want hashmap or pebble)", cfg.StateBackend)
-	}
-	id := rest.NewJobID()
-	spec, tmJob, res, err := e.jobSpecs(ctx, id, name, jg, mode, c.RESTAddr())
-	if err != nil {
-		c.Close(context.Background())
-		return nil, fmt.Errorf("weir: job %q: %w", name, err)
-	}
-	if cfg.MaxParallelism == 0 && spec.Restore != nil {
-		if err := checkRestoredMaxParallelism(spec.Restore, jg); err != nil {
-			c.Close(context.Background())
-			res.close()
-			return nil, fmt.Errorf("weir: job %q: %w", name, err)
-		}
-		if mp := adoptedMaxParallelism(spec.Restore, jg); mp != 0 {
-			// Flink's rule: a max parallelism the user did not set is
-			// taken from the savepoint, so that a job resumed at a larger
-			// parallelism (whose derived default would be larger) keeps
-			// its key groups.
-			sg := e.sg
-			sg.JobName, sg.MaxParallelism = name, mp
-			if jg, err = graph.Compile(&sg); err != nil {
-				c.Close(context.Background())
-				res.close()
-				return nil, fmt.Errorf("weir: job %q: %w", name, err)
-			}
-			spec.Graph, tmJob.Graph = jg, jg
-		}
-	}
-	stateDir, removeDir := cfg.StateDir, false
-	if stateDir == "" {
-		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
-			c.Close(context.Background())
-			res.close()
-			return nil, fmt.Errorf("weir: creating a state directory: %w", err)
-		}
-		removeDir = true
-	} else {
-		stateDir = filepath.Join(stateDir, id)
-	}
-	tmJob.StateDir = stateDir
-	c.RegisterJob(tmJob)
-	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{}), restoredFrom: spec.Restore}
-	if spec.RestoreStore != nil {
-		j.restoredURL = spec.RestoreStore.URL()
-	}
-	if err := c.JM.Submit(spec); err != nil {
-		c.Close(context.Background())
-		res.close()
-		if removeDir {
-			os.RemoveAll(stateDir)
-		}
-		return nil, fmt.Errorf("weir: job %q: %w", name, err)
-	}
-	endMemory := e.guardMemory(spec.ID, func(err error) { c.JM.Fail(spec.ID, err) })
-	if cfg.OnSubmit != nil {
-		cfg.OnSubmit(j)
-	}
-	res.keepLease(func(err error) { c.JM.Fail(spec.ID, err) })
-	go func() {
-		jmDone := c.JM.Done(spec.ID)
-		select {
-		case <-jmDone:
-		case <-ctx.Done():
-			c.JM.Cancel(spec.ID)
-			<-jmDone
-		}
-		status, f, _ := c.JM.WaitFailure(context.Background(), spec.ID)
-		j.status = status
-		var err error
-		if f != nil {
-			err = f.Err
-			// In one process the task's own error is at hand: keep it, so
-			// callers can match the user's error with errors.Is and As.
-			if f.Exec != nil {
-				if te := c.TaskError(*f.Exec); te != nil && strings.HasPrefix(f.Err.Error(), te.Error()) {
-					err = fmt.Errorf("%w%s", te, strings.TrimPrefix(f.Err.Error(), te.Error()))
-				}
-			}
-		}
-		switch {
-		case status == protocol.JobCanceled && ctx.Err() != nil:
-			j.err = ctx.Err()
-		case status == protocol.JobCanceled:
-			j.err = ErrCanceled
-		case err != nil && f.Stack != "":
-			// A panic: where it happened, the user's frames first.
-			j.err = fmt.Errorf("weir: job %q (%s) failed: %w\n%s", name, spec.ID, err, f.Stack)
-		case err != nil:
-			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
-		}
-		// A stop-with-savepoint ends the job, and with it this cluster's
-		// REST API: let whoever stopped it read the savepoint's location
-		// first (bounded, so nobody polling cannot hold the process).
-		c.JM.AwaitSavepointPolls(spec.ID, savepointPollGrace)
-		if st, ok := c.JM.Checkpoints(spec.ID); ok {
-			j.checkpoints = st.Counts.Completed
-		}
-		c.Close(context.Background())
-		c.JM.Drain(spec.ID)
-		endMemory()
-		res.close()
-		if removeDir {
-			os.RemoveAll(stateDir)
-		}
+	lc.OnEnd = func() {
 		for _, cs := range collects {
 			cs.end()
 		}
-		close(j.done)
-	}()
+	}
+	l, err := launch.Start(ctx, lc)
+	if err != nil {
+		return nil, err
+	}
+	if j.l == nil {
+		// OnSubmit did not set it. When it did, j may already be in the
+		// hands of other goroutines: it is not written again.
+		j.l = l
+	}
 	return j, nil
 }
 
-// guardMemory, for a known ProcessMemory, lowers the Go runtime's soft
-// limit to its share and starts the guard that fails the job (permanently:
-// a restart would rebuild the same heap) when the live heap stays above
-// its bound; the returned function stops the guard and restores the limit.
-// It logs what was chosen and from where.
-func (e *Environment) guardMemory(job string, fail func(error)) (end func()) {
+// launchConfig is what internal/launch needs to run the job: the
+// configuration with its defaults, in plain values, and the graphs.
+func (e *Environment) launchConfig(name string, jg *graph.JobGraph) launch.Config {
 	cfg := e.cfg
-	p := cfg.ProcessMemory
-	if p <= 0 {
-		cfg.Logger.Info("process memory unknown (no cgroup limit, no /proc/meminfo; set Config.ProcessMemory or --process-memory): no soft limit, no memory guard",
-			"job", job, "network_memory", cfg.NetworkMemory, "heap_state_memory", cfg.HeapStateMemory)
-		return func() {}
+	lc := launch.Config{Name: name, Graph: jg, Stream: e.sg, MaxParallelism: cfg.MaxParallelism, Batch: cfg.Mode == Batch,
+		BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize, BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers,
+		ProcessMemory: cfg.ProcessMemory, MemoryFrom: e.memoryFrom, NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory,
+		TaskManagers: cfg.TaskManagers, SlotsPerTaskManager: cfg.SlotsPerTaskManager, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback,
+		StateBackend: cfg.StateBackend, StateDir: cfg.StateDir, Logger: cfg.Logger, Clock: cfg.Clock,
+		SavepointDir: cfg.SavepointDir, Restart: cfg.Restart, ResumeFrom: cfg.ResumeFrom, AllowNonRestoredState: cfg.AllowNonRestoredState,
+		OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart, Canceled: ErrCanceled}
+	if cp := cfg.Checkpointing; cp != nil {
+		lc.Checkpointing = &launch.Checkpointing{Interval: cp.Interval, Timeout: cp.Timeout, MinPause: cp.MinPause,
+			MaxConcurrent: cp.MaxConcurrent, TolerableFailures: cp.TolerableFailures, AtLeastOnce: cp.Mode == AtLeastOnce,
+			Unaligned: cp.Unaligned, AlignedTimeout: cp.AlignedTimeout, Retained: cp.Retained, Dir: cp.Dir, Incremental: cp.Incremental,
+			SavepointDir: cp.SavepointDir, WriteMemory: cp.WriteMemory, LeaseTimeout: cp.LeaseTimeout, ChannelStateMemory: cp.ChannelStateMemory}
 	}
-	cfg.Logger.Info("process memory", "job", job, "bytes", p, "from", e.memoryFrom,
-		"go_soft_limit", memory.SoftLimit(p), "guard_live_heap_bound", memory.GuardBound(p),
-		"network_memory", cfg.NetworkMemory, "heap_state_memory", cfg.HeapStateMemory)
-	restore := memory.SetSoftLimit(memory.SoftLimit(p))
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		w := &memory.Watch{Bound: memory.GuardBound(p)}
-		memory.Run(stop, memory.Interval, w, memory.NewReader().Read, func(s memory.Sample) {
-			cfg.Logger.Warn("memory guard: failing the job", "job", job, "live_heap", s.LiveHeap, "stacks", s.Stacks,
-				"gc_cycles", s.Cycles, "bound", w.Bound, "process_memory", p)
-			fail(failure.Permanent(memory.ExceededError(s, p, "Config.ProcessMemory, weir run --process-memory")))
-		})
-	}()
-	return func() {
-		close(stop)
-		<-done
-		restore()
-	}
+	return lc
 }
-
-// savepointPollGrace bounds how long an ended job's embedded cluster keeps
-// serving until a completed stop-with-savepoint request has been polled.
-const savepointPollGrace = 5 * time.Second
 
 // Execute runs the job on an embedded local cluster and waits for it to end.
 func (e *Environment) Execute(ctx context.Context, name string) (*JobResult, error) {
@@ -591,243 +398,6 @@ func (e *Environment) Execute(ctx context.Context, name string) (*JobResult, err
 	if err != nil {
 		return nil, err
 	}
-	<-j.done
+	<-j.Done()
 	return j.Wait(context.Background())
-}
-
-// jobSpecs builds what the JobManager and the TaskManagers need to run the
-// job: network sizes, checkpointing, the restart strategy and the
-// checkpoint to resume from. With checkpointing it takes the lineage lease
-// of the job's name in the checkpoint storage first, so that two runs never
-// resume one lineage at once. res.close releases what it holds (also on
-// error).
-func (e *Environment) jobSpecs(ctx context.Context, id, name string, jg *graph.JobGraph, mode operator.Mode, restAddr string) (_ *jobmanager.JobSpec, _ *taskmanager.Job, res *jobResources, _ error) {
-	cfg := e.cfg
-	res = &jobResources{}
-	spec := &jobmanager.JobSpec{ID: id, Name: name, Graph: jg, Clock: cfg.Clock, OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart,
-		StateBackend: cfg.StateBackend,
-		Network:      jobmanager.NetworkConfig{BufferSize: cfg.BufferSize, BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers}}
-	tmJob := &taskmanager.Job{ID: id, Graph: jg, Mode: mode, BufferTimeout: cfg.BufferTimeout, BufferSize: cfg.BufferSize,
-		BuffersPerChannel: cfg.BuffersPerChannel, FloatingBuffers: cfg.FloatingBuffers, Clock: cfg.Clock, StateBackend: cfg.StateBackend}
-	var store *storage.Store
-	if cp := cfg.Checkpointing; cp != nil {
-		settings := cp.settings()
-		if err := settings.Validate(); err != nil {
-			return nil, nil, res, err
-		}
-		dir := cp.Dir
-		if dir == "" {
-			dir = defaultCheckpointDir()
-		}
-		var err error
-		if store, err = storage.Open(ctx, dir); err != nil {
-			return nil, nil, res, fmt.Errorf("opening the checkpoint storage: %w", err)
-		}
-		res.stores = append(res.stores, store)
-		mem := cp.WriteMemory
-		if mem == 0 {
-			mem = DefaultCheckpointWriteMemory
-		}
-		if mem < 0 {
-			return nil, nil, res, fmt.Errorf("Config.Checkpointing.WriteMemory is %d bytes: want a positive number, or 0 for the default (%d)", mem, DefaultCheckpointWriteMemory)
-		}
-		if err := store.LimitWriteMemory(mem); err != nil {
-			return nil, nil, res, fmt.Errorf("Config.Checkpointing.WriteMemory: %w", err)
-		}
-		spDir := cp.SavepointDir
-		if spDir == "" {
-			spDir = cfg.SavepointDir
-		}
-		info := storage.LocalProcess(storage.LeaseInfo{Owner: id, REST: restAddr})
-		if res.lease, err = storage.AcquireLease(ctx, store, name, info, cp.LeaseTimeout, nil); err != nil {
-			return nil, nil, res, err
-		}
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: spDir, Fence: res.lease.Check}
-		csm := cp.ChannelStateMemory
-		if csm == 0 {
-			csm = DefaultChannelStateMemory
-		}
-		if csm < 0 {
-			return nil, nil, res, fmt.Errorf("Config.Checkpointing.ChannelStateMemory is %d bytes: want a positive number, or 0 for the default (%d)", csm, DefaultChannelStateMemory)
-		}
-		tmJob.Checkpoints = &task.Checkpoints{Store: store, Mode: cp.barrierMode(), Incremental: cp.Incremental,
-			Interval: time.Duration(settings.Interval) * time.Millisecond, ChannelStateMemory: csm}
-	} else if mode == operator.Streaming {
-		staging, remove, err := savepointStaging(ctx, id)
-		if err != nil {
-			return nil, nil, res, err
-		}
-		res.stores = append(res.stores, staging)
-		res.after = append(res.after, remove)
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: coordinator.Settings{}.WithDefaults(), Store: staging,
-			SavepointDir: cfg.SavepointDir, SavepointsOnly: true}
-		tmJob.Checkpoints = &task.Checkpoints{Store: staging, Mode: barrier.ExactlyOnce, SavepointsOnly: true}
-	}
-	rc, err := restartConfig(cfg.Restart, cfg.Checkpointing != nil)
-	if err != nil {
-		return nil, nil, res, err
-	}
-	spec.Restart = rc
-	spec.Lineage = id // a fresh start begins a lineage
-	if cfg.ResumeFrom != "" {
-		m, s, err := resumePoint(ctx, cfg.ResumeFrom, store, name, cfg)
-		if err != nil {
-			return nil, nil, res, err
-		}
-		if s != nil && s != store {
-			res.stores = append(res.stores, s)
-		}
-		spec.Restore, spec.RestoreStore = m, s
-		if m != nil {
-			spec.Lineage = m.LineageOf()
-		}
-		spec.AllowNonRestoredState = cfg.AllowNonRestoredState
-		if spec.Checkpoints != nil {
-			// A resumed run continues its lineage: the earlier runs'
-			// checkpoints count towards Retained, and what they no
-			// longer need goes (jobmanager's storage hygiene).
-			spec.Checkpoints.ContinueLineage = true
-		}
-	}
-	if cfg.Checkpointing != nil {
-		// Without checkpoints (savepoints only) sinks keep no lineage:
-		// sink.Context.Lineage is "" then.
-		tmJob.Checkpoints.Lineage = spec.Lineage
-	}
-	return spec, tmJob, res, nil
-}
-
-// jobResources are what a run holds besides its cluster: the stores it
-// opened and its lineage lease.
-type jobResources struct {
-	stores      []*storage.Store
-	lease       *storage.Lease
-	stopKeeping context.CancelFunc
-	kept        chan struct{} // closed when Keep returned
-	after       []func()      // run last, after the stores are closed
-}
-
-// keepLease renews the lease until close, calling lost if another run takes
-// it.
-func (r *jobResources) keepLease(lost func(error)) {
-	if r.lease == nil {
-		return
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	r.stopKeeping, r.kept = stop, make(chan struct{})
-	go func() {
-		defer close(r.kept)
-		r.lease.Keep(ctx, lost)
-	}()
-}
-
-// close stops renewing and releases the lease, closes the stores, then
-// runs after.
-func (r *jobResources) close() {
-	if r.stopKeeping != nil {
-		r.stopKeeping()
-		<-r.kept // a heartbeat in flight must not overwrite the release
-	}
-	if r.lease != nil {
-		_ = r.lease.Release(context.Background())
-	}
-	for _, s := range r.stores {
-		s.Close()
-	}
-	for _, f := range r.after {
-		f()
-	}
-}
-
-// warnMissingUIDs logs one warning listing the operators that may hold state
-// (sources, keyed operators) and have no UID. Their state is matched on
-// restore by a stable ID derived from their name and inputs, so a change of
-// the graph upstream of them (or of their name) orphans it; Flink gives the
-// same advice (set uid on every stateful operator). Other operators can
-// hold state too (a sink's pending commits, broadcast state), but the graph
-// cannot tell, so they are not listed.
-func warnMissingUIDs(logger *slog.Logger, job string, nodes []*graph.Node) {
-	var missing []string
-	for _, n := range nodes {
-		if n.UID != "" {
-			continue
-		}
-		switch {
-		case n.IsSource || n.Coordinator != nil:
-			missing = append(missing, fmt.Sprintf("%q (source)", n.Name))
-		case slices.ContainsFunc(n.Inputs, func(e graph.Edge) bool { return e.Partition == graph.Hash }):
-			missing = append(missing, fmt.Sprintf("%q (keyed)", n.Name))
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	logger.Warn("stateful operators without a UID: their checkpoints and savepoints will not restore after a change of the job graph "+
-		"that changes their names or inputs; set a UID on the stream each returns, sources too (DataStream.UID: weir.Generate(...).UID(\"payments\"))",
-		"job", job, "operators", strings.Join(missing, ", "))
-}
-
-// adoptedMaxParallelism returns the max parallelism to adopt from the
-// restored checkpoint m when the job did not set one: the one its keyed
-// operators had, when they agree, it differs from jg's derived default and
-// every default-max-parallelism vertex's parallelism fits under it; else 0.
-// Operators that set their own max parallelism keep it (and are checked
-// against the checkpoint when the restore is planned).
-func adoptedMaxParallelism(m *storage.Metadata, jg *graph.JobGraph) int {
-	mp := restoredMaxParallelism(m)
-	if mp == 0 || mp == jg.MaxParallelism || aboveMaxParallelism(jg, mp) != nil {
-		return 0
-	}
-	return mp
-}
-
-// restoredMaxParallelism is the max parallelism of m's keyed operators
-// when they agree; else 0.
-func restoredMaxParallelism(m *storage.Metadata) int {
-	mp := 0
-	for _, os := range m.Operators {
-		if !os.HasKeyed() {
-			continue
-		}
-		if mp != 0 && os.MaxParallelism != mp {
-			return 0
-		}
-		mp = os.MaxParallelism
-	}
-	return mp
-}
-
-// aboveMaxParallelism returns a vertex of jg that takes the job's max
-// parallelism (none of its operators sets its own) and runs at a
-// parallelism above mp; nil if none does.
-func aboveMaxParallelism(jg *graph.JobGraph, mp int) *graph.Vertex {
-	for _, v := range jg.Vertices {
-		defaulted := true
-		for _, n := range v.Nodes {
-			defaulted = defaulted && n.MaxParallelism == 0
-		}
-		if defaulted && v.Parallelism > mp {
-			return v
-		}
-	}
-	return nil
-}
-
-// checkRestoredMaxParallelism fails a resume whose parallelism is above the
-// max parallelism that the restored keyed state was cut into: key groups
-// cannot be split, so no subtask beyond the max parallelism could get any.
-func checkRestoredMaxParallelism(m *storage.Metadata, jg *graph.JobGraph) error {
-	mp := restoredMaxParallelism(m)
-	if mp == 0 {
-		return nil
-	}
-	v := aboveMaxParallelism(jg, mp)
-	if v == nil {
-		return nil
-	}
-	return fmt.Errorf("%q runs at parallelism %d, above the max parallelism %d of checkpoint %d "+
-		"(its keyed state is cut into %d key groups, fixed when the job first ran): resume at a parallelism of at most %d; "+
-		"a job meant to scale further must first run with a larger max parallelism "+
-		"(--max-parallelism of weir run, Flink's pipeline.max-parallelism, Config.MaxParallelism)",
-		v.Nodes[0].Name, v.Parallelism, mp, m.CheckpointID, mp, mp)
 }

@@ -21,3 +21,13 @@ func HoldWindowElements(from int) (restore func()) {
 	holdMinEntries = from
 	return func() { holdMinEntries = old }
 }
+
+// NetworkBuffers reports the job's network memory in bytes while it runs:
+// the most that was ever out of its buffer pools at once (summed over
+// pools), what the pools have allocated so far (memory follows the data in
+// flight), and what they may grow to. maxInUse never exceeds capacity: that
+// is the bound on buffered data.
+func (j *Job) NetworkBuffers() (maxInUse, allocated, capacity int64) { return j.l.NetworkBuffers() }
+
+// Config returns the environment's configuration with defaults applied.
+func (e *Environment) Config() Config { return e.cfg }

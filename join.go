@@ -1,9 +1,10 @@
 package weir
 
-// TaggedUnion carries an element of either input of a window join through
+// taggedUnion carries an element of either input of a window join through
 // one keyed window (Flink's TaggedUnion): One when IsOne, else Two. Its codec
-// is derived from A and B, so both must have derivable codecs.
-type TaggedUnion[A, B any] struct {
+// is derived from A and B, so both must have derivable codecs; its fields
+// are exported because derived codecs refuse unexported fields.
+type taggedUnion[A, B any] struct {
 	One   A
 	Two   B
 	IsOne bool
@@ -69,10 +70,10 @@ func (f CoGroupFunc[A, B, U]) CoGroup(first []A, second []B, out Collector[U]) e
 // union of the inputs; results carry the window's max timestamp.
 func WindowCoGroup[K comparable, A, B, U any](w WindowedJoin[K, A, B], fn CoGroupFunction[A, B, U]) DataStream[U] {
 	checkHooks(w.j.a.env, "WindowCoGroup", fn, openCloseHooks())
-	one := Map(w.j.a, func(a A) TaggedUnion[A, B] { return TaggedUnion[A, B]{One: a, IsOne: true} }).Name("Join-Tag-First")
-	two := Map(w.j.b, func(b B) TaggedUnion[A, B] { return TaggedUnion[A, B]{Two: b} }).Name("Join-Tag-Second")
+	one := Map(w.j.a, func(a A) taggedUnion[A, B] { return taggedUnion[A, B]{One: a, IsOne: true} }).Name("Join-Tag-First")
+	two := Map(w.j.b, func(b B) taggedUnion[A, B] { return taggedUnion[A, B]{Two: b} }).Name("Join-Tag-Second")
 	where, equalTo := w.j.where, w.j.equalTo
-	ks := KeyBy(Union(one, two), func(u TaggedUnion[A, B]) K {
+	ks := KeyBy(Union(one, two), func(u taggedUnion[A, B]) K {
 		if u.IsOne {
 			return where(u.One)
 		}
@@ -106,7 +107,7 @@ func (c *coGroupWindow[K, A, B, U]) Open(ctx RuntimeContext) error {
 
 func (c *coGroupWindow[K, A, B, U]) Close() error { return closeFn(c.fn) }
 
-func (c *coGroupWindow[K, A, B, U]) Process(_ WindowContext[K], els []TaggedUnion[A, B], out Collector[U]) error {
+func (c *coGroupWindow[K, A, B, U]) Process(_ WindowContext[K], els []taggedUnion[A, B], out Collector[U]) error {
 	as, bs := c.as[:0], c.bs[:0]
 	for i := range els {
 		if els[i].IsOne {

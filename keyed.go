@@ -327,12 +327,6 @@ func (f KeyedProcessFunc[K, T, U]) ProcessElement(ctx KeyedContext[K], v T, out 
 	return f(ctx, v, out)
 }
 
-// RichFunction is a map or flat-map function on a keyed stream that declares
-// keyed state in Open; state handles read the current key.
-type RichFunction interface {
-	Open(ctx KeyedRuntimeContext) error
-}
-
 // MapWithState maps every element of a keyed stream with a function that
 // open returns. open runs once per subtask before the first element (Flink's
 // RichFunction.open): it declares the keyed state, and the function it

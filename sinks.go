@@ -148,9 +148,9 @@ type Collected[T any] struct {
 	ended     bool          // done is closed
 }
 
-// DefaultCollectMaxUnread is how many elements a Collect sink holds for its
+// defaultCollectMaxUnread is how many elements a Collect sink holds for its
 // reader before it waits for one (see Collected.MaxUnread).
-const DefaultCollectMaxUnread = 1 << 20
+const defaultCollectMaxUnread = 1 << 20
 
 // collectSink is what ExecuteAsync tells a Collect sink: a run begins, and
 // it has ended (or never started, when ExecuteAsync failed).
@@ -189,20 +189,20 @@ func (c *Collected[T]) signal() {
 // Collect adds a sink whose elements the program reads with All, while the
 // job runs or after it ended. The Collect sinks of a job may be read in any
 // order, one after the other: each holds up to MaxUnread elements
-// (DefaultCollectMaxUnread unless set) for its reader. All may be called
+// (1 Mi, 1<<20, unless set) for its reader. All may be called
 // before or after the job starts: it returns once the job has ended (or
 // failed to start) and every collected element was read. When the
 // environment runs again, call All after ExecuteAsync: before it, All still
 // speaks of the run that ended.
 func Collect[T any](s DataStream[T]) *Collected[T] {
-	c := &Collected[T]{maxUnread: DefaultCollectMaxUnread, changed: make(chan struct{}), done: make(chan struct{})}
+	c := &Collected[T]{maxUnread: defaultCollectMaxUnread, changed: make(chan struct{}), done: make(chan struct{})}
 	s.env.collects = append(s.env.collects, c)
 	SinkTo[T](s, collectFactory[T]{c}, "Collect")
 	return c
 }
 
 // MaxUnread sets how many elements the sink holds for its reader (n >= 1;
-// the default is DefaultCollectMaxUnread). At that bound the sink waits
+// the default is 1 Mi, 1<<20). At that bound the sink waits
 // while an All is reading it, and so backpressures the job; when no All
 // runs, the job fails with an error naming MaxUnread. Set it before the job
 // runs.
@@ -305,7 +305,7 @@ func (c *Collected[T]) put(batch []T, cancel <-chan struct{}) error {
 			n, bound := c.unread, c.maxUnread
 			c.mu.Unlock()
 			return failure.Permanent(fmt.Errorf("Collect sink: %d elements wait to be read, its bound (Collected.MaxUnread, default %d is %d here), "+
-				"and no All is reading them: read each Collect sink in its own goroutine while the job runs, or raise MaxUnread", n, DefaultCollectMaxUnread, bound))
+				"and no All is reading them: read each Collect sink in its own goroutine while the job runs, or raise MaxUnread", n, defaultCollectMaxUnread, bound))
 		}
 		changed := c.changed
 		c.mu.Unlock()

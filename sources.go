@@ -47,7 +47,7 @@ func FromSourceWithWatermarks[T, S any](env *Environment, src source.Source[T, S
 		// Validated when the job starts (the source fails with what was wrong).
 		iv := a.UpdateInterval
 		if iv == 0 {
-			iv = DefaultAlignmentUpdateInterval
+			iv = defaultAlignmentUpdateInterval
 		}
 		sw.Align = &operator.Alignment{Group: a.Group, MaxDrift: a.MaxDrift.Milliseconds(), Interval: iv.Milliseconds()}
 		if a.MaxDrift < 0 {

@@ -95,8 +95,8 @@ func KeyByWithCodec[T any, K comparable](s DataStream[T], key func(T) K, c codec
 	return KeyedStream[K, T]{DataStream: keyed, key: key, keyCodec: c}
 }
 
-// DefaultBatchStateMemory is Config.BatchStateMemory's default.
-const DefaultBatchStateMemory = 1 << 30
+// defaultBatchStateMemory is Config.BatchStateMemory's default.
+const defaultBatchStateMemory = 1 << 30
 
 // batchKeyOverhead is what Config.BatchStateMemory counts for a batch
 // Reduce's table per key besides the key and the value: a Go map's entry
@@ -113,9 +113,9 @@ func Reduce[K comparable, T any](ks KeyedStream[K, T], f func(acc, v T) T) DataS
 		if ctx.Mode == operator.Batch {
 			switch op.memLimit = ks.env.cfg.BatchStateMemory; {
 			case op.memLimit == 0:
-				op.memLimit = DefaultBatchStateMemory
+				op.memLimit = defaultBatchStateMemory
 			case op.memLimit < 0:
-				return operator.Instance{}, fmt.Errorf("Config.BatchStateMemory is %d bytes: want a positive number, or 0 for the default (%d)", op.memLimit, DefaultBatchStateMemory)
+				return operator.Instance{}, fmt.Errorf("Config.BatchStateMemory is %d bytes: want a positive number, or 0 for the default (%d)", op.memLimit, defaultBatchStateMemory)
 			}
 			op.perKey = int64(unsafe.Sizeof(*new(K))+unsafe.Sizeof(*new(T))) + batchKeyOverhead
 			if reflect.TypeFor[K]().Kind() == reflect.String {

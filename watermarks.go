@@ -72,13 +72,13 @@ type WatermarkAlignment struct {
 	UpdateInterval time.Duration
 }
 
-// DefaultAlignmentUpdateInterval is WatermarkAlignment's default
+// defaultAlignmentUpdateInterval is WatermarkAlignment's default
 // UpdateInterval (Flink's).
-const DefaultAlignmentUpdateInterval = time.Second
+const defaultAlignmentUpdateInterval = time.Second
 
 // WithWatermarkAlignment returns the strategy with watermark alignment
 // (Flink's withWatermarkAlignment(group, maxAllowedWatermarkDrift,
-// updateInterval)); updateInterval 0 is DefaultAlignmentUpdateInterval.
+// updateInterval)); updateInterval 0 is the default, 1 s.
 func (ws WatermarkStrategy[T]) WithWatermarkAlignment(group string, maxDrift, updateInterval time.Duration) WatermarkStrategy[T] {
 	ws.Alignment = &WatermarkAlignment{Group: group, MaxDrift: maxDrift, UpdateInterval: updateInterval}
 	return ws

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/launch"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/jobs/badrecords"
 	"github.com/weirhq/weir/jobs/clicks"
@@ -314,7 +315,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 			}
 			break
 		}
-		fmt.Fprintf(stdout, "weir %s (%s %s/%s)\n", weir.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(stdout, "weir %s (%s %s/%s)\n", launch.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 	case "help":

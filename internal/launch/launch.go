@@ -1,0 +1,170 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/internal/cluster"
+	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/operator"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/rest"
+)
+
+// savepointPollGrace bounds how long an ended job's embedded cluster keeps
+// serving until a completed stop-with-savepoint request has been polled.
+const savepointPollGrace = 5 * time.Second
+
+// Start starts cfg's job on a new local cluster and returns at once.
+// Canceling ctx cancels the job. The cluster shuts down when the job ends,
+// after which cfg.OnEnd runs and Job.Done is closed. On error nothing it
+// started or opened is left behind, and cfg.OnEnd is not called.
+func Start(ctx context.Context, cfg Config) (*Job, error) {
+	name, jg := cfg.Name, cfg.Graph
+	if cfg.Checkpointing != nil || cfg.ResumeFrom != "" {
+		warnMissingUIDs(cfg.Logger, name, cfg.Stream.Nodes)
+	}
+	need := 0
+	for _, v := range jg.Vertices {
+		need = max(need, v.Parallelism)
+	}
+	tms := max(cfg.TaskManagers, 1)
+	slots := cfg.SlotsPerTaskManager
+	if slots <= 0 {
+		slots = (need + tms - 1) / tms
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.HeapStateMemory < 0 {
+		return nil, fmt.Errorf("weir: Config.HeapStateMemory is %d bytes: want a positive number, or 0 for the default", cfg.HeapStateMemory)
+	}
+	c, err := cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, NetworkMemory: cfg.NetworkMemory,
+		HeapStateMemory: cfg.HeapStateMemory, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback, Version: Version, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("weir: %w", err)
+	}
+	mode := operator.Streaming
+	if cfg.Batch {
+		mode = operator.Batch
+	}
+	switch cfg.StateBackend {
+	case "", "hashmap", "pebble":
+	default:
+		c.Close(context.Background())
+		return nil, fmt.Errorf("weir: unknown state backend %q (want hashmap or pebble)", cfg.StateBackend)
+	}
+	id := rest.NewJobID()
+	spec, tmJob, res, err := jobSpecs(ctx, cfg, id, jg, mode, c.RESTAddr())
+	if err != nil {
+		c.Close(context.Background())
+		return nil, fmt.Errorf("weir: job %q: %w", name, err)
+	}
+	if cfg.MaxParallelism == 0 && spec.Restore != nil {
+		if err := checkRestoredMaxParallelism(spec.Restore, jg); err != nil {
+			c.Close(context.Background())
+			res.close()
+			return nil, fmt.Errorf("weir: job %q: %w", name, err)
+		}
+		if mp := adoptedMaxParallelism(spec.Restore, jg); mp != 0 {
+			// Flink's rule: a max parallelism the user did not set is
+			// taken from the savepoint, so that a job resumed at a larger
+			// parallelism (whose derived default would be larger) keeps
+			// its key groups.
+			sg := cfg.Stream
+			sg.JobName, sg.MaxParallelism = name, mp
+			if jg, err = graph.Compile(&sg); err != nil {
+				c.Close(context.Background())
+				res.close()
+				return nil, fmt.Errorf("weir: job %q: %w", name, err)
+			}
+			spec.Graph, tmJob.Graph = jg, jg
+		}
+	}
+	stateDir, removeDir := cfg.StateDir, false
+	if stateDir == "" {
+		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
+			c.Close(context.Background())
+			res.close()
+			return nil, fmt.Errorf("weir: creating a state directory: %w", err)
+		}
+		removeDir = true
+	} else {
+		stateDir = filepath.Join(stateDir, id)
+	}
+	tmJob.StateDir = stateDir
+	c.RegisterJob(tmJob)
+	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{}), restoredFrom: spec.Restore}
+	if spec.RestoreStore != nil {
+		j.restoredURL = spec.RestoreStore.URL()
+	}
+	if err := c.JM.Submit(spec); err != nil {
+		c.Close(context.Background())
+		res.close()
+		if removeDir {
+			os.RemoveAll(stateDir)
+		}
+		return nil, fmt.Errorf("weir: job %q: %w", name, err)
+	}
+	endMemory := guardMemory(cfg, spec.ID, func(err error) { c.JM.Fail(spec.ID, err) })
+	if cfg.OnSubmit != nil {
+		cfg.OnSubmit(j)
+	}
+	res.keepLease(func(err error) { c.JM.Fail(spec.ID, err) })
+	go func() {
+		jmDone := c.JM.Done(spec.ID)
+		select {
+		case <-jmDone:
+		case <-ctx.Done():
+			c.JM.Cancel(spec.ID)
+			<-jmDone
+		}
+		status, f, _ := c.JM.WaitFailure(context.Background(), spec.ID)
+		j.status = status
+		var err error
+		if f != nil {
+			err = f.Err
+			// In one process the task's own error is at hand: keep it, so
+			// callers can match the user's error with errors.Is and As.
+			if f.Exec != nil {
+				if te := c.TaskError(*f.Exec); te != nil && strings.HasPrefix(f.Err.Error(), te.Error()) {
+					err = fmt.Errorf("%w%s", te, strings.TrimPrefix(f.Err.Error(), te.Error()))
+				}
+			}
+		}
+		switch {
+		case status == protocol.JobCanceled && ctx.Err() != nil:
+			j.err = ctx.Err()
+		case status == protocol.JobCanceled:
+			j.err = cfg.Canceled
+		case err != nil && f.Stack != "":
+			// A panic: where it happened, the user's frames first.
+			j.err = fmt.Errorf("weir: job %q (%s) failed: %w\n%s", name, spec.ID, err, f.Stack)
+		case err != nil:
+			j.err = fmt.Errorf("weir: job %q (%s) failed: %w", name, spec.ID, err)
+		}
+		// A stop-with-savepoint ends the job, and with it this cluster's
+		// REST API: let whoever stopped it read the savepoint's location
+		// first (bounded, so nobody polling cannot hold the process).
+		c.JM.AwaitSavepointPolls(spec.ID, savepointPollGrace)
+		if st, ok := c.JM.Checkpoints(spec.ID); ok {
+			j.checkpoints = st.Counts.Completed
+		}
+		c.Close(context.Background())
+		c.JM.Drain(spec.ID)
+		endMemory()
+		res.close()
+		if removeDir {
+			os.RemoveAll(stateDir)
+		}
+		if cfg.OnEnd != nil {
+			cfg.OnEnd()
+		}
+		close(j.done)
+	}()
+	return j, nil
+}
