@@ -86,7 +86,7 @@ func BenchmarkKeyedCheckpointing(b *testing.B) {
 	}
 }
 
-// (d)/(e) issue 12's keyed row: generator -> keyBy(i mod 10,000) -> count
+// (d)/(e) the side-by-side report's keyed row: generator -> keyBy(i mod 10,000) -> count
 // in ValueState -> discard at parallelism 2, without checkpoints, on the
 // heap and the Pebble backend. `weir bench keyed` runs the same job, and
 // bench/flink's keyed job is its Flink twin (scripts/bench-flink).
@@ -102,7 +102,7 @@ func BenchmarkKeyedCount(b *testing.B) {
 	}
 }
 
-// BenchmarkWindowSlidingRatio is issue 9's "throughput against the ratio"
+// BenchmarkWindowSlidingRatio is the "throughput against the ratio"
 // series: sliding 1 s slides with size/slide 1 (tumbling), 10, 60 and 3600,
 // on 10 keys so that the emitted windows per input event stay small across
 // the ratios and the series measures the operator's per-element work, not

@@ -17,7 +17,7 @@ import (
 	"github.com/weirhq/weir/state"
 )
 
-// The tests of issue 44's broadcast state: read-only on the element side,
+// The tests of broadcast state: read-only on the element side,
 // readable from timers, ApplyToKeyedState, values changed in place under
 // checkpoints, and restore after a failure.
 

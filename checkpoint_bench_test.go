@@ -22,7 +22,7 @@ import (
 	"github.com/weirhq/weir/state"
 )
 
-// The checkpoint benchmarks of issue 8: checkpoint duration and size for a
+// The checkpoint benchmarks: checkpoint duration and size for a
 // large keyed state (full, and after a 1% change), recovery from it, and
 // checkpoints under backpressure. The state size is WEIR_BENCH_STATE_MB
 // (default 64; the documented figures use 1024). Each reports wall times as

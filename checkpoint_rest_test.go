@@ -93,7 +93,7 @@ func TestRESTCheckpoints(t *testing.T) {
 }
 
 // A streaming job without checkpoints answers as Flink's does: it has a
-// checkpoint coordinator, for savepoints (issue 34), so its statistics are
+// checkpoint coordinator, for savepoints, so its statistics are
 // there, with none taken, and its configuration's interval is Flink's
 // Long.MAX_VALUE, "periodic checkpoints disabled".
 func TestRESTCheckpointsDisabled(t *testing.T) {

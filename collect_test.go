@@ -114,7 +114,7 @@ func TestCollectEndsWhenTheJobDoesNotRun(t *testing.T) {
 }
 
 // twoCollects builds a job with two Collect sinks, each of more elements
-// than the sink used to hold before it blocked (16 batches of 256), and
+// than 16 batches of 256, and
 // returns the elements each must collect, sorted.
 func twoCollects(t *testing.T, n int) (*weir.Environment, *weir.Collected[int64], *weir.Collected[int64], []int64, []int64) {
 	rng := testseed.Rand(t, 1)
@@ -143,8 +143,8 @@ func checkSorted(t *testing.T, what string, got, want []int64) {
 }
 
 // Execute returns while nobody reads its Collect sinks, and they are read
-// after it, one after the other: the sinks used to block the job once 16
-// batches waited, so Execute never returned.
+// after it, one after the other: a sink must not block the job while its
+// elements wait (16 batches and more), or Execute never returns.
 func TestCollectTwoSinksReadAfterExecute(t *testing.T) {
 	env, a, b, wantA, wantB := twoCollects(t, 20000)
 	ctx, cancel := context.WithCancel(context.Background())

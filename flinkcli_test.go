@@ -216,7 +216,7 @@ func startClicks(t *testing.T, count int64, rate float64, from string) (*weir.Jo
 }
 
 // flinkStopClicks: Flink's client takes a savepoint of the clicks job, which
-// takes no checkpoints (Flink allows it; Weir refused before issue 34), and
+// takes no checkpoints (as Flink allows), and
 // stops it with another; Weir resumes from the stop's folder and counts the
 // remaining clicks. Both runs together print each page's running counts
 // 1..n exactly once, n the page's clicks among those generated (computed

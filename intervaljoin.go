@@ -221,8 +221,7 @@ func (f *intervalJoinFn[K, A, B, U]) Open(ctx KeyedRuntimeContext) error {
 	f.leftKeep, f.rightKeep = max(f.upper, 0), max(-f.lower, 0)
 	// Twice the span: a bucket outlives Flink's by at most two spans, and
 	// on the heap backend only while its key gets no element (add drops
-	// what is due). Measured on the benchmark (docs/benchmarks.md): one
-	// span 1.1-1.2 M events/s per core, two 1.5, four 1.7. A negative
+	// what is due); docs/benchmarks.md has the width's effect. A negative
 	// span (upper-lower overflowed) gives exact timers.
 	f.width = 1
 	if span := f.upper - f.lower; span > 1 {

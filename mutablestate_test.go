@@ -123,7 +123,7 @@ func lastBytes(s string, n int) string {
 }
 
 // A window AggregateFunction whose Add and Merge change a map accumulator in
-// place (issue 44) gives the right distinct counts with checkpoints every
+// place gives the right distinct counts with checkpoints every
 // 10 ms on the hashmap backend, for tumbling and sliding windows (the
 // sliced operator), instead of crashing the process with "concurrent map
 // iteration and map write" (a fatal error, hence the child process).

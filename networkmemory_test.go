@@ -20,8 +20,8 @@ func heapInUse() int64 {
 
 // A job's network memory follows the data in flight, not the number of
 // channels: a keyed job at high parallelism with a trickle of data must not
-// allocate a buffer pool per channel up front (it used to take n*(2n+8)
-// buffers of 32 KiB: 1 GiB at parallelism 128).
+// allocate a buffer pool per channel up front (n*(2n+8) buffers of 32 KiB
+// would be 1 GiB at parallelism 128).
 func TestNetworkMemoryFollowsDataNotChannels(t *testing.T) {
 	p := 128
 	if testing.Short() {

@@ -40,8 +40,7 @@ func awaitSavepoint(t *testing.T, job *weir.Job, dir string) string {
 	}
 }
 
-// Issue 34: a job without Config.Checkpointing takes a savepoint (Flink
-// does; Weir refused). Its file sink pre-commits at the savepoint's barrier
+// A job without Config.Checkpointing takes a savepoint, as in Flink. Its file sink pre-commits at the savepoint's barrier
 // and, taking no checkpoints, commits that with the rest when its input
 // ends: the run's output holds every line once. A run resumed from the
 // savepoint into another directory writes exactly the lines after it, so

@@ -13,7 +13,7 @@ func (r *watermarkRecorder) ProcessElement(int64, int64) {}
 func (r *watermarkRecorder) ProcessWatermark(wm int64)   { r.wms = append(r.wms, wm) }
 
 // Timestamps near math.MinInt64 must not wrap the watermark around to a huge
-// value that fires every timer at once (max - delay - 1 used to overflow).
+// value that fires every timer at once (max - delay - 1 must not overflow).
 func TestWatermarkNearMinimumDoesNotWrap(t *testing.T) {
 	for _, tc := range []struct {
 		ts, delay, want int64 // want: the watermark, or MinInt64 for none
