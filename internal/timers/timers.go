@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/weirhq/weir/internal/keygroup"
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 )
@@ -371,7 +371,7 @@ func (g *group) insert(h uint64, ts int64, key, ns []byte) uint32 {
 func (g *group) grow() {
 	old := g.slots
 	g.slots = make([]uint64, max(16, 2*len(old)))
-	memtouch.Fresh(g.slots) // the probes below read before they write
+	prefault.Fresh(g.slots) // the probes below read before they write
 	mask := len(g.slots) - 1
 	for _, v := range old {
 		if v == 0 {

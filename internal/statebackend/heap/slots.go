@@ -8,7 +8,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/shortkey"
 )
 
@@ -318,7 +318,7 @@ func (t *slots[E]) rebuilt(size int, ver uint64, sizes []int64) (slots[E], []int
 		pg := make([]slot[E], min(size, 1<<pageBits))
 		// Entries holding pointers are written through the write barrier,
 		// which reads the old pointer first while the collector runs.
-		memtouch.Fresh(pg)
+		prefault.Fresh(pg)
 		nt.pages = append(nt.pages, pg)
 		nt.pver = append(nt.pver, ver)
 	}

@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/snapshot"
 )
 
@@ -272,7 +272,7 @@ func (t *Table[E]) memoFor() {
 		return
 	}
 	t.memo, t.memoShift = make([]memoPlace[E], want), uint8(64-bits.TrailingZeros(uint(want)))
-	memtouch.Fresh(t.memo) // MemoWord reads places before remember writes them
+	prefault.Fresh(t.memo) // MemoWord reads places before remember writes them
 }
 
 // memoPlace is one place of the memo: the owned entry of key word k0
