@@ -223,7 +223,9 @@ func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
 // UseRuns implements operator.RunEnder.
 func (o *keyedProcessOp[K, T, U]) UseRuns() { o.rh.runs = true }
 
-func (o *keyedProcessOp[K, T, U]) setHold() { o.rh.setHold(o.heap.Entries) }
+func (o *keyedProcessOp[K, T, U]) setHold() {
+	o.rh.hold = o.rh.runs && o.rh.holdsAt(o.heap.Entries())
+}
 
 func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
 	o.col.ctx.Enter()

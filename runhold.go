@@ -69,11 +69,10 @@ func (r *runHold[K, T, X]) start(slotBytes uintptr) {
 	}
 }
 
-// setHold decides from the state's entries whether elements are held
-// back; only with runs set (entries is not called otherwise).
-func (r *runHold[K, T, X]) setHold(entries func() int) {
-	r.hold = r.runs && entries() >= holdMinEntries
-}
+// holdsAt says whether elements are held back at a state of entries
+// entries (of all keys and namespaces), with runs set. Callers count the
+// entries only with runs set: r.hold = r.runs && r.holdsAt(n()).
+func (r *runHold[K, T, X]) holdsAt(entries int) bool { return entries >= holdMinEntries }
 
 // add holds an element back and says whether the run is full (EndRun is
 // due). It writes the element's fields in place, as EndRun sets x before

@@ -6,17 +6,12 @@ import (
 )
 
 // runHold holds elements until a run is full, hands them back in order,
-// and lets go of them when done; it holds none without runs, and does not
-// ask for the state's size then.
+// and lets go of them when done; without runs it sizes no run.
 func TestRunHoldRuns(t *testing.T) {
 	var r runHold[int64, *int64, struct{}]
 	r.start(32) // without runs: nothing sized
 	if r.runLen != 0 || r.pend != nil {
 		t.Fatalf("start without runs sized a run of %d", r.runLen)
-	}
-	r.setHold(func() int { t.Fatal("setHold asked for the entries without runs"); return 0 })
-	if r.hold {
-		t.Fatal("holds without runs")
 	}
 	r.runs = true
 	r.start(32)
@@ -24,14 +19,10 @@ func TestRunHoldRuns(t *testing.T) {
 	if r.runLen != want || cap(r.pend) != want {
 		t.Fatalf("run length %d (capacity %d), want %d", r.runLen, cap(r.pend), want)
 	}
-	r.setHold(func() int { return holdMinEntries - 1 })
-	if r.hold {
-		t.Fatal("holds below holdMinEntries")
+	if r.holdsAt(holdMinEntries-1) || !r.holdsAt(holdMinEntries) {
+		t.Fatalf("holdsAt: %v below holdMinEntries, %v at it", r.holdsAt(holdMinEntries-1), r.holdsAt(holdMinEntries))
 	}
-	r.setHold(func() int { return holdMinEntries })
-	if !r.hold {
-		t.Fatal("does not hold at holdMinEntries")
-	}
+	r.hold = true
 	vals := make([]int64, r.runLen)
 	for i := range vals {
 		vals[i] = int64(i)

@@ -396,7 +396,9 @@ type sliceProbe struct {
 // setHold decides, from the size of the state, whether elements are held
 // back: at each watermark (a firing may have emptied the state), and at
 // each new accumulator while they are not.
-func (o *slicedOp[K, T, R, U]) setHold() { o.rh.setHold(o.contents.entries) }
+func (o *slicedOp[K, T, R, U]) setHold() {
+	o.rh.hold = o.rh.runs && o.rh.holdsAt(o.contents.entries())
+}
 
 // UseRuns implements operator.RunEnder.
 func (o *slicedOp[K, T, R, U]) UseRuns() { o.rh.runs = true }
