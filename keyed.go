@@ -224,7 +224,7 @@ func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
 func (o *keyedProcessOp[K, T, U]) UseRuns() { o.rh.runs = true }
 
 func (o *keyedProcessOp[K, T, U]) setHold() {
-	o.rh.hold = o.rh.runs && o.rh.holdsAt(o.heap.Entries())
+	o.rh.hold = o.rh.runs && o.heap.Entries() >= holdMinEntries
 }
 
 func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {

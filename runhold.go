@@ -56,8 +56,10 @@ func runLenFor(elem, slots uintptr) int {
 
 // holdMinEntries is the state size (entries of all keys and namespaces)
 // from which elements are held back: some 0.7 MB of heap table slots, a
-// third of a core's L2 cache. (A variable so that tests hold elements back
-// on small states; see export_test.go.)
+// third of a core's L2 cache. An operator sets runHold.hold to runs &&
+// entries >= holdMinEntries, counting the entries only with runs. (A
+// variable so that tests hold elements back on small states; see
+// export_test.go.)
 var holdMinEntries = 1 << 14
 
 // start sizes the runs for state slots of slotBytes per element, if runs
@@ -68,11 +70,6 @@ func (r *runHold[K, T, X]) start(slotBytes uintptr) {
 		r.pend = make([]held[K, T, X], 0, r.runLen)
 	}
 }
-
-// holdsAt says whether elements are held back at a state of entries
-// entries (of all keys and namespaces), with runs set. Callers count the
-// entries only with runs set: r.hold = r.runs && r.holdsAt(n()).
-func (r *runHold[K, T, X]) holdsAt(entries int) bool { return entries >= holdMinEntries }
 
 // add holds an element back and says whether the run is full (EndRun is
 // due). It writes the element's fields in place, as EndRun sets x before

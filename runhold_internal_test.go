@@ -19,9 +19,6 @@ func TestRunHoldRuns(t *testing.T) {
 	if r.runLen != want || cap(r.pend) != want {
 		t.Fatalf("run length %d (capacity %d), want %d", r.runLen, cap(r.pend), want)
 	}
-	if r.holdsAt(holdMinEntries-1) || !r.holdsAt(holdMinEntries) {
-		t.Fatalf("holdsAt: %v below holdMinEntries, %v at it", r.holdsAt(holdMinEntries-1), r.holdsAt(holdMinEntries))
-	}
 	r.hold = true
 	vals := make([]int64, r.runLen)
 	for i := range vals {

@@ -397,7 +397,7 @@ type sliceProbe struct {
 // back: at each watermark (a firing may have emptied the state), and at
 // each new accumulator while they are not.
 func (o *slicedOp[K, T, R, U]) setHold() {
-	o.rh.hold = o.rh.runs && o.rh.holdsAt(o.contents.entries())
+	o.rh.hold = o.rh.runs && o.contents.entries() >= holdMinEntries
 }
 
 // UseRuns implements operator.RunEnder.
