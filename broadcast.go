@@ -6,7 +6,7 @@ import (
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/graph"
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/state"
 )
@@ -223,7 +223,7 @@ func (c *broadcastContext) Broadcast() *state.OperatorStore { return c.ops }
 // while ProcessBroadcastElement runs.
 type keyedBroadcastSideContext[K comparable] struct {
 	broadcastContext
-	core   *keyed.Core[K]
+	core   *keyedruntime.Core[K]
 	store  state.KeyedStore
 	fnName string
 	active bool
@@ -240,7 +240,7 @@ type readOnlyContext struct {
 func (c *readOnlyContext) Broadcast() state.ReadOnlyBroadcastStore { return c.ro }
 
 func (o *broadcastOp[K, T, B, U]) Open(ctx *operator.Context) error {
-	core, err := keyed.NewCore(ctx, o.keyCodec)
+	core, err := keyedruntime.NewCore(ctx, o.keyCodec)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ type heapJoinSide[T any] struct {
 // heapStoreOf returns the heap store behind a keyed store, or nil for
 // another backend.
 func heapStoreOf(s state.KeyedStore) *heap.Store {
-	if h, ok := s.(interface{ HeapStore() *heap.Store }); ok {
+	if h, ok := s.(heap.DirectStore); ok {
 		return h.HeapStore()
 	}
 	return nil

@@ -3,13 +3,11 @@ package weir
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/failure"
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/prefetch"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
@@ -94,14 +92,14 @@ func requireKeyCodec[K comparable, T any](ks KeyedStream[K, T], op string) {
 // keyedTimers fires a keyed operator's timers into its function: event-time
 // timers as the watermark advances, processing-time timers on wake-up.
 type keyedTimers[K comparable, U any] struct {
-	core    *keyed.Core[K]
+	core    *keyedruntime.Core[K]
 	onTimer TimerFunction[K, U] // nil: timers only clean up
 	col     *collector[U]
 	ctx     *keyedProcessContext[K]
 	fire    func(timers.Timer)
 }
 
-func (t *keyedTimers[K, U]) init(core *keyed.Core[K], fn any, col *collector[U], ctx *keyedProcessContext[K]) {
+func (t *keyedTimers[K, U]) init(core *keyedruntime.Core[K], fn any, col *collector[U], ctx *keyedProcessContext[K]) {
 	t.core, t.col, t.ctx = core, col, ctx
 	t.onTimer, _ = fn.(TimerFunction[K, U])
 	t.fire = t.fireTimer
@@ -141,7 +139,7 @@ func (t *keyedTimers[K, U]) fireTimer(tm timers.Timer) {
 // it, then the function's Open.
 func openKeyedProcess[K comparable, U any](ctx *operator.Context, keyCodec codec.Codec[K], fn any,
 	t *keyedTimers[K, U], col *collector[U], pctx *keyedProcessContext[K]) error {
-	core, err := keyed.NewCore(ctx, keyCodec)
+	core, err := keyedruntime.NewCore(ctx, keyCodec)
 	if err != nil {
 		return err
 	}
@@ -183,7 +181,7 @@ func (k keyedRuntimeContext) State() state.KeyedStore { return k.store }
 // keyedProcessContext implements KeyedContext and OnTimerContext.
 type keyedProcessContext[K comparable] struct {
 	keyedRuntimeContext
-	core   *keyed.Core[K]
+	core   *keyedruntime.Core[K]
 	ts     int64
 	domain TimeDomain
 }
@@ -203,18 +201,10 @@ type keyedProcessOp[K comparable, T, U any] struct {
 	col      collector[U]
 	pctx     keyedProcessContext[K]
 
-	// As slicedOp's (see there): with a Reader feeding the operator
-	// (runs), the heap backend (heap) and, at the last watermark, at
-	// least holdMinEntries entries in its tables (hold), elements are held
-	// back in runs of up to runLen, and the places in every table where
-	// their keys' entries probably are are prefetched before the first is
-	// processed, so that the cache misses of a run overlap.
-	runs   bool
-	hold   bool
-	heap   *heap.Store
-	pend   []pending[K, T]
-	runLen int       // runLenFor
-	lines  []uintptr // EndRun's prefetches
+	// Runs are prefetched in every table of the store (heap; nil: the
+	// backend cannot name the lines of a key's entries).
+	rh   runHold[K, T, struct{}]
+	heap *heap.Store
 }
 
 func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
@@ -222,25 +212,25 @@ func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
 		return err
 	}
 	if o.heap = o.core.HeapStore(); o.heap == nil {
-		o.runs = false
-	}
-	if o.runs {
-		o.runLen = runLenFor(unsafe.Sizeof(pending[K, T]{}), o.heap.SlotBytes())
-		o.pend = make([]pending[K, T], 0, o.runLen)
+		o.rh.runs = false
+	} else {
+		o.rh.start(o.heap.SlotBytes())
 	}
 	o.setHold() // a restored state may be large
 	return nil
 }
 
 // UseRuns implements operator.RunEnder.
-func (o *keyedProcessOp[K, T, U]) UseRuns() { o.runs = true }
+func (o *keyedProcessOp[K, T, U]) UseRuns() { o.rh.runs = true }
 
-func (o *keyedProcessOp[K, T, U]) setHold() { o.hold = o.runs && o.heap.Entries() >= holdMinEntries }
+func (o *keyedProcessOp[K, T, U]) setHold() {
+	o.rh.hold = o.rh.runs && o.heap.Entries() >= holdMinEntries
+}
 
 func (o *keyedProcessOp[K, T, U]) ProcessElement(v T, ts int64) {
 	o.col.ctx.Enter()
-	if o.hold {
-		if holdBack(&o.pend, v, ts, o.key(v)) == o.runLen {
+	if o.rh.hold {
+		if o.rh.add(v, ts, o.key(v)) {
 			o.EndRun()
 		}
 		return
@@ -259,23 +249,22 @@ func (o *keyedProcessOp[K, T, U]) processElement(v T, ts int64, k K) {
 // EndRun implements operator.RunEnder: it processes the elements held
 // back, touching the places of their keys' entries first.
 func (o *keyedProcessOp[K, T, U]) EndRun() {
-	if len(o.pend) == 0 {
+	pend := o.rh.pend
+	if len(pend) == 0 {
 		return
 	}
 	o.col.ctx.Enter()
-	lines := o.lines[:0]
-	for i := range o.pend {
-		o.core.SetKey(o.pend[i].key)
+	lines := o.rh.lines[:0]
+	for i := range pend {
+		o.core.SetKey(pend[i].key)
 		lines = o.heap.CurrentLines(lines)
 	}
-	prefetch.Lines(lines)
-	o.lines = lines
-	for i := range o.pend {
-		p := &o.pend[i]
+	o.rh.prefetch(lines)
+	for i := range pend {
+		p := &pend[i]
 		o.processElement(p.v, p.ts, p.key)
 	}
-	clear(o.pend) // let go of what the elements reference
-	o.pend = o.pend[:0]
+	o.rh.done()
 }
 
 // ProcessWatermark fires the event-time timers the watermark passed, then
@@ -285,7 +274,7 @@ func (o *keyedProcessOp[K, T, U]) ProcessWatermark(wm int64) {
 	o.EndRun() // none are held: the reader ended the run before it
 	o.advance(wm)
 	o.col.out.ProcessWatermark(wm)
-	if o.runs {
+	if o.rh.runs {
 		o.setHold()
 	}
 }

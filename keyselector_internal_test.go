@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/testseed"
@@ -25,7 +25,7 @@ func checkKeySelector[K comparable](t *testing.T, keys []K) {
 		for _, r := range []operator.Route{{Channels: 3, MaxParallelism: 128}, {Channels: 7, MaxParallelism: 1000}} {
 			r.KeyHash = v
 			t.Run(fmt.Sprintf("v%d/%d-of-%d", v, r.Channels, r.MaxParallelism), func(t *testing.T) {
-				hash := keyed.Hasher[K](v)
+				hash := keyedruntime.Hasher[K](v)
 				var one func(K) int
 				var batch func([]K, []int32)
 				switch s := keySelector(func(k K) K { return k })(r).(type) {
@@ -70,7 +70,7 @@ func TestKeySelectorFollowsKeyHashVersion(t *testing.T) {
 	// The versions differ for struct keys (else the version would not matter).
 	moved := 0
 	for _, p := range pairs {
-		if keyed.Hasher[selPair](keygroup.HashFNV)(p) != keyed.Hasher[selPair](keygroup.HashWords)(p) {
+		if keyedruntime.Hasher[selPair](keygroup.HashFNV)(p) != keyedruntime.Hasher[selPair](keygroup.HashWords)(p) {
 			moved++
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/shortkey"
 	"github.com/weirhq/weir/internal/statebackend/heap"
@@ -250,8 +250,7 @@ type reduceOp[K comparable, T any] struct {
 	// map lookup (a new key two) instead of a lookup and an assignment.
 	// String keys (strs) are numbered by a shortkey.Index, which holds
 	// short keys in its slots: a Go map compares a string key by loading
-	// its bytes, a cache miss of its own at tens of thousands of keys
-	// (the wordcount's reduce spent a third of the job's CPU in the map).
+	// its bytes, a cache miss of its own at tens of thousands of keys.
 	batch map[K]int
 	strs  *shortkey.Index
 	vals  []T
@@ -260,7 +259,7 @@ type reduceOp[K comparable, T any] struct {
 	mem, memLimit, perKey int64
 	keyCodec              codec.Codec[K]
 	valueCodec            codec.Codec[T]
-	core                  *keyed.Core[K]
+	core                  *keyedruntime.Core[K]
 	acc                   state.ValueState[T]
 	// table is acc's heap table when acc is a plain heap ValueState: then
 	// ProcessElement does what acc.Value and acc.Update do, with direct calls.
@@ -276,13 +275,13 @@ func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
 	if o.batch != nil || o.strs != nil {
 		return nil
 	}
-	core, err := keyed.NewCore(ctx, o.keyCodec)
+	core, err := keyedruntime.NewCore(ctx, o.keyCodec)
 	if err != nil {
 		return err
 	}
 	o.core = core
 	o.acc = state.GetValueState(core.Store(), state.ValueDescriptor[T]{Name: "reduce", Codec: o.valueCodec})
-	if h, ok := o.acc.(interface{ HeapTable() *heap.Table[T] }); ok {
+	if h, ok := o.acc.(heap.DirectTable[T]); ok {
 		o.table = h.HeapTable()
 	}
 	return nil

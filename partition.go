@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/operator"
 )
@@ -35,7 +35,7 @@ func shuffleSelector[T any](r operator.Route) any {
 func keySelector[T any, K comparable](key func(T) K) operator.SelectorFactory {
 	return func(r operator.Route) any {
 		maxP := r.MaxParallelism
-		hash := keyed.Hasher[K](r.KeyHash)
+		hash := keyedruntime.Hasher[K](r.KeyHash)
 		kgs := keygroup.NewAssigner(maxP)
 		owner := make([]int32, maxP)
 		for kg := range owner {
@@ -68,7 +68,7 @@ func keySelector[T any, K comparable](key func(T) K) operator.SelectorFactory {
 				},
 			}
 		}
-		if keyed.RawKey[K]() {
+		if keyedruntime.RawKey[K]() {
 			// A key whose memory is its encoding (a struct of integers):
 			// its bytes are hashed where they are, with no call to the
 			// codec, and a batch is routed in one loop. (The version is
@@ -77,13 +77,13 @@ func keySelector[T any, K comparable](key func(T) K) operator.SelectorFactory {
 			return operator.Selector[T]{
 				One: func(x T) int {
 					k := key(x)
-					return int(owner[kgs.KeyGroup(keyed.HashRaw(&k, v))])
+					return int(owner[kgs.KeyGroup(keyedruntime.HashRaw(&k, v))])
 				},
 				Batch: func(vs []T, chs []int32) {
 					chs = chs[:len(vs)]
 					for i := range vs {
 						k := key(vs[i])
-						chs[i] = owner[kgs.KeyGroup(keyed.HashRaw(&k, v))]
+						chs[i] = owner[kgs.KeyGroup(keyedruntime.HashRaw(&k, v))]
 					}
 				},
 			}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
@@ -309,7 +309,7 @@ type valueContents[T, ACC, R any] struct {
 
 func (c *valueContents[T, ACC, R]) open(store state.KeyedStore) {
 	c.st = state.GetValueState(store, state.ValueDescriptor[ACC]{Name: c.name, Codec: c.codec})
-	if h, ok := c.st.(interface{ HeapTable() *heap.Table[ACC] }); ok {
+	if h, ok := c.st.(heap.DirectTable[ACC]); ok {
 		c.tab = h.HeapTable()
 	}
 }
@@ -495,7 +495,7 @@ type windowOp[K comparable, T, R, U any] struct {
 	saved    watermarkState
 	size     int64 // > 0: windows have this size, namespaces hold only the start
 
-	core *keyed.Core[K]
+	core *keyedruntime.Core[K]
 	ctx  *operator.Context
 	col  collector[U]
 	wctx windowContext[K]
@@ -511,8 +511,8 @@ type windowOp[K comparable, T, R, U any] struct {
 // openWindowCore opens the keyed core of a window operator (windowOp,
 // slicedOp): restored processing-time timers armed, the restored watermark
 // back, and its numLateRecordsDropped counter.
-func openWindowCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K], saved *watermarkState) (*keyed.Core[K], *operator.Counter, error) {
-	core, err := keyed.NewCore(ctx, keyCodec)
+func openWindowCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K], saved *watermarkState) (*keyedruntime.Core[K], *operator.Counter, error) {
+	core, err := keyedruntime.NewCore(ctx, keyCodec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -536,9 +536,7 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 			return err
 		}
 		o.sessions = state.GetValueState(core.Store(), state.ValueDescriptor[[]TimeWindow]{Name: "window-sessions", Codec: c})
-		if h, ok := o.sessions.(interface {
-			HeapTable() *heap.Table[[]TimeWindow]
-		}); ok {
+		if h, ok := o.sessions.(heap.DirectTable[[]TimeWindow]); ok {
 			o.sessTab = h.HeapTable()
 			o.hot.store = o.sessTab.Store()
 		}
@@ -848,7 +846,7 @@ func (o *windowOp[K, T, R, U]) OnProcessingTime(now int64) {
 // windowContext implements WindowContext.
 type windowContext[K comparable] struct {
 	runtimeContext
-	core   *keyed.Core[K]
+	core   *keyedruntime.Core[K]
 	window TimeWindow
 	ts     int64
 }

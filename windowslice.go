@@ -7,12 +7,10 @@ import (
 	"math"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/weirhq/weir/codec"
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/prefetch"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/internal/window"
@@ -90,8 +88,8 @@ func slicedEligible[K comparable, T any](w WindowedStream[K, T]) *sliceSpec {
 }
 
 // start is window.Start(ts, offset, length) for length slide or g (off is
-// offset mod length) with one division instead of three (4% of a tumbling
-// count), away from the ends of int64 where window.Start clamps.
+// offset mod length) with one division instead of three, away from the
+// ends of int64 where window.Start clamps.
 func (sp *sliceSpec) start(ts, length, off int64) int64 {
 	if ts < math.MinInt64/2 || ts > math.MaxInt64/2 {
 		return window.Start(ts, sp.offset, length)
@@ -368,7 +366,7 @@ type slicedOp[K comparable, T, R, U any] struct {
 	dropped   *operator.Counter // numLateRecordsDropped: late elements without a late output
 	saved     watermarkState
 
-	core *keyed.Core[K]
+	core *keyedruntime.Core[K]
 	ctx  *operator.Context
 	col  collector[U]
 	wctx windowContext[K]
@@ -380,142 +378,89 @@ type slicedOp[K comparable, T, R, U any] struct {
 	fire    func(timers.Timer)
 	wins    []window.Window
 
-	// pend holds the elements of a run that a Reader handed over (see
-	// operator.RunEnder), up to runLen (runLenFor), when hold is set: they
-	// are processed together, their accumulators prefetched first, so that the
-	// cache misses of a run overlap (with 100,000 keys the state is larger
-	// than the L2 cache and the miss was 40% of the CPU). Every event that
-	// may observe the state or the output (watermarks, barriers, timers,
-	// the end of input) comes after EndRun, which processes them all.
-	//
-	// runs: a Reader feeds the operator and the state is the heap
-	// backend's; hold: also, at the last watermark, the state had at least
-	// holdMinEntries entries (below that it stays in the cache, and the
-	// extra pass only costs: -20% at 10,000 keys).
-	runs   bool
-	hold   bool
-	pend   []pending[K, T]
-	runLen int
-	lines  []uintptr // EndRun's prefetches
+	// rh holds elements back in runs whose accumulators are prefetched
+	// first (runHold), when the contents' table can be probed in event
+	// time; x is each element's slice and the first half of the lookup of
+	// its accumulator there.
+	rh runHold[K, T, sliceProbe]
 }
 
-// runBytes bounds what a run of held-back elements takes, with the state
-// slots it prefetches: little enough that they stay in the L1 cache (48
-// KiB on the machines measured) while the run is processed. With the
-// prefetches (where loads stalled the core as soon as its reorder window
-// filled, 16 elements were enough), longer runs overlap more misses: the
-// window count at 100,000 keys ran 25% faster with runs of 64 than of
-// 16 in the VM's slow phase, and the same in its fast one; q18 (232-byte
-// elements, 240-byte slots) ran best at 16.
-const runBytes = 10 << 10
-
-// runLenFor is the run length of an operator whose held-back elements take
-// elem bytes each and whose state slots for one element take slots bytes:
-// as many as fit in runBytes, at least 16 and at most 64.
-func runLenFor(elem, slots uintptr) int {
-	lines := (slots + 63) &^ 63
-	return int(min(64, max(16, runBytes/(elem+lines))))
-}
-
-// holdMinEntries is the state size (slices of all keys) from which
-// slicedOp holds elements back: some 0.7 MB of heap table slots, a third
-// of a core's L2 cache on the benchmark machine. (A variable so that tests
-// hold elements back on small states; see export_test.go.)
-var holdMinEntries = 1 << 14
-
-// pending is an element held back, with its key and, once EndRun took
-// it (probed), the first half of the lookup of its slice's accumulator.
-type pending[K comparable, T any] struct {
-	v      T
-	ts     int64
-	key    K
-	slice  int64 // the slice pr is for
+// sliceProbe is what EndRun keeps of a held element: the slice pr is for,
+// and whether the probe was taken (probed).
+type sliceProbe struct {
+	slice  int64
 	probed bool
 	pr     heap.Probe
-}
-
-// holdBack appends an element to pend, whose capacity the caller keeps
-// above its length, and returns the new length. It writes the element's
-// fields in place, as EndRun sets the rest before it reads them: a
-// composite literal zeroed and copied all of pending (88 bytes for an
-// int64 pair), 9% of the window count's CPU.
-func holdBack[K comparable, T any](pend *[]pending[K, T], v T, ts int64, key K) int {
-	n := len(*pend) + 1
-	*pend = (*pend)[:n]
-	p := &(*pend)[n-1]
-	p.v, p.ts, p.key = v, ts, key
-	return n
 }
 
 // setHold decides, from the size of the state, whether elements are held
 // back: at each watermark (a firing may have emptied the state), and at
 // each new accumulator while they are not.
 func (o *slicedOp[K, T, R, U]) setHold() {
-	o.hold = o.runs && o.contents.entries() >= holdMinEntries
+	o.rh.hold = o.rh.runs && o.contents.entries() >= holdMinEntries
 }
 
 // UseRuns implements operator.RunEnder.
-func (o *slicedOp[K, T, R, U]) UseRuns() { o.runs = true }
+func (o *slicedOp[K, T, R, U]) UseRuns() { o.rh.runs = true }
 
 // EndRun implements operator.RunEnder: it processes the elements held
 // back, prefetching every element's accumulator before it processes the
 // first, so that their cache misses overlap.
 func (o *slicedOp[K, T, R, U]) EndRun() {
-	if len(o.pend) == 0 {
+	pend := o.rh.pend
+	if len(pend) == 0 {
 		return
 	}
 	o.ctx.Enter()
 	// First where the accumulators are (which sets each key once: the
 	// key's hash and image are kept in its probe), then one prefetch per
-	// cache line of their slots, all in one call. Prefetches retire at
-	// once; loads of the same lines (the first version) held the core's
-	// reorder window until they came, so few misses overlapped, and the
-	// window count ran 20-30% slower in the VM's slow phase.
+	// cache line of their slots, all in one call. Prefetches, not loads:
+	// a prefetch retires at once, where a load that misses holds its
+	// place in the core's reorder window until the data comes, so loads
+	// would overlap only as many misses as the window holds.
 	// [lo, hi) is the last slice computed: most elements of a run are of
 	// one slice, and a slice's start is a division.
 	lo, hi := int64(0), int64(0)
-	lines := o.lines[:0]
-	for i := range o.pend {
-		p := &o.pend[i]
-		p.probed = false
+	lines := o.rh.lines[:0]
+	for i := range pend {
+		p := &pend[i]
+		p.x.probed = false
 		if p.ts == NoTimestamp {
 			continue // processElement reports it
 		}
 		o.core.SetKey(p.key)
 		if p.ts >= lo && p.ts < hi {
-			p.slice = lo
+			p.x.slice = lo
 		} else {
-			p.slice = o.sp.start(p.ts, o.sp.g, o.sp.gOff)
-			if p.slice > math.MinInt64/2 && p.slice < math.MaxInt64/2 {
-				lo, hi = p.slice, p.slice+o.sp.g
+			p.x.slice = o.sp.start(p.ts, o.sp.g, o.sp.gOff)
+			if p.x.slice > math.MinInt64/2 && p.x.slice < math.MaxInt64/2 {
+				lo, hi = p.x.slice, p.x.slice+o.sp.g
 			}
 		}
-		o.setSlice(p.slice)
-		lines, p.probed = o.contents.probe(&p.pr, lines)
+		o.setSlice(p.x.slice)
+		lines, p.x.probed = o.contents.probe(&p.x.pr, lines)
 	}
-	prefetch.Lines(lines)
-	o.lines = lines
+	o.rh.prefetch(lines)
 	// Whether an element can take addProbed's path depends on its slice
 	// alone (and the watermark, which does not move here): the last slice
 	// asked is remembered until the full path runs, which may fire windows
 	// and so change the answer.
 	wm := o.core.CurrentWatermark()
 	fast, fastSlice, fastSet := false, int64(0), false
-	for i := range o.pend {
-		p := &o.pend[i]
-		if p.probed {
-			if !fastSet || p.slice != fastSlice {
-				fast, fastSlice, fastSet = o.probedPath(p.ts, p.slice, wm), p.slice, true
+	for i := range pend {
+		p := &pend[i]
+		if p.x.probed {
+			if !fastSet || p.x.slice != fastSlice {
+				fast, fastSlice, fastSet = o.probedPath(p.ts, p.x.slice, wm), p.x.slice, true
 			}
-			if fast && o.contents.addProbed(&p.pr, p.v) {
+			if fast && o.contents.addProbed(&p.x.pr, p.v) {
 				continue
 			}
 		}
 		o.processElement(p.v, p.ts, p.key)
 		fastSet = false
 	}
-	clear(o.pend) // let go of what the elements reference
-	o.pend = o.pend[:0]
+	o.rh.done()
 }
 
 // probedPath says whether the elements of slice s (t one of their
@@ -553,11 +498,10 @@ func (o *slicedOp[K, T, R, U]) Open(ctx *operator.Context) error {
 	if !o.contents.probes() || !o.eventTime {
 		// Nothing to prefetch; or processing time, where an element reads the
 		// clock when it is processed, which holding it back would move.
-		o.runs = false
+		o.rh.runs = false
 	}
-	if o.runs {
-		o.runLen = runLenFor(unsafe.Sizeof(pending[K, T]{}), o.contents.slotBytes())
-		o.pend = make([]pending[K, T], 0, o.runLen)
+	if o.rh.runs {
+		o.rh.start(o.contents.slotBytes())
 	}
 	o.setHold() // a restored state may be large
 	slicedOpsOpened.Add(1)
@@ -610,8 +554,8 @@ func (o *slicedOp[K, T, R, U]) windowsOf(t int64) {
 
 func (o *slicedOp[K, T, R, U]) ProcessElement(v T, ts int64) {
 	o.ctx.Enter()
-	if o.hold {
-		if holdBack(&o.pend, v, ts, o.key(v)) == o.runLen {
+	if o.rh.hold {
+		if o.rh.add(v, ts, o.key(v)) {
 			o.EndRun()
 		}
 		return
@@ -655,7 +599,7 @@ func (o *slicedOp[K, T, R, U]) processElement(v T, ts int64, k K) {
 	o.comb.changed(o.core.KeyBytes(), s)
 	switch {
 	case fresh:
-		if o.runs && !o.hold {
+		if o.rh.runs && !o.rh.hold {
 			// The state grew: hold elements back from the next one on, not
 			// from the next watermark (the first comes after the periodic
 			// interval, a fifth of a 20 M event run on the full path).

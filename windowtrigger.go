@@ -3,7 +3,7 @@ package weir
 import (
 	"math"
 
-	"github.com/weirhq/weir/internal/keyed"
+	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/internal/window"
 	"github.com/weirhq/weir/state"
@@ -104,7 +104,7 @@ func (o *windowOp[K, T, R, U]) onTriggerTimer(tm timers.Timer, eventTime bool) {
 // operator's keyed core; the operator sets the window (and its namespace)
 // before each call.
 type triggerContext[K comparable] struct {
-	core      *keyed.Core[K]
+	core      *keyedruntime.Core[K]
 	setWindow func(TimeWindow)
 	window    TimeWindow
 	merged    []TimeWindow // during OnMerge

@@ -2,7 +2,8 @@ package state
 
 import (
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 )
 
 // cell is the single stored accumulator under reducing and aggregating states.
@@ -21,16 +22,20 @@ func GetReducingState[V any](s KeyedStore, d ReducingDescriptor[V]) ReducingStat
 	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	need(d.Reduce != nil, d.Name, "Reduce function")
 	meta.Schema = schemaOf(d.Codec)
-	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ReducingState[V], error) {
+	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b spi.Backend) (ReducingState[V], error) {
 		var c cell[V]
-		if b.Heap != nil {
-			hc, err := newHeapCell(b.Heap, meta, d.Codec)
+		if hs, ok := b.(*heap.Store); ok {
+			hc, err := newHeapCell(hs, meta, d.Codec)
 			if err != nil {
 				return nil, err
 			}
 			c = hc
 		} else {
-			c = &kvCell[V]{t: b.KV, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}
+			t, err := serialized(b)
+			if err != nil {
+				return nil, err
+			}
+			c = &kvCell[V]{t: t, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}
 		}
 		return &reducing[V]{c: c, reduce: d.Reduce}, nil
 	})
@@ -56,16 +61,20 @@ func GetAggregatingState[IN, ACC, OUT any](s KeyedStore, d AggregatingDescriptor
 	d.AccCodec = codecFor(d.AccCodec, d.Name, "AccCodec")
 	need(d.Create != nil && d.Add != nil && d.Result != nil, d.Name, "Create, Add and Result functions")
 	meta.Schema = schemaOf(d.AccCodec)
-	return register(s, meta, evolveOne(meta, part[ACC]{"accumulator", d.AccCodec, meta.Schema}), func(b statespi.Backend) (AggregatingState[IN, OUT], error) {
+	return register(s, meta, evolveOne(meta, part[ACC]{"accumulator", d.AccCodec, meta.Schema}), func(b spi.Backend) (AggregatingState[IN, OUT], error) {
 		var c cell[ACC]
-		if b.Heap != nil {
-			hc, err := newHeapCell(b.Heap, meta, d.AccCodec)
+		if hs, ok := b.(*heap.Store); ok {
+			hc, err := newHeapCell(hs, meta, d.AccCodec)
 			if err != nil {
 				return nil, err
 			}
 			c = hc
 		} else {
-			c = &kvCell[ACC]{t: b.KV, meta: meta, codec: d.AccCodec, ttl: newTTL(meta, b.Now)}
+			t, err := serialized(b)
+			if err != nil {
+				return nil, err
+			}
+			c = &kvCell[ACC]{t: t, meta: meta, codec: d.AccCodec, ttl: newTTL(meta, b.Now)}
 		}
 		return &aggregating[IN, ACC, OUT]{c: c, d: d}, nil
 	})

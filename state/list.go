@@ -8,7 +8,7 @@ import (
 	"github.com/weirhq/weir/internal/prefetch"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 	"github.com/weirhq/weir/internal/valuecopy"
 )
 
@@ -17,11 +17,15 @@ func GetListState[V any](s KeyedStore, d ListDescriptor[V]) ListState[V] {
 	meta := stateMeta(d.Name, snapshot.KindList, d.TTL, codecID[V](d.Codec))
 	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	meta.Schema = schemaOf(d.Codec)
-	return register(s, meta, evolveOne(meta, part[V]{"list element", d.Codec, meta.Schema}), func(b statespi.Backend) (ListState[V], error) {
-		if b.Heap != nil {
-			return newHeapList(b.Heap, meta, d.Codec)
+	return register(s, meta, evolveOne(meta, part[V]{"list element", d.Codec, meta.Schema}), func(b spi.Backend) (ListState[V], error) {
+		if hs, ok := b.(*heap.Store); ok {
+			return newHeapList(hs, meta, d.Codec)
 		}
-		return &kvList[V]{t: b.KV, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}, nil
+		t, err := serialized(b)
+		if err != nil {
+			return nil, err
+		}
+		return &kvList[V]{t: t, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}, nil
 	})
 }
 
@@ -161,7 +165,7 @@ func (h *heapList[V]) Update(vs []V) {
 func (h *heapList[V]) Clear() { h.t.Delete() }
 
 type kvList[V any] struct {
-	t     statespi.KVTable
+	t     spi.KVTable
 	meta  snapshot.StateMeta
 	codec codec.Codec[V]
 	ttl   ttlPolicy

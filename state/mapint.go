@@ -7,7 +7,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/valuecopy"
@@ -139,7 +139,7 @@ func (m *intMap[UV]) resize(size int, timed bool) {
 		m.x.ts = make([]int64, size)
 	}
 	m.slots, m.n = make([]intSlot[UV], size), 0
-	memtouch.Fresh(m.slots) // the probes below read before they write
+	prefault.Fresh(m.slots) // the probes below read before they write
 	mask := size - 1
 	for j := range old {
 		if old[j].k == 0 {

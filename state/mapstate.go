@@ -2,7 +2,7 @@ package state
 
 import (
 	"fmt"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 	"iter"
 	"maps"
 
@@ -18,14 +18,18 @@ func GetMapState[UK comparable, UV any](s KeyedStore, d MapDescriptor[UK, UV]) M
 	d.ValueCodec = codecFor(d.ValueCodec, d.Name, "ValueCodec")
 	meta.Schema, meta.KeySchema = schemaOf(d.ValueCodec), schemaOf(d.UserKeyCodec)
 	evolve := evolveTwo(meta, part[UK]{"user key", d.UserKeyCodec, meta.KeySchema}, part[UV]{"value", d.ValueCodec, meta.Schema})
-	return register(s, meta, evolve, func(b statespi.Backend) (MapState[UK, UV], error) {
-		if b.Heap != nil {
+	return register(s, meta, evolve, func(b spi.Backend) (MapState[UK, UV], error) {
+		if hs, ok := b.(*heap.Store); ok {
 			if intKeyed[UK]() {
-				return newHeapIntMap(b.Heap, meta, d)
+				return newHeapIntMap(hs, meta, d)
 			}
-			return newHeapMap(b.Heap, meta, d)
+			return newHeapMap(hs, meta, d)
 		}
-		return &kvMap[UK, UV]{t: b.KV, meta: meta, d: d, ttl: newTTL(meta, b.Now)}, nil
+		t, err := serialized(b)
+		if err != nil {
+			return nil, err
+		}
+		return &kvMap[UK, UV]{t: t, meta: meta, d: d, ttl: newTTL(meta, b.Now)}, nil
 	})
 }
 
@@ -203,7 +207,7 @@ func (h *heapMap[UK, UV]) IsEmpty() bool { return len(h.live(false)) == 0 }
 func (h *heapMap[UK, UV]) Clear() { h.t.Delete() }
 
 type kvMap[UK comparable, UV any] struct {
-	t    statespi.KVTable
+	t    spi.KVTable
 	meta snapshot.StateMeta
 	d    MapDescriptor[UK, UV]
 	ttl  ttlPolicy

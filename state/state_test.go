@@ -3,7 +3,7 @@ package state_test
 import (
 	"errors"
 	"fmt"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 	"strings"
 	"testing"
 	"time"
@@ -226,17 +226,64 @@ func TestHeapUpdateOfExistingKeyDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// failingTable is a statespi.KVTable whose I/O fails.
-type failingTable struct{ statespi.KVTable }
+// failingTable is a spi.KVTable whose I/O fails.
+type failingTable struct{ spi.KVTable }
 
 var errDisk = errors.New("disk on fire")
 
 func (failingTable) Get([]byte) ([]byte, int64, bool, error) { return nil, 0, false, errDisk }
 
+// failingBackend is a serialized backend (spi.Serialized) of one
+// failingTable: a backend that package state does not know.
+type failingBackend struct{}
+
+func (failingBackend) Now() int64         { return 0 }
+func (failingBackend) Table() spi.KVTable { return failingTable{} }
+
 type failingStore struct{ state.StoreBase }
 
-func (failingStore) KeyedState(meta snapshot.StateMeta, _ snapshot.Evolve, create func(statespi.Backend) (any, error)) any {
-	h, _ := create(statespi.Backend{KV: failingTable{}, Now: func() int64 { return 0 }})
+// tablelessStore hands out a backend that offers no table capability.
+type tablelessStore struct{ state.StoreBase }
+
+type tableless struct{}
+
+func (tableless) Now() int64 { return 0 }
+
+func (tablelessStore) KeyedState(meta snapshot.StateMeta, _ snapshot.Evolve, create func(spi.Backend) (any, error)) any {
+	h, err := create(tableless{})
+	if err != nil {
+		panic(&state.BackendError{State: meta.Name, Op: "register", Err: err})
+	}
+	return h
+}
+
+// A backend whose spi.Backend offers neither the heap's typed tables nor
+// spi.Serialized fails the state's creation with an error naming it, for
+// every state kind.
+func TestBackendWithoutTableCapabilityFails(t *testing.T) {
+	kinds := map[string]func(){
+		"value": func() { state.GetValueState(tablelessStore{}, state.ValueDescriptor[int64]{Name: "v"}) },
+		"list":  func() { state.GetListState(tablelessStore{}, state.ListDescriptor[int64]{Name: "l"}) },
+		"map":   func() { state.GetMapState(tablelessStore{}, state.MapDescriptor[int64, int64]{Name: "m"}) },
+		"reduce": func() {
+			state.GetReducingState(tablelessStore{}, state.ReducingDescriptor[int64]{Name: "r", Reduce: func(a, b int64) int64 { return a + b }})
+		},
+	}
+	for kind, f := range kinds {
+		func() {
+			defer func() {
+				be, ok := recover().(*state.BackendError)
+				if !ok || !strings.Contains(be.Error(), "state_test.tableless") || !strings.Contains(be.Error(), "spi.Serialized") {
+					t.Fatalf("%s state on a backend without tables: panic %v, want a *state.BackendError naming the backend and spi.Serialized", kind, be)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+func (failingStore) KeyedState(meta snapshot.StateMeta, _ snapshot.Evolve, create func(spi.Backend) (any, error)) any {
+	h, _ := create(failingBackend{})
 	return h
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 )
 
 // KeyedStore is an operator's keyed state, handed to user functions by the
@@ -40,17 +40,28 @@ func fail(name, op string, err error) {
 }
 
 // register looks the state up in s, creating it with create, and checks its type.
-func register[H any](s KeyedStore, meta snapshot.StateMeta, evolve snapshot.Evolve, create func(statespi.Backend) (H, error)) H {
-	spi, ok := s.(statespi.Store)
+func register[H any](s KeyedStore, meta snapshot.StateMeta, evolve snapshot.Evolve, create func(spi.Backend) (H, error)) H {
+	st, ok := s.(spi.Store)
 	if !ok {
 		panic(fmt.Sprintf("state %q: %T is not a keyed state backend (use the KeyedStore the runtime gives)", meta.Name, s))
 	}
-	h := spi.KeyedState(meta, evolve, func(b statespi.Backend) (any, error) { return create(b) })
+	h := st.KeyedState(meta, evolve, func(b spi.Backend) (any, error) { return create(b) })
 	typed, ok := h.(H)
 	if !ok {
 		panic(fmt.Sprintf("state %q is registered as %T, requested as %T (same name, different type)", meta.Name, h, *new(H)))
 	}
 	return typed
+}
+
+// serialized returns the table of a backend that keeps states as bytes
+// (spi.Serialized), or an error naming a backend that offers no table this
+// package can use.
+func serialized(b spi.Backend) (spi.KVTable, error) {
+	s, ok := b.(spi.Serialized)
+	if !ok {
+		return nil, fmt.Errorf("keyed state backend %T keeps its states in neither a heap table nor a serialized table (spi.Serialized)", b)
+	}
+	return s.Table(), nil
 }
 
 // ttlPolicy is the TTL logic shared by all handles.

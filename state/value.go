@@ -4,7 +4,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/snapshot"
 	"github.com/weirhq/weir/internal/statebackend/heap"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 	"github.com/weirhq/weir/internal/valuecopy"
 )
 
@@ -13,19 +13,23 @@ func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 	meta := stateMeta(d.Name, snapshot.KindValue, d.TTL, codecID[V](d.Codec))
 	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	meta.Schema = schemaOf(d.Codec)
-	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b statespi.Backend) (ValueState[V], error) {
-		if b.Heap != nil {
-			return newHeapCell(b.Heap, meta, d.Codec)
+	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b spi.Backend) (ValueState[V], error) {
+		if hs, ok := b.(*heap.Store); ok {
+			return newHeapCell(hs, meta, d.Codec)
 		}
-		return &kvCell[V]{t: b.KV, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}, nil
+		t, err := serialized(b)
+		if err != nil {
+			return nil, err
+		}
+		return &kvCell[V]{t: t, meta: meta, codec: d.Codec, ttl: newTTL(meta, b.Now)}, nil
 	})
 }
 
 // newHeapCell returns a single value per key in the heap backend: ValueState,
 // and the accumulator of reducing and aggregating states. Without TTL the
 // table holds the value alone, with TTL the value and its timestamp: the
-// heap backend's speed at 10 thousand keys is the size of its table
-// entries (see docs/benchmarks.md), so states without TTL do not carry one.
+// heap backend's speed is bound by the size of its table entries once the
+// tables leave the caches, so states without TTL do not carry one.
 //
 // A value that can be changed in place (valuecopy.Mutable) is copied
 // through its codec on the first write after a snapshot began, and Value
@@ -87,10 +91,11 @@ func (h *heapCell[V]) Update(v V) {
 
 func (h *heapCell[V]) Clear() { h.t.Delete() }
 
-// HeapTable is the cell's table: operators of this module whose state is a
-// plain ValueState (no TTL) on the heap backend read and update it directly,
-// without an interface call per access (the streaming Reduce).
+// HeapTable implements heap.DirectTable: the cell's accessors add nothing
+// to its table's.
 func (h *heapCell[V]) HeapTable() *heap.Table[V] { return h.t }
+
+var _ heap.DirectTable[int] = (*heapCell[int])(nil)
 
 // timed is a value with the time of its last write (or read, for
 // OnReadAndWrite), for TTL.
@@ -182,7 +187,7 @@ func (h *heapTTLCell[V]) Clear() { h.t.Delete() }
 
 // kvCell is a single value per key in a serialized backend.
 type kvCell[V any] struct {
-	t     statespi.KVTable
+	t     spi.KVTable
 	meta  snapshot.StateMeta
 	codec codec.Codec[V]
 	ttl   ttlPolicy

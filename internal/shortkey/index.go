@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"unsafe"
 
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 )
 
 // MaxInline is the longest key an Index holds in its slots; longer keys
@@ -90,7 +90,7 @@ func (x *Index) grow() {
 	}
 	size := max(16, 2*len(old))
 	x.slots = make([]slot, size)
-	memtouch.Fresh(x.slots) // the probes below read before they write
+	prefault.Fresh(x.slots) // the probes below read before they write
 	x.shift = uint(64 - bits.TrailingZeros(uint(size)))
 	mask := size - 1
 	for _, sl := range old {

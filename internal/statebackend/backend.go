@@ -3,7 +3,7 @@ package statebackend
 import (
 	"errors"
 	"fmt"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 	"io"
 
 	"github.com/weirhq/weir/clock"
@@ -57,7 +57,7 @@ const (
 // Keyed is a keyed state backend for one subtask.
 type Keyed interface {
 	state.KeyedStore
-	statespi.Store
+	spi.Store
 	// SetCurrentKey sets the current key (encoded bytes, copied) and its key group.
 	SetCurrentKey(key []byte, keyGroup int)
 	// SetCurrentNamespace sets the current namespace (copied); empty is none.
@@ -148,7 +148,7 @@ type registered struct {
 	handle any
 }
 
-func (r *registry) get(meta snapshot.StateMeta, create func(statespi.Backend) (any, error), backend func(snapshot.StateMeta) (statespi.Backend, error)) any {
+func (r *registry) get(meta snapshot.StateMeta, create func(spi.Backend) (any, error), backend func(snapshot.StateMeta) (spi.Backend, error)) any {
 	if got, ok := r.states[meta.Name]; ok {
 		if got.meta != meta {
 			panic(fmt.Sprintf("state %q is registered as %s state (TTL %d ms, update %d), requested as %s state (TTL %d ms, update %d)",

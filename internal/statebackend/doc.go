@@ -11,7 +11,7 @@
 //     SetCurrentNamespace (windows; empty means none). The key bytes are copied.
 //   - User code gets the Keyed as a state.KeyedStore and creates its handles
 //     once, in Open.
-//   - A state call whose backend fails panics with *statespi.BackendError; the
+//   - A state call whose backend fails panics with *state.BackendError; the
 //     runtime recovers it and fails the task.
 //   - Snapshot(id, kind) runs on the task goroutine and is short: the heap
 //     backend freezes its maps (copy-on-write; O(key groups x states)), Pebble

@@ -2,7 +2,7 @@ package statebackend
 
 import (
 	"errors"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 	"io"
 	"sync"
 
@@ -24,18 +24,20 @@ func newHeapKeyed(cfg Config) *heapKeyed {
 	return &heapKeyed{cfg: cfg, s: s}
 }
 
-func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(statespi.Backend) (any, error)) any {
-	return k.reg.get(meta, create, func(snapshot.StateMeta) (statespi.Backend, error) {
+func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(spi.Backend) (any, error)) any {
+	return k.reg.get(meta, create, func(snapshot.StateMeta) (spi.Backend, error) {
 		k.s.SetEvolve(meta.Name, evolve) // the table's attach migrates restored entries with it
-		return statespi.Backend{Heap: k.s, Now: k.s.Now}, nil
+		return k.s, nil                  // the store offers its typed tables
 	})
 }
 
 func (k *heapKeyed) SetCurrentKey(key []byte, kg int) { k.s.SetCurrentKey(key, kg) }
 
-// HeapStore is the store, for keyed operators that set the current key on
-// every record and call it directly (internal/keyed).
-func (k *heapKeyed) HeapStore() *heap.Store        { return k.s }
+// HeapStore implements heap.DirectStore.
+func (k *heapKeyed) HeapStore() *heap.Store { return k.s }
+
+var _ heap.DirectStore = (*heapKeyed)(nil)
+
 func (k *heapKeyed) SetCurrentNamespace(ns []byte) { k.s.SetCurrentNamespace(ns) }
 func (k *heapKeyed) ForEachKey(name string, fn func([]byte, int) error) error {
 	return k.s.ForEachKey(name, fn)

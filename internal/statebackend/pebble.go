@@ -2,7 +2,7 @@ package statebackend
 
 import (
 	"fmt"
-	"github.com/weirhq/weir/internal/statespi"
+	"github.com/weirhq/weir/internal/statebackend/spi"
 	"io"
 	"os"
 	"path/filepath"
@@ -43,15 +43,24 @@ func newPebbleKeyed(cfg Config) (*pebbleKeyed, error) {
 	return &pebbleKeyed{cfg: cfg, db: db}, nil
 }
 
-func (k *pebbleKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(statespi.Backend) (any, error)) any {
-	return k.reg.get(meta, create, func(m snapshot.StateMeta) (statespi.Backend, error) {
+func (k *pebbleKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(spi.Backend) (any, error)) any {
+	return k.reg.get(meta, create, func(m snapshot.StateMeta) (spi.Backend, error) {
 		t, err := k.db.Table(m, evolve)
 		if err != nil {
-			return statespi.Backend{}, err
+			return nil, err
 		}
-		return statespi.Backend{KV: t, Now: k.db.Now}, nil
+		return serialized{t: t, now: k.db.Now}, nil
 	})
 }
+
+// serialized is one Pebble state as the handles of package state use it.
+type serialized struct {
+	t   spi.KVTable
+	now func() int64
+}
+
+func (s serialized) Now() int64         { return s.now() }
+func (s serialized) Table() spi.KVTable { return s.t }
 
 func (k *pebbleKeyed) SetCurrentKey(key []byte, kg int) { k.db.SetCurrentKey(key, kg) }
 func (k *pebbleKeyed) SetCurrentNamespace(ns []byte)    { k.db.SetCurrentNamespace(ns) }

@@ -22,11 +22,11 @@
 // replaced by a compacted copy), which also keeps fired timers' keys valid.
 //
 // On the hashmap backend the service counts its timers against the
-// backend's Memory (UseMemory; weir.Config.HeapStateMemory), each for its
+// backend's budget (UseMemory; weir.Config.HeapStateMemory), each for its
 // item, heap entry, id bytes and table slots with room for their growth
-// (timerBytes), through a heap.Charger per time domain that takes and gives
-// back 64 KiB at a time. A registration that would pass the bound panics
-// with a *heap.MemoryError, which the task turns into a permanent failure;
+// (timerBytes), through a budget.Charger per time domain that takes and
+// gives back 64 KiB at a time. A registration that would pass the bound
+// panics with a *budget.Error, which the task turns into a permanent failure;
 // a fired timer, or a deleted one once its heap entry is dropped, gives
 // its bytes back, and Release gives back the rest. Not counted: a key
 // group's first table and arena, and what a snapshot still holds of the

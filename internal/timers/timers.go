@@ -9,9 +9,9 @@ import (
 	"unsafe"
 
 	"github.com/weirhq/weir/internal/keygroup"
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 )
 
 // Timer is a due timer. Key and Namespace are immutable and may be kept.
@@ -98,7 +98,7 @@ type queue struct {
 	fwdGi int32
 	// mem counts what the queue's items take (timerBytes each), from the
 	// hashmap backend's Memory if UseMemory gave one.
-	mem heap.Charger
+	mem budget.Charger
 }
 
 // timerBytes is what a timer whose id has n bytes is counted for: its
@@ -135,12 +135,12 @@ func New(rng keygroup.Range) *Service {
 }
 
 // UseMemory makes the service count what its timers take against m, the
-// hashmap backend's Memory (nil: no bound): a registration that would take
-// m past its limit panics with a *heap.MemoryError, as a state write does.
+// hashmap backend's budget (nil: no bound): a registration that would take
+// m past its limit panics with a *budget.Error, as a state write does.
 // Call it before any timer is registered or restored.
-func (s *Service) UseMemory(m *heap.Memory) {
-	s.event.mem = heap.NewCharger(m, "timers (event time)", "its timers")
-	s.proc.mem = heap.NewCharger(m, "timers (processing time)", "its timers")
+func (s *Service) UseMemory(m *budget.Budget) {
+	s.event.mem = budget.NewCharger(m, "timers (event time)", "its timers")
+	s.proc.mem = budget.NewCharger(m, "timers (processing time)", "its timers")
 }
 
 // Release gives back what the service took from its Memory; the service
@@ -371,7 +371,7 @@ func (g *group) insert(h uint64, ts int64, key, ns []byte) uint32 {
 func (g *group) grow() {
 	old := g.slots
 	g.slots = make([]uint64, max(16, 2*len(old)))
-	memtouch.Fresh(g.slots) // the probes below read before they write
+	prefault.Fresh(g.slots) // the probes below read before they write
 	mask := len(g.slots) - 1
 	for _, v := range old {
 		if v == 0 {

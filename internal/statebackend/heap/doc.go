@@ -5,7 +5,11 @@
 // The tables are generic over the entry payload and are created by the
 // generic constructors of package state, which know the value types and
 // codecs; the Store sees them through a small type-erased interface for
-// snapshot and restore.
+// snapshot and restore. The Store is the state SPI's Backend
+// (internal/statebackend/spi) of every state it holds. Operators reach
+// the tables and the store directly through two capabilities
+// (direct.go): DirectTable, of a state handle, and DirectStore, of the
+// keyed backend, which they check once, when they open.
 //
 // A key group's table is our own hash table (slots.go), not a Go map:
 // Swiss-table control bytes (7 bits of hash per slot, matched 8 at a time

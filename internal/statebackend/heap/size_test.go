@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 	"github.com/weirhq/weir/internal/testseed"
 )
 
@@ -246,7 +247,7 @@ func TestMemoryValuesPastBoundFail(t *testing.T) {
 		t.Errorf("failed after %d strings of %d bytes under %d", written, size, limit)
 	}
 	msg := failed.Error()
-	for _, want := range []string{`keyed state "vals"`, whatValues, "weir.Config.HeapStateMemory", "--heap-state-memory"} {
+	for _, want := range []string{`keyed state "vals"`, budget.WhatValues, "weir.Config.HeapStateMemory", "--heap-state-memory"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q does not name %q", msg, want)
 		}

@@ -8,28 +8,27 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/shortkey"
 )
 
 // inlineKey is how many bytes of map key a slot holds in place. Longer keys
 // live in a string of their own (one allocation per key, and one more memory
 // access per lookup). uvarint(len) | key fits for int64 keys and for strings
-// of up to 15 bytes with no namespace. 16 rather than 24: at 10 thousand
-// keys the smaller slots keep a table within the L2 cache (measured:
-// about 10 ns per access inside 1 MiB, 25-40 ns at 1.5-2 MiB).
+// of up to 15 bytes with no namespace. 16 rather than 24: the smaller
+// slots keep a table of ten thousand keys within the L2 cache, where an
+// access costs a fraction of one that misses it.
 const inlineKey = 16
 
 // prefFirstBytes is the size of a table's slots (at its average load)
 // above which a lookup reads the key's preferred slot first, before the
 // control word. Where the slots are in cache, the control word's extra
 // load costs less than the branch on the preferred slot, which
-// mispredicts for every key displaced from it: the keyed count at 10,000
-// to 200,000 keys ran 7-13% faster reading the control word first. Where
-// they are not (past the last-level cache, 32 MiB shared by both cores on
-// the machines measured), that load is a miss before the slot's miss, and
-// the preferred slot first was 24% faster at 1 M keys. 8 MiB per table
-// leaves room for the other tables and the other subtask.
+// mispredicts for every key displaced from it. Where they are not (past
+// the last-level cache), that load is a miss before the slot's miss, so
+// the preferred slot goes first. 8 MiB per table is a share of a
+// last-level cache that leaves room for the other tables and the other
+// subtask.
 const prefFirstBytes = 8 << 20
 
 // longKey is the length byte of a key image for keys over inlineKey bytes.
@@ -146,9 +145,8 @@ func byteAt(m uint64) uint64 { return uint64(bits.TrailingZeros64(m)) / 8 }
 
 // slot is one place of a table: the key's image and the entry. For an
 // 8-byte value (and no TTL) it is 32 bytes, two to a cache line and never
-// across two (with a 64-bit hash and version it was 40: half the slots
-// spanned two lines, and the table was a quarter larger;
-// docs/benchmarks.md, "Window path (issue 12)"). A long key is kept in
+// across two: hash and version are 32 bits each, because a slot of 40
+// bytes would span two lines every other slot. A long key is kept in
 // slots.long, and w0 is its index there, so that slots stay small. A free
 // slot is all zero.
 //
@@ -174,9 +172,10 @@ func (t *slots[E]) hashOf(sl *slot[E]) uint64 {
 
 // pageBits sets the slots per page: a snapshot shares a table's pages, and
 // the first write to a page afterwards copies that page alone (512 slots,
-// 20-28 KB), not the whole table. Copying whole tables of slots that hold
-// pointers, while the collector runs, stalled the first write to a key
-// group after a snapshot for up to 114 ms at 1 GB of state.
+// 20-28 KB), not the whole table: the first write to a key group after
+// a snapshot must not copy a table whose size grows with the state
+// (slots that hold pointers are copied under the collector's write
+// barrier).
 const (
 	pageBits = 9
 	pageMask = 1<<pageBits - 1
@@ -318,7 +317,7 @@ func (t *slots[E]) rebuilt(size int, ver uint64, sizes []int64) (slots[E], []int
 		pg := make([]slot[E], min(size, 1<<pageBits))
 		// Entries holding pointers are written through the write barrier,
 		// which reads the old pointer first while the collector runs.
-		memtouch.Fresh(pg)
+		prefault.Fresh(pg)
 		nt.pages = append(nt.pages, pg)
 		nt.pver = append(nt.pver, ver)
 	}

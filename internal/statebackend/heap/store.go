@@ -17,7 +17,7 @@ import (
 type Store struct {
 	// Pads: the current-key fields are written on every record; keep them
 	// off the cache lines of neighbouring objects, such as the store of
-	// another subtask (false sharing; see keyed.Core).
+	// another subtask (false sharing; see keyedruntime.Core).
 	_      [64]byte
 	rng    keygroup.Range
 	maxPar int

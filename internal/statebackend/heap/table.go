@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/weirhq/weir/internal/memtouch"
+	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/snapshot"
 )
 
@@ -272,7 +272,7 @@ func (t *Table[E]) memoFor() {
 		return
 	}
 	t.memo, t.memoShift = make([]memoPlace[E], want), uint8(64-bits.TrailingZeros(uint(want)))
-	memtouch.Fresh(t.memo) // MemoWord reads places before remember writes them
+	prefault.Fresh(t.memo) // MemoWord reads places before remember writes them
 }
 
 // memoPlace is one place of the memo: the owned entry of key word k0
@@ -362,8 +362,7 @@ type Probe struct {
 
 // ProbeLines is Probe and then Lines: it fills p and appends the cache
 // lines of the slots p names to dst; false (dst as it was): Probe could
-// not. One call instead of two, which found the group and its slots again
-// (7% of a window count's CPU).
+// not. One call, so that the group and its slots are found once.
 func (t *Table[E]) ProbeLines(p *Probe, dst []uintptr) ([]uintptr, bool) {
 	if !t.Probe(p) {
 		return dst, false
@@ -397,9 +396,8 @@ func (t *Table[E]) Probe(p *Probe) bool {
 		p.b = int32(home*8 + byteAt(m))
 	} else if matchEmpty(w) == 0 {
 		// A full home group: the key, if present, was placed further on,
-		// most likely in the next group (at three quarters full, 7% of a
-		// window count's keys were; their elements took the whole lookup,
-		// a miss no prefetch had started).
+		// most likely in the next group; its slot is named too, so that
+		// such keys' lookups are prefetched as well.
 		next := (home + 1) & uint64(len(ctrl)-1)
 		if m := matchByte(ctrl[next], h2(s.im.hn)); m != 0 {
 			p.b = int32(next*8 + byteAt(m))

@@ -11,7 +11,7 @@ import (
 )
 
 // Table is the byte-level view of one state, addressed by the DB's current
-// key and namespace. It implements statespi.KVTable.
+// key and namespace. It implements spi.KVTable.
 type Table struct {
 	d      *DB
 	meta   snapshot.StateMeta
@@ -70,7 +70,7 @@ func (t *Table) appendValue(dst, v []byte, ts int64) []byte {
 	return append(dst, v...)
 }
 
-// Get implements statespi.KVTable.
+// Get implements spi.KVTable.
 func (t *Table) Get(userKey []byte) ([]byte, int64, bool, error) {
 	if t.cached && userKey == nil {
 		e, err := t.cachedEntry(true)
@@ -93,7 +93,7 @@ func (t *Table) Get(userKey []byte) ([]byte, int64, bool, error) {
 	return b, ts, err == nil, err
 }
 
-// Set implements statespi.KVTable.
+// Set implements spi.KVTable.
 func (t *Table) Set(userKey, value []byte, ts int64) error {
 	if t.cached && userKey == nil {
 		e, err := t.cachedEntry(false)
@@ -110,7 +110,7 @@ func (t *Table) Set(userKey, value []byte, ts int64) error {
 	return t.d.db.Set(t.fullKey(userKey), t.d.vbuf, t.d.wo)
 }
 
-// Delete implements statespi.KVTable.
+// Delete implements spi.KVTable.
 func (t *Table) Delete(userKey []byte) error {
 	if t.cached && userKey == nil {
 		e, err := t.cachedEntry(false)
@@ -123,7 +123,7 @@ func (t *Table) Delete(userKey []byte) error {
 	return t.d.db.Delete(t.fullKey(userKey), t.d.wo)
 }
 
-// DeleteAll implements statespi.KVTable: a range deletion over the map's prefix.
+// DeleteAll implements spi.KVTable: a range deletion over the map's prefix.
 func (t *Table) DeleteAll() error {
 	p := t.prefix()
 	return t.d.db.DeleteRange(p, prefixEnd(p), t.d.wo)
@@ -141,7 +141,7 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// Scan implements statespi.KVTable.
+// Scan implements spi.KVTable.
 func (t *Table) Scan(fn func(userKey, value []byte, ts int64) bool) error {
 	p := append([]byte(nil), t.prefix()...)
 	it, err := t.d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
@@ -165,7 +165,7 @@ func (t *Table) Scan(fn func(userKey, value []byte, ts int64) bool) error {
 	return it.Close()
 }
 
-// Append implements statespi.KVTable with a merge operand of one element.
+// Append implements spi.KVTable with a merge operand of one element.
 func (t *Table) Append(elem []byte, ts int64) error {
 	t.d.vbuf = t.appendElem(t.d.vbuf[:0], elem, ts)
 	return t.d.db.Merge(t.prefix(), t.d.vbuf, t.d.wo)
@@ -179,7 +179,7 @@ func (t *Table) appendElem(dst, elem []byte, ts int64) []byte {
 	return append(dst, elem...)
 }
 
-// SetList implements statespi.KVTable.
+// SetList implements spi.KVTable.
 func (t *Table) SetList(elems [][]byte, ts []int64) error {
 	if len(elems) == 0 {
 		return t.Delete(nil)
@@ -196,7 +196,7 @@ func (t *Table) SetList(elems [][]byte, ts []int64) error {
 	return t.d.db.Set(t.prefix(), b, t.d.wo)
 }
 
-// ScanList implements statespi.KVTable.
+// ScanList implements spi.KVTable.
 func (t *Table) ScanList(fn func(elem []byte, ts int64) bool) error {
 	v, closer, err := t.d.db.Get(t.prefix())
 	if errors.Is(err, pebble.ErrNotFound) {

@@ -1,4 +1,4 @@
-package memtouch
+package prefault
 
 import (
 	"fmt"

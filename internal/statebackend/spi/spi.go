@@ -1,8 +1,7 @@
-package statespi
+package spi
 
 import (
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
 )
 
 // Store is what every keyed state backend implements (besides embedding
@@ -17,12 +16,24 @@ type Store interface {
 	KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, create func(Backend) (any, error)) any
 }
 
-// Backend is what a backend offers to the handle constructors of package
-// state: exactly one of Heap and KV is set.
-type Backend struct {
-	Heap *heap.Store // typed in-memory tables
-	KV   KVTable     // a serialized table of one state (Pebble)
-	Now  func() int64
+// Backend is one state's backend as the handle constructors of package
+// state see it. Every backend implements it, plus one capability that
+// says where the state's entries are kept: Serialized, or the heap
+// backend's typed tables (*heap.Store). The constructors check the
+// capability once, when the state is created.
+type Backend interface {
+	// Now is the backend clock's processing time in milliseconds, the
+	// clock of TTL.
+	Now() int64
+}
+
+// Serialized is the capability of a backend that keeps each state as
+// bytes: its handles encode and decode every value through the state's
+// codecs.
+type Serialized interface {
+	Backend
+	// Table is the state's table; the same one on every call.
+	Table() KVTable
 }
 
 // KVTable is one state in a serialized (byte-oriented) backend. Every call

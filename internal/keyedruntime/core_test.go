@@ -1,4 +1,4 @@
-package keyed
+package keyedruntime
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package keyed
+package keyedruntime
 
 import (
 	"encoding/binary"
@@ -22,10 +22,8 @@ type Core[K comparable] struct {
 	// The pads keep the fields SetKey writes on every record off the cache
 	// lines of whatever the allocator puts beside the core: often the core
 	// of another subtask, opened right before on the same P, whose writes
-	// would then bounce the line between the two tasks' cores. (Without
-	// them, once the struct grew from 120 to 136 bytes, some runs of the
-	// keyed benchmark ran at 60% of the usual speed; false sharing is the
-	// likely cause, not a proven one: docs/benchmarks.md, issue 12.)
+	// would then bounce the line between the two tasks' cores (false
+	// sharing).
 	_        [64]byte
 	ctx      *operator.Context
 	keyCodec codec.Codec[K]
@@ -39,8 +37,9 @@ type Core[K comparable] struct {
 	// sameKey: == on K implies equal encodings (see eqIsIdentity), so
 	// SetKey of the current key again (hasKey) has nothing to do.
 	sameKey, hasKey bool
-	// heap is the heap backend's store when the backend is the heap one:
-	// SetKey calls it directly instead of through statebackend.Keyed.
+	// heap is the backend's store when the backend offers it
+	// (heap.DirectStore, checked once in NewCore): SetKey calls it
+	// directly instead of through statebackend.Keyed.
 	heap    *heap.Store
 	keyBuf  []byte
 	kg      int
@@ -72,7 +71,7 @@ func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Cor
 		c.keyBuf = make([]byte, 8) // SetKey writes the bytes in place
 	}
 	c.sameKey = eqIsIdentity(reflect.TypeFor[K]())
-	if h, ok := st.Backend.(interface{ HeapStore() *heap.Store }); ok {
+	if h, ok := st.Backend.(heap.DirectStore); ok {
 		c.heap = h.HeapStore()
 	}
 	return c, nil

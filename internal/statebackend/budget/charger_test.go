@@ -1,4 +1,4 @@
-package heap
+package budget
 
 import (
 	"errors"
@@ -9,17 +9,17 @@ import (
 // more than it counts, fails an Add past the limit counting nothing, and
 // gives everything back on Release.
 func TestCharger(t *testing.T) {
-	const limit = 4 * valueChunk
-	m := NewMemory(limit)
+	const limit = 4 * Chunk
+	m := New(limit)
 	c := NewCharger(m, "timers (event time)", "its timers")
 	c.Add(100)
-	if m.Used() != 100+valueChunk {
-		t.Fatalf("Used = %d after the first Add, want %d", m.Used(), 100+valueChunk)
+	if m.Used() != 100+Chunk {
+		t.Fatalf("Used = %d after the first Add, want %d", m.Used(), 100+Chunk)
 	}
-	for c.Used()+100 <= 100+valueChunk {
+	for c.Used()+100 <= 100+Chunk {
 		c.Add(100)
 	}
-	if m.Used() != 100+valueChunk {
+	if m.Used() != 100+Chunk {
 		t.Fatalf("Used = %d with %d counted, want one chunk taken", m.Used(), c.Used())
 	}
 	for c.Used()+1000 <= limit {
@@ -31,9 +31,9 @@ func TestCharger(t *testing.T) {
 	before := c.Used()
 	func() {
 		defer func() {
-			var me *MemoryError
+			var me *Error
 			if err, _ := recover().(error); !errors.As(err, &me) || me.State != "timers (event time)" {
-				t.Fatalf("Add past the limit: %v, want a *MemoryError of the timers", err)
+				t.Fatalf("Add past the limit: %v, want a *Error of the timers", err)
 			}
 		}()
 		c.Add(limit)
@@ -43,7 +43,7 @@ func TestCharger(t *testing.T) {
 	}
 	for c.Used() >= 1000 {
 		c.Sub(1000)
-		if m.Used()-c.Used() > 2*valueChunk {
+		if m.Used()-c.Used() > 2*Chunk {
 			t.Fatalf("Used = %d with %d counted: more than two chunks spare", m.Used(), c.Used())
 		}
 	}
@@ -51,7 +51,7 @@ func TestCharger(t *testing.T) {
 	if m.Used() != 0 {
 		t.Fatalf("Used = %d after Release", m.Used())
 	}
-	var none Charger // no Memory: counts, bounds nothing
+	var none Charger // no Budget: counts, bounds nothing
 	none.Add(1 << 50)
 	none.Sub(1 << 50)
 	none.Release()
