@@ -87,3 +87,14 @@ var Rules = []Rule{
 		Allow:   m("internal/keygroup"),
 	},
 }
+
+// Unfinished lists the violations known and not yet mended, by rule name
+// and the import path's first two packages, each with what is left to do.
+// TestRules logs them instead of failing, and fails when one is mended
+// (so the entry is removed with the fix), so this list is what remains.
+var Unfinished = map[[3]string]string{
+	{"public packages import no concrete backend", Module + "/state", Module + "/internal/statebackend/heap"}: "the generic constructors (GetValueState[V] ...) instantiate the heap backend's typed Table[V]; " +
+		"the table (slots, probe, memo, copy-on-write) must move to the SPI side with a current-key type both halves share, so that the heap Store only registers, snapshots and restores tables",
+	{"the DataStream API imports no concrete backend", Module, Module + "/internal/statebackend/heap"}: "the operators' fast paths assert heap.DirectTable and heap.DirectStore, which return the heap's concrete Table and Store; " +
+		"they move with the table above, and with the operators out of the root",
+}
