@@ -28,21 +28,13 @@ type taskManager struct {
 	sending bool
 }
 
-// envelope is one queued message: a protocol.Deployment, a cancelTask, a
-// protocol.TriggerCheckpoint, a protocol.NotifyCheckpoint, a
-// protocol.OperatorEvent or a releaseJob.
+// envelope is one queued message: a protocol.Deployment, CancelTask,
+// TriggerCheckpoint, NotifyCheckpoint, OperatorEvent or ReleaseJob.
 type envelope struct {
 	msg any
 	// sent, if not nil, is closed once the message was delivered.
 	sent chan struct{}
 }
-
-// cancelTask and releaseJob are the messages of TaskManagerGateway's
-// CancelTask and ReleaseJob.
-type (
-	cancelTask protocol.ExecutionID
-	releaseJob string
-)
 
 // send queues msg for the TaskManager.
 func (t *taskManager) send(msg any) { t.sendNotify(msg, nil) }
@@ -85,16 +77,16 @@ func (t *taskManager) call(msg any) {
 	switch m := msg.(type) {
 	case protocol.Deployment:
 		t.gw.SubmitTask(m)
-	case cancelTask:
-		t.gw.CancelTask(protocol.ExecutionID(m))
+	case protocol.CancelTask:
+		t.gw.CancelTask(m.Exec)
 	case protocol.TriggerCheckpoint:
 		t.gw.TriggerCheckpoint(m)
 	case protocol.NotifyCheckpoint:
 		t.gw.NotifyCheckpoint(m)
 	case protocol.OperatorEvent:
 		t.gw.SendEvent(m)
-	case releaseJob:
-		t.gw.ReleaseJob(string(m))
+	case protocol.ReleaseJob:
+		t.gw.ReleaseJob(m.JobID)
 	default:
 		panic(fmt.Sprintf("jobmanager: no TaskManagerGateway call carries a %T", msg))
 	}

@@ -311,7 +311,7 @@ func (jm *JobManager) restart(j *job, attempt int) {
 		}
 	}
 	for _, tm := range jm.tms {
-		tm.send(releaseJob(j.spec.ID))
+		tm.send(protocol.ReleaseJob{JobID: j.spec.ID})
 	}
 	j.attempt++
 	j.restarts++
@@ -354,7 +354,7 @@ func (jm *JobManager) cancelLocked(j *job, toCancel []int) {
 		if j.deployed == nil || !j.deployed[k] {
 			continue
 		}
-		j.tmOf[k].send(cancelTask(j.execs[k]))
+		j.tmOf[k].send(protocol.CancelTask{Exec: j.execs[k]})
 	}
 }
 
@@ -376,7 +376,7 @@ func (jm *JobManager) finishLocked(j *job) {
 	}
 	j.netReserved = nil
 	for _, tm := range jm.tms {
-		tm.send(releaseJob(j.spec.ID))
+		tm.send(protocol.ReleaseJob{JobID: j.spec.ID})
 	}
 	for _, c := range j.coords {
 		c.close()

@@ -72,6 +72,15 @@ var Rules = []Rule{
 		Direct: true,
 	},
 	{
+		Name: "the DataStream API launches through internal/launch",
+		Why:  "the root package declares jobs; internal/launch alone builds and starts the cluster, so the API does not reach the runtime or control plane itself",
+		From: m(""),
+		Forbid: m("internal/cluster/...", "internal/jobmanager/...", "internal/taskmanager/...", "internal/task",
+			"internal/rest/...", "internal/protocol", "internal/restart", "internal/barrier", "internal/checkpoint/coordinator",
+			"internal/checkpoint/storage"),
+		Direct: true,
+	},
+	{
 		Name:   "connectors use only public packages",
 		Why:    "a connector written in another module has only the public contracts; ours must need nothing more (test hooks come in through their config)",
 		From:   m("connector/..."),
