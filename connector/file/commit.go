@@ -126,6 +126,12 @@ func (c *committer) commitOwn(cs []Committable) error {
 	floor := int64(0)
 	for _, cm := range cs {
 		restored := c.restoredOne(cm)
+		// A part a group took (held or compacted) is no longer an open
+		// part: the group commits it, under the group's final name, and
+		// Close must not commit it under its own.
+		for _, src := range cm.Sources {
+			delete(c.open, src)
+		}
 		switch {
 		case cm.Open && !restored:
 			if prev, ok := c.open[cm.InProgress]; !ok || prev.Checkpoint < cm.Checkpoint {
@@ -447,17 +453,33 @@ func (c *committer) cleanup(mine string) {
 // or a failure, and whatever restores next restores that checkpoint or a
 // later one, which has written nothing more into the part, so its
 // records are final. The output of a stopped job is whole.
+//
+// A later checkpoint may also have taken the part, rolled at that same
+// length, into a compaction, and completed without this committer being
+// told yet: committing the part under its own name too would show its
+// records twice once the restore commits the compaction. The compaction
+// file is on disk from its barrier until its commit, which this committer
+// would have done, so an open part is left to the restore whenever a
+// compaction file of its run is of a later checkpoint than the one that
+// recorded the part.
 func (c *committer) Close() error {
 	if c.broken != nil || len(c.open)+len(c.held) == 0 {
 		return nil
 	}
 	var errs []error
+	later, err := c.laterCompactions()
+	if err != nil {
+		return err
+	}
 	n, err := c.closeHeld()
 	if err != nil {
 		errs = append(errs, err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.open)) {
 		cm := c.open[name]
+		if run, _, ok := parsePart(cm.Final, c.prefix, c.suffix, false); ok && later[run] > cm.Checkpoint {
+			continue
+		}
 		st, err := os.Lstat(filepath.Join(c.dir, cm.InProgress))
 		if err != nil || st.Size() != cm.Length {
 			continue
@@ -479,6 +501,26 @@ func (c *committer) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// laterCompactions returns, by run, the latest checkpoint of the
+// compaction files in the directory (see Close).
+func (c *committer) laterCompactions() (map[string]int64, error) {
+	files, err := compactions(c.dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for final, cps := range files {
+		run, _, ok := parsePart(final, c.prefix, c.suffix, false)
+		if !ok {
+			continue
+		}
+		for _, cp := range cps {
+			out[run] = max(out[run], cp)
+		}
+	}
+	return out, nil
 }
 
 // closeHeld commits this run's held groups that the writer, closed
