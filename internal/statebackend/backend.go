@@ -9,7 +9,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 	"github.com/weirhq/weir/state"
 )
 
@@ -29,7 +29,7 @@ type Config struct {
 	Pebble         PebbleOptions
 	// HeapMemory bounds the hashmap backend's tables (nil: unbounded); the
 	// stores of one TaskManager share it.
-	HeapMemory *heap.Memory
+	HeapMemory *budget.Budget
 }
 
 // PebbleOptions bound the memory of the Pebble backend. Zero values take the defaults.

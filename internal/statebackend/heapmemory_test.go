@@ -9,7 +9,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keygroup"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 	"github.com/weirhq/weir/state"
 )
 
@@ -21,7 +21,7 @@ import (
 // a MemoryError naming the setting.
 func TestHeapMemoryCountsStringsAndSnapshots(t *testing.T) {
 	const keys, size = 100, 10 << 10
-	newKeyed := func(m *heap.Memory) (Keyed, state.ValueState[string]) {
+	newKeyed := func(m *budget.Budget) (Keyed, state.ValueState[string]) {
 		k, err := New(Config{Kind: KindHashMap, MaxParallelism: schemaMaxPar,
 			Range: keygroup.Range{Start: 0, End: schemaMaxPar - 1}, Clock: clock.NewManual(0), HeapMemory: m})
 		if err != nil {
@@ -30,7 +30,7 @@ func TestHeapMemoryCountsStringsAndSnapshots(t *testing.T) {
 		t.Cleanup(func() { k.Close() })
 		return k, state.GetValueState(k, state.ValueDescriptor[string]{Name: "s", Codec: codec.String()})
 	}
-	m := heap.NewMemory(1 << 30)
+	m := budget.New(1 << 30)
 	k, v := newKeyed(m)
 	write := func(c string) {
 		for i := range keys {
@@ -63,7 +63,7 @@ func TestHeapMemoryCountsStringsAndSnapshots(t *testing.T) {
 	src := canonical(t, k, 3)
 
 	k2, err := New(Config{Kind: KindHashMap, MaxParallelism: schemaMaxPar,
-		Range: keygroup.Range{Start: 0, End: schemaMaxPar - 1}, Clock: clock.NewManual(0), HeapMemory: heap.NewMemory(keys * size / 2)})
+		Range: keygroup.Range{Start: 0, End: schemaMaxPar - 1}, Clock: clock.NewManual(0), HeapMemory: budget.New(keys * size / 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestHeapMemoryCountsStringsAndSnapshots(t *testing.T) {
 	if err := k2.Restore([]Source{src}); err != nil {
 		t.Fatal(err)
 	}
-	var me *heap.MemoryError
+	var me *budget.Error
 	func() {
 		defer func() {
 			if r := recover(); r != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 	"github.com/weirhq/weir/internal/testseed"
 	"github.com/weirhq/weir/state"
 )
@@ -87,7 +87,7 @@ func newCluster(t testing.TB, clk *clock.Manual, parallelism int, kinds func(i i
 	// The subtasks share a heap Memory, as a TaskManager's do, so the heap
 	// tables count what their values point to; once all are closed and
 	// their snapshots written, it holds nothing.
-	mem := heap.NewMemory(1 << 40)
+	mem := budget.New(1 << 40)
 	t.Cleanup(func() {
 		if n := mem.Used(); n != 0 {
 			t.Errorf("after every subtask closed, the heap Memory holds %d bytes", n)

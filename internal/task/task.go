@@ -17,7 +17,7 @@ import (
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 	"github.com/weirhq/weir/internal/watermark"
 	"github.com/weirhq/weir/state"
 )
@@ -103,7 +103,7 @@ type Spec struct {
 	StateBackend, StateDir string
 	// HeapMemory bounds the hashmap backend's tables of the TaskManager's
 	// subtasks (nil: unbounded).
-	HeapMemory *heap.Memory
+	HeapMemory *budget.Budget
 	// Checkpoints is nil when the job takes no checkpoints.
 	Checkpoints *Checkpoints
 	// Restore is the state to restore before the operators open (nil:
@@ -273,7 +273,7 @@ func (t *Task) failure(r any) error {
 	switch v := r.(type) {
 	case *operator.Failure:
 		cause = v.Err
-	case *heap.MemoryError:
+	case *budget.Error:
 		// A state table past its bound: the message names the setting, and
 		// a restart would restore the state that grew past it.
 		cause = failure.Permanent(v)

@@ -16,7 +16,7 @@ import (
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 	"github.com/weirhq/weir/internal/task"
 )
 
@@ -68,7 +68,7 @@ type TaskManager struct {
 	jm      protocol.JobManagerGateway
 	shuffle *network.LocalShuffle
 	budget  *network.Budget // network memory of all its result partitions
-	heapMem *heap.Memory    // its subtasks' heap state tables (nil: unbounded)
+	heapMem *budget.Budget  // its subtasks' heap state tables (nil: unbounded)
 	logger  *slog.Logger
 
 	mu     sync.Mutex // guards jobs, tasks, early, stores, closed, live and reporting
@@ -114,7 +114,7 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{},
 		live: map[protocol.ExecutionID]*running{}, stop: make(chan struct{})}
 	if cfg.HeapStateMemory > 0 {
-		tm.heapMem = heap.NewMemory(cfg.HeapStateMemory)
+		tm.heapMem = budget.New(cfg.HeapStateMemory)
 	}
 	return tm
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/weirhq/weir/internal/cpumeter"
 	"github.com/weirhq/weir/internal/keygroup"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 )
 
 // meter times the benchmark and its process CPU (cpu-ns/op, what to compare
@@ -43,7 +43,7 @@ func (m *meter) done() {
 // registration"): 100,000 keys of 8 bytes (an int64 key's encoding), 128
 // key groups, event time; with "ns" each timer has a window's namespace
 // (16 bytes, as the window operator's). The service counts its timers
-// against a heap.Memory (of a terabyte), as on the hashmap backend.
+// against a budget.Budget (of a terabyte), as on the hashmap backend.
 
 const benchKeys = 100_000
 
@@ -54,7 +54,7 @@ type benchKey struct {
 
 func newBench() *Service {
 	s := New(keygroup.Range{Start: 0, End: 127})
-	s.UseMemory(heap.NewMemory(1 << 40))
+	s.UseMemory(budget.New(1 << 40))
 	return s
 }
 

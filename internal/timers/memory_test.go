@@ -6,16 +6,16 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/keygroup"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 )
 
 // registerRecover registers an event-time timer and returns the
-// *heap.MemoryError it panicked with, if any.
-func registerRecover(s *Service, ts int64) (err *heap.MemoryError) {
+// *budget.Error it panicked with, if any.
+func registerRecover(s *Service, ts int64) (err *budget.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			var ok bool
-			if err, ok = r.(*heap.MemoryError); !ok {
+			if err, ok = r.(*budget.Error); !ok {
 				panic(r)
 			}
 		}
@@ -29,14 +29,14 @@ func registerRecover(s *Service, ts int64) (err *heap.MemoryError) {
 // registered timers as they were.
 func TestMemoryBoundsTimers(t *testing.T) {
 	const limit = 1 << 20
-	m := heap.NewMemory(limit)
+	m := budget.New(limit)
 	s := New(keygroup.Range{Start: 0, End: maxPar - 1})
 	s.UseMemory(m)
 	key := []byte("some-key-of-16-b")
 	s.SetCurrentKey(key, kgOf(string(key)))
 	s.SetCurrentNamespace([]byte("window-1"))
 	per := timerBytes(uint32(1 + len(key) + len("window-1")))
-	var merr *heap.MemoryError
+	var merr *budget.Error
 	n := 0
 	for ; n < 10*limit/int(per) && merr == nil; n++ {
 		merr = registerRecover(s, int64(n)*1000)
@@ -68,7 +68,7 @@ func TestMemoryBoundsTimers(t *testing.T) {
 // and checks that the Memory holds what the live timers are counted for
 // (plus at most two chunks per domain), and nothing after Release.
 func TestMemoryGivenBack(t *testing.T) {
-	m := heap.NewMemory(1 << 40)
+	m := budget.New(1 << 40)
 	s := New(keygroup.Range{Start: 0, End: maxPar - 1})
 	s.UseMemory(m)
 	const keys, perKey = 2000, 20

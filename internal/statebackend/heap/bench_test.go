@@ -10,6 +10,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 )
 
 // BenchmarkTableRMW is the table alone under the statebackend benchmark's
@@ -30,7 +31,7 @@ func BenchmarkTableRMW(b *testing.B) {
 func benchRMW[V any](b *testing.B, next func(V, int) V) {
 	const n, maxPar = 10_000, 128
 	s := NewStore(keygroup.Range{Start: 0, End: maxPar - 1}, maxPar, clock.NewManual(0))
-	s.UseMemory(NewMemory(1 << 40))
+	s.UseMemory(budget.New(1 << 40))
 	t, err := NewTable(s, snapshot.StateMeta{Name: "c", Kind: snapshot.KindValue}, Ops[V]{Clone: func(v V) V { return v }})
 	if err != nil {
 		b.Fatal(err)

@@ -65,10 +65,10 @@
 // (its version is old), so the memo never names a moved, freed or shared
 // slot.
 //
-// A store may draw on a Memory, the bound its TaskManager's stores share
+// A store may draw on a budget.Budget, the bound its TaskManager's stores share
 // (weir.Config.HeapStateMemory): a key group's table takes the bytes it
 // adds before it grows, and a growth past the bound panics with a
-// *MemoryError naming the setting. In such a store a table whose value
+// *budget.Error naming the setting. In such a store a table whose value
 // type holds pointers also counts what its values point to (size.go): a
 // measure derived once by reflection (a string's length, a slice's array
 // and its elements' pointees, a struct's fields, a map's estimated table

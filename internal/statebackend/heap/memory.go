@@ -1,23 +1,13 @@
 package heap
 
 import (
-	"github.com/weirhq/weir/internal/statebackend/budget"
 	"math"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 )
-
-// Memory is the budget of the hashmap backend's keyed state that the
-// stores and timer services of one TaskManager share (package budget).
-type Memory = budget.Budget
-
-// MemoryError is the failure of a growth past a Memory.
-type MemoryError = budget.Error
-
-// NewMemory returns a budget of limit bytes (> 0).
-func NewMemory(limit int64) *Memory { return budget.New(limit) }
 
 // valueChunk is how much a store takes from its Memory at a time for
 // what values point to.
@@ -25,7 +15,7 @@ const valueChunk = budget.Chunk
 
 // UseMemory makes the store's tables take their memory from m (nil: no
 // bound). Call it before any table is created.
-func (s *Store) UseMemory(m *Memory) { s.mem = m }
+func (s *Store) UseMemory(m *budget.Budget) { s.mem = m }
 
 // Release gives back what the store's tables and values took from its
 // Memory; the store is not used afterwards. What a snapshot still holds
@@ -89,7 +79,7 @@ func (s *Store) growValues(state string, n int64) {
 // what the task has copied away since.
 type frozen struct {
 	ver uint64 // the store's snapshot version the snapshot made current
-	mem *Memory
+	mem *budget.Budget
 	// held is the bytes this snapshot holds that the task no longer
 	// does, or below zero once the snapshot is released. The task
 	// goroutine adds; Release, on any goroutine, swaps.
@@ -97,7 +87,7 @@ type frozen struct {
 }
 
 // add takes n bytes from the Memory for the snapshot (panicking with a
-// *MemoryError if they do not fit) and says whether it is still held;
+// *budget.Error if they do not fit) and says whether it is still held;
 // if not, nothing is taken.
 func (f *frozen) add(n int64, state string) bool {
 	if f.held.Load() < 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 )
 
 // tablesBytes is what Memory should hold for tbl: computed from the
@@ -24,11 +25,11 @@ func tablesBytes[E any](tbl *Table[E]) int64 {
 // Memory: what it holds is the sum of their sizes after every insert (a
 // Snapshot in between changes nothing: unlike Freeze's, what it holds is
 // not counted), and the
-// insert whose growth would pass the limit fails with a MemoryError
+// insert whose growth would pass the limit fails with a budget.Error
 // naming the setting, taking nothing; Release gives a store's share back.
 func TestMemoryBoundsTables(t *testing.T) {
 	const limit = 1 << 20
-	m := NewMemory(limit)
+	m := budget.New(limit)
 	var stores [2]*Store
 	var tables [2]*Table[int64]
 	for i := range stores {
@@ -43,7 +44,7 @@ func TestMemoryBoundsTables(t *testing.T) {
 	insert := func(i int, k uint64) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				var me *MemoryError
+				var me *budget.Error
 				if e, ok := r.(error); !ok || !errors.As(e, &me) {
 					panic(r)
 				}

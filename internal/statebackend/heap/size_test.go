@@ -97,9 +97,9 @@ const testGroups = 4
 
 // sizedTable returns a table of E in a store of testGroups key groups that
 // draws on a Memory of limit bytes.
-func sizedTable[E any](t *testing.T, limit int64, ops Ops[E]) (*Store, *Table[E], *Memory) {
+func sizedTable[E any](t *testing.T, limit int64, ops Ops[E]) (*Store, *Table[E], *budget.Budget) {
 	t.Helper()
-	m := NewMemory(limit)
+	m := budget.New(limit)
 	s := NewStore(keygroup.Range{Start: 0, End: testGroups - 1}, 128, clock.NewManual(0))
 	s.UseMemory(m)
 	tb, err := NewTable(s, snapshot.StateMeta{Name: "vals", Kind: snapshot.KindValue}, ops)
@@ -128,8 +128,8 @@ func settle[E any](tb *Table[E]) {
 	}
 }
 
-// memoryError runs f and returns the *MemoryError it panics with, if any.
-func memoryError(f func()) (err *MemoryError) {
+// memoryError runs f and returns the *budget.Error it panics with, if any.
+func memoryError(f func()) (err *budget.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(error); !ok || !errors.As(e, &err) {
@@ -220,12 +220,12 @@ func TestMemoryGivesBackOverwritesAndDeletes(t *testing.T) {
 
 // TestMemoryValuesPastBoundFail writes 100 KiB strings under a bound of
 // 1 MiB: a write fails (when it settles, at the table's next write) with
-// a MemoryError that names the setting and what grew, before the Memory
+// a budget.Error that names the setting and what grew, before the Memory
 // passes its bound.
 func TestMemoryValuesPastBoundFail(t *testing.T) {
 	const limit, size = 1 << 20, 100 << 10
 	s, tb, m := sizedTable(t, limit, stringOps())
-	var failed *MemoryError
+	var failed *budget.Error
 	written := 0
 	for k := uint64(0); failed == nil && k < 100; k++ {
 		failed = memoryError(func() {

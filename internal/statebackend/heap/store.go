@@ -10,6 +10,7 @@ import (
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/shortkey"
 	"github.com/weirhq/weir/internal/snapshot"
+	"github.com/weirhq/weir/internal/statebackend/budget"
 )
 
 // Store holds the heap tables of one keyed operator subtask. It is owned by
@@ -62,7 +63,7 @@ type Store struct {
 	probe Probe
 	// mem bounds the tables' memory (nil: unbounded); memTaken is what
 	// they took from it.
-	mem      *Memory
+	mem      *budget.Budget
 	memTaken int64
 	// memUsed is what the tables and values take of memTaken (values
 	// take ahead, see growValues).
