@@ -7,7 +7,8 @@ import (
 
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/spi"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/state"
 )
 
@@ -36,14 +37,14 @@ type joinElem[T any] struct {
 // (codec.Slice). So checkpoints restore across backends and versions, and
 // rescale as any keyed state.
 type heapJoinSide[T any] struct {
-	t *heap.Table[[]joinElem[T]]
+	t *typedstore.Table[[]joinElem[T]]
 }
 
 // heapStoreOf returns the heap store behind a keyed store, or nil for
 // another backend.
-func heapStoreOf(s state.KeyedStore) *heap.Store {
-	if h, ok := s.(heap.DirectStore); ok {
-		return h.HeapStore()
+func heapStoreOf(s state.KeyedStore) *typedstore.Store {
+	if h, ok := s.(spi.DirectStore); ok {
+		return h.TypedStore()
 	}
 	return nil
 }
@@ -62,12 +63,12 @@ func mapStateCodecID[UK, UV any](uk codec.Codec[UK], uv codec.Codec[UV]) string 
 	return id(reflect.TypeFor[UK](), uk) + " -> " + id(reflect.TypeFor[UV](), uv)
 }
 
-func newHeapJoinSide[T any](s *heap.Store, name string, c codec.Codec[T]) (*heapJoinSide[T], error) {
+func newHeapJoinSide[T any](s *typedstore.Store, name string, c codec.Codec[T]) (*heapJoinSide[T], error) {
 	keyCodec, runCodec := codec.Int64(), codec.Slice(c)
 	meta := snapshot.StateMeta{Name: name, Kind: snapshot.KindMap, Codec: mapStateCodecID(keyCodec, runCodec)}
-	t, err := heap.NewTable(s, meta, heap.Ops[[]joinElem[T]]{
+	t, err := typedstore.NewTable(s, meta, typedstore.Ops[[]joinElem[T]]{
 		Clone: slices.Clone[[]joinElem[T]],
-		Emit: func(e *heap.Entry[[]joinElem[T]], _ int64, scratch *[]byte, emit heap.Emit) error {
+		Emit: func(e *typedstore.Entry[[]joinElem[T]], _ int64, scratch *[]byte, emit typedstore.Emit) error {
 			var run []T // snapshot goroutine: one per entry is fine
 			es := e.Val
 			for i := 0; i < len(es); {
@@ -90,7 +91,7 @@ func newHeapJoinSide[T any](s *heap.Store, name string, c codec.Codec[T]) (*heap
 			}
 			return nil
 		},
-		Restore: func(e *heap.Entry[[]joinElem[T]], se snapshot.Entry, _ bool) error {
+		Restore: func(e *typedstore.Entry[[]joinElem[T]], se snapshot.Entry, _ bool) error {
 			ts, _, err := keyCodec.Decode(se.UserKey)
 			if err != nil {
 				return err

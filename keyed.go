@@ -8,7 +8,7 @@ import (
 	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
 )
@@ -204,14 +204,14 @@ type keyedProcessOp[K comparable, T, U any] struct {
 	// Runs are prefetched in every table of the store (heap; nil: the
 	// backend cannot name the lines of a key's entries).
 	rh   runHold[K, T, struct{}]
-	heap *heap.Store
+	heap *typedstore.Store
 }
 
 func (o *keyedProcessOp[K, T, U]) Open(ctx *operator.Context) error {
 	if err := openKeyedProcess(ctx, o.keyCodec, o.fn, &o.keyedTimers, &o.col, &o.pctx); err != nil {
 		return err
 	}
-	if o.heap = o.core.HeapStore(); o.heap == nil {
+	if o.heap = o.core.TypedStore(); o.heap == nil {
 		o.rh.runs = false
 	} else {
 		o.rh.start(o.heap.SlotBytes())

@@ -8,7 +8,8 @@ import (
 	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/shortkey"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/spi"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/state"
 )
 
@@ -263,7 +264,7 @@ type reduceOp[K comparable, T any] struct {
 	acc                   state.ValueState[T]
 	// table is acc's heap table when acc is a plain heap ValueState: then
 	// ProcessElement does what acc.Value and acc.Update do, with direct calls.
-	table *heap.Table[T]
+	table *typedstore.Table[T]
 	// outBatch is out when it takes batches: a streaming reduce over the
 	// heap table then hands on each batch's updated values as one batch.
 	outBatch operator.BatchInput[T]
@@ -281,8 +282,8 @@ func (o *reduceOp[K, T]) Open(ctx *operator.Context) error {
 	}
 	o.core = core
 	o.acc = state.GetValueState(core.Store(), state.ValueDescriptor[T]{Name: "reduce", Codec: o.valueCodec})
-	if h, ok := o.acc.(heap.DirectTable[T]); ok {
-		o.table = h.HeapTable()
+	if h, ok := o.acc.(spi.DirectTable[T]); ok {
+		o.table = h.TypedTable()
 	}
 	return nil
 }
@@ -338,7 +339,7 @@ func (o *reduceOp[K, T]) count(extra int64) {
 // entry; the table's memo finds a key it found before without even the
 // key group's hash. Other keys are set and looked up as acc.Value and
 // acc.Update would.
-func (o *reduceOp[K, T]) reduceHeap(t *heap.Table[T], k K, v T) T {
+func (o *reduceOp[K, T]) reduceHeap(t *typedstore.Table[T], k K, v T) T {
 	if x, ok := o.core.Word(k); ok {
 		e := t.MemoWord(x)
 		if e == nil {

@@ -14,7 +14,7 @@ import (
 // and how to process a held element (their EndRun).
 //
 // runs: a Reader feeds the operator and its state backend can name the
-// cache lines of a key's entries (heap.DirectStore, heap.DirectTable).
+// cache lines of a key's entries (spi.DirectStore, spi.DirectTable).
 // hold: runs, and the state had at least holdMinEntries entries when last
 // checked (below that it stays in the cache and the extra pass only
 // costs). Every event that may observe the state or the output

@@ -11,7 +11,8 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/spi"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/internal/valuecopy"
 	"github.com/weirhq/weir/internal/window"
@@ -301,7 +302,7 @@ type valueContents[T, ACC, R any] struct {
 	st    state.ValueState[ACC]
 	// tab is st's heap table when st is a plain heap value (no TTL): add
 	// reads and updates it without two interface calls.
-	tab      *heap.Table[ACC]
+	tab      *typedstore.Table[ACC]
 	addFn    func(acc ACC, ok bool, v T) ACC
 	mergeFn  func(a, b ACC) ACC
 	resultFn func(ACC) R
@@ -309,8 +310,8 @@ type valueContents[T, ACC, R any] struct {
 
 func (c *valueContents[T, ACC, R]) open(store state.KeyedStore) {
 	c.st = state.GetValueState(store, state.ValueDescriptor[ACC]{Name: c.name, Codec: c.codec})
-	if h, ok := c.st.(heap.DirectTable[ACC]); ok {
-		c.tab = h.HeapTable()
+	if h, ok := c.st.(spi.DirectTable[ACC]); ok {
+		c.tab = h.TypedTable()
 	}
 }
 
@@ -480,7 +481,7 @@ type windowOp[K comparable, T, R, U any] struct {
 	// sessTab is sessions' heap table on the heap backend (the session
 	// fast path reads and updates it directly); merged and raws are its
 	// buffers for a merge of several sessions.
-	sessTab *heap.Table[[]TimeWindow]
+	sessTab *typedstore.Table[[]TimeWindow]
 	// hot is what the session fast path knows of the current key on the
 	// heap backend (windowsession.go).
 	hot      sessionHot
@@ -536,8 +537,8 @@ func (o *windowOp[K, T, R, U]) Open(ctx *operator.Context) error {
 			return err
 		}
 		o.sessions = state.GetValueState(core.Store(), state.ValueDescriptor[[]TimeWindow]{Name: "window-sessions", Codec: c})
-		if h, ok := o.sessions.(heap.DirectTable[[]TimeWindow]); ok {
-			o.sessTab = h.HeapTable()
+		if h, ok := o.sessions.(spi.DirectTable[[]TimeWindow]); ok {
+			o.sessTab = h.TypedTable()
 			o.hot.store = o.sessTab.Store()
 		}
 	}

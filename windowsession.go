@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 )
 
 // The session fast path: event- or processing-time session windows (any
@@ -61,8 +61,8 @@ func sessionState(sessions []TimeWindow, w TimeWindow) (TimeWindow, bool) {
 // list while the epoch is the same: every write of the list sets the
 // namespace first (nil), which changes the epoch.
 type sessionHot struct {
-	store    *heap.Store // nil: not the heap backend
-	epoch    uint64      // store's epoch when set; 0 (no store epoch is): none
+	store    *typedstore.Store // nil: not the heap backend
+	epoch    uint64            // store's epoch when set; 0 (no store epoch is): none
 	sessions []TimeWindow
 	state    TimeWindow
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keyedruntime"
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/internal/window"
 )
@@ -134,14 +134,14 @@ type sliceContents[T, R any] interface {
 	probes() bool
 	// probe takes the first half of a lookup of the current key's and
 	// namespace's accumulator and appends the cache lines of the slots it
-	// names to dst (heap.Table.ProbeLines); false: it could not.
-	probe(p *heap.Probe, dst []uintptr) ([]uintptr, bool)
+	// names to dst (typedstore.Table.ProbeLines); false: it could not.
+	probe(p *typedstore.Probe, dst []uintptr) ([]uintptr, bool)
 	// slotBytes is the size of the heap table's slots.
 	slotBytes() uintptr
 	// addProbed is add for the key and namespace p was taken for, when
 	// their accumulator exists and is where p says: false (and nothing
 	// done) otherwise.
-	addProbed(p *heap.Probe, v T) bool
+	addProbed(p *typedstore.Probe, v T) bool
 	// entries is the number of accumulators of all keys and namespaces in
 	// the state, where that is cheap to know (the heap backend); else 0.
 	entries() int
@@ -175,7 +175,7 @@ func (c *valueContents[T, ACC, R]) entries() int {
 
 func (c *valueContents[T, ACC, R]) probes() bool { return c.tab != nil }
 
-func (c *valueContents[T, ACC, R]) probe(p *heap.Probe, dst []uintptr) ([]uintptr, bool) {
+func (c *valueContents[T, ACC, R]) probe(p *typedstore.Probe, dst []uintptr) ([]uintptr, bool) {
 	if c.tab == nil {
 		return dst, false
 	}
@@ -184,7 +184,7 @@ func (c *valueContents[T, ACC, R]) probe(p *heap.Probe, dst []uintptr) ([]uintpt
 
 func (c *valueContents[T, ACC, R]) slotBytes() uintptr { return c.tab.SlotBytes() }
 
-func (c *valueContents[T, ACC, R]) addProbed(p *heap.Probe, v T) bool {
+func (c *valueContents[T, ACC, R]) addProbed(p *typedstore.Probe, v T) bool {
 	e := c.tab.Probed(p)
 	if e == nil {
 		return false
@@ -390,7 +390,7 @@ type slicedOp[K comparable, T, R, U any] struct {
 type sliceProbe struct {
 	slice  int64
 	probed bool
-	pr     heap.Probe
+	pr     typedstore.Probe
 }
 
 // setHold decides, from the size of the state, whether elements are held

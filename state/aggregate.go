@@ -2,8 +2,8 @@ package state
 
 import (
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/statebackend/spi"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 )
 
 // cell is the single stored accumulator under reducing and aggregating states.
@@ -24,7 +24,7 @@ func GetReducingState[V any](s KeyedStore, d ReducingDescriptor[V]) ReducingStat
 	meta.Schema = schemaOf(d.Codec)
 	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b spi.Backend) (ReducingState[V], error) {
 		var c cell[V]
-		if hs, ok := b.(*heap.Store); ok {
+		if hs, ok := b.(*typedstore.Store); ok {
 			hc, err := newHeapCell(hs, meta, d.Codec)
 			if err != nil {
 				return nil, err
@@ -63,7 +63,7 @@ func GetAggregatingState[IN, ACC, OUT any](s KeyedStore, d AggregatingDescriptor
 	meta.Schema = schemaOf(d.AccCodec)
 	return register(s, meta, evolveOne(meta, part[ACC]{"accumulator", d.AccCodec, meta.Schema}), func(b spi.Backend) (AggregatingState[IN, OUT], error) {
 		var c cell[ACC]
-		if hs, ok := b.(*heap.Store); ok {
+		if hs, ok := b.(*typedstore.Store); ok {
 			hc, err := newHeapCell(hs, meta, d.AccCodec)
 			if err != nil {
 				return nil, err

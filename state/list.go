@@ -7,8 +7,8 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/prefetch"
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/statebackend/spi"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/valuecopy"
 )
 
@@ -18,7 +18,7 @@ func GetListState[V any](s KeyedStore, d ListDescriptor[V]) ListState[V] {
 	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	meta.Schema = schemaOf(d.Codec)
 	return register(s, meta, evolveOne(meta, part[V]{"list element", d.Codec, meta.Schema}), func(b spi.Backend) (ListState[V], error) {
-		if hs, ok := b.(*heap.Store); ok {
+		if hs, ok := b.(*typedstore.Store); ok {
 			return newHeapList(hs, meta, d.Codec)
 		}
 		t, err := serialized(b)
@@ -35,12 +35,12 @@ type listElem[V any] struct {
 }
 
 type heapList[V any] struct {
-	t   *heap.Table[[]listElem[V]]
+	t   *typedstore.Table[[]listElem[V]]
 	ttl ttlPolicy
 	mut bool // V can be changed in place: Get reads an unshared entry
 }
 
-func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]) (*heapList[V], error) {
+func newHeapList[V any](s *typedstore.Store, meta snapshot.StateMeta, c codec.Codec[V]) (*heapList[V], error) {
 	h := &heapList[V]{ttl: newTTL(meta, s.Now)}
 	_, strs := any((*V)(nil)).(*string) // decided once, not per entry
 	clone := slices.Clone[[]listElem[V]]
@@ -55,9 +55,9 @@ func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 			return out
 		}
 	}
-	t, err := heap.NewTable(s, meta, heap.Ops[[]listElem[V]]{
+	t, err := typedstore.NewTable(s, meta, typedstore.Ops[[]listElem[V]]{
 		Clone: clone,
-		Emit: func(e *heap.Entry[[]listElem[V]], now int64, scratch *[]byte, emit heap.Emit) error {
+		Emit: func(e *typedstore.Entry[[]listElem[V]], now int64, scratch *[]byte, emit typedstore.Emit) error {
 			for i, el := range e.Val {
 				if strs { // V is string
 					prefetchString(*(*[]listElem[string])(unsafe.Pointer(&e.Val)), i+stringsAhead)
@@ -72,7 +72,7 @@ func newHeapList[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 			}
 			return nil
 		},
-		Restore: func(e *heap.Entry[[]listElem[V]], se snapshot.Entry, restoredTTL bool) error {
+		Restore: func(e *typedstore.Entry[[]listElem[V]], se snapshot.Entry, restoredTTL bool) error {
 			v, _, err := c.Decode(se.Value)
 			if err != nil {
 				return err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weirhq/weir/internal/prefault"
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/valuecopy"
 )
 
@@ -204,13 +204,13 @@ func (m intMap[UV]) clone() intMap[UV] {
 // its removes, and a remove cannot shift an unvisited key back past the
 // loop's position.
 type heapIntMap[UK comparable, UV any] struct {
-	t         *heap.Table[intMap[UV]]
+	t         *typedstore.Table[intMap[UV]]
 	ttl       ttlPolicy
 	iterating []*intSlot[UV] // the first slots of the arrays running loops read
 	mut       bool           // UV can be changed in place: reads see an unshared entry
 }
 
-func newHeapIntMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta, d MapDescriptor[UK, UV]) (*heapIntMap[UK, UV], error) {
+func newHeapIntMap[UK comparable, UV any](s *typedstore.Store, meta snapshot.StateMeta, d MapDescriptor[UK, UV]) (*heapIntMap[UK, UV], error) {
 	h := &heapIntMap[UK, UV]{ttl: newTTL(meta, s.Now)}
 	timed := h.ttl.ttl > 0
 	clone := intMap[UV].clone
@@ -230,9 +230,9 @@ func newHeapIntMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta
 			return c
 		}
 	}
-	t, err := heap.NewTable(s, meta, heap.Ops[intMap[UV]]{
+	t, err := typedstore.NewTable(s, meta, typedstore.Ops[intMap[UV]]{
 		Clone: clone,
-		Emit: func(e *heap.Entry[intMap[UV]], now int64, scratch *[]byte, emit heap.Emit) error {
+		Emit: func(e *typedstore.Entry[intMap[UV]], now int64, scratch *[]byte, emit typedstore.Emit) error {
 			m := &e.Val
 			one := func(k UK, v UV, ts int64) error {
 				if h.ttl.expired(ts, now) {
@@ -261,7 +261,7 @@ func newHeapIntMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta
 			}
 			return nil
 		},
-		Restore: func(e *heap.Entry[intMap[UV]], se snapshot.Entry, restoredTTL bool) error {
+		Restore: func(e *typedstore.Entry[intMap[UV]], se snapshot.Entry, restoredTTL bool) error {
 			k, v, err := decodeMapEntry(d, se)
 			if err != nil {
 				return err
@@ -296,7 +296,7 @@ func (h *heapIntMap[UK, UV]) set(m *intMap[UV], s uint64, v UV, ts int64) {
 
 // writable returns e's map ready to be written: owned by no snapshot, and
 // not the array of a running loop.
-func (h *heapIntMap[UK, UV]) writable(e *heap.Entry[intMap[UV]]) *intMap[UV] {
+func (h *heapIntMap[UK, UV]) writable(e *typedstore.Entry[intMap[UV]]) *intMap[UV] {
 	m := &h.t.Writable(e).Val
 	if len(h.iterating) != 0 {
 		h.unshare(m)

@@ -7,7 +7,7 @@ import (
 	"maps"
 
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/valuecopy"
 )
 
@@ -19,7 +19,7 @@ func GetMapState[UK comparable, UV any](s KeyedStore, d MapDescriptor[UK, UV]) M
 	meta.Schema, meta.KeySchema = schemaOf(d.ValueCodec), schemaOf(d.UserKeyCodec)
 	evolve := evolveTwo(meta, part[UK]{"user key", d.UserKeyCodec, meta.KeySchema}, part[UV]{"value", d.ValueCodec, meta.Schema})
 	return register(s, meta, evolve, func(b spi.Backend) (MapState[UK, UV], error) {
-		if hs, ok := b.(*heap.Store); ok {
+		if hs, ok := b.(*typedstore.Store); ok {
 			if intKeyed[UK]() {
 				return newHeapIntMap(hs, meta, d)
 			}
@@ -39,12 +39,12 @@ type mapElem[UV any] struct {
 }
 
 type heapMap[UK comparable, UV any] struct {
-	t   *heap.Table[map[UK]mapElem[UV]]
+	t   *typedstore.Table[map[UK]mapElem[UV]]
 	ttl ttlPolicy
 	mut bool // UV can be changed in place: reads see an unshared entry
 }
 
-func newHeapMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta, d MapDescriptor[UK, UV]) (*heapMap[UK, UV], error) {
+func newHeapMap[UK comparable, UV any](s *typedstore.Store, meta snapshot.StateMeta, d MapDescriptor[UK, UV]) (*heapMap[UK, UV], error) {
 	h := &heapMap[UK, UV]{ttl: newTTL(meta, s.Now)}
 	clone := maps.Clone[map[UK]mapElem[UV]]
 	if cp := valuecopy.Func(d.ValueCodec); cp != nil {
@@ -58,9 +58,9 @@ func newHeapMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta, d
 			return out
 		}
 	}
-	t, err := heap.NewTable(s, meta, heap.Ops[map[UK]mapElem[UV]]{
+	t, err := typedstore.NewTable(s, meta, typedstore.Ops[map[UK]mapElem[UV]]{
 		Clone: clone,
-		Emit: func(e *heap.Entry[map[UK]mapElem[UV]], now int64, scratch *[]byte, emit heap.Emit) error {
+		Emit: func(e *typedstore.Entry[map[UK]mapElem[UV]], now int64, scratch *[]byte, emit typedstore.Emit) error {
 			for k, el := range e.Val {
 				if h.ttl.expired(el.ts, now) {
 					continue
@@ -75,7 +75,7 @@ func newHeapMap[UK comparable, UV any](s *heap.Store, meta snapshot.StateMeta, d
 			}
 			return nil
 		},
-		Restore: func(e *heap.Entry[map[UK]mapElem[UV]], se snapshot.Entry, restoredTTL bool) error {
+		Restore: func(e *typedstore.Entry[map[UK]mapElem[UV]], se snapshot.Entry, restoredTTL bool) error {
 			k, v, err := decodeMapEntry(d, se)
 			if err != nil {
 				return err

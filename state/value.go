@@ -3,8 +3,8 @@ package state
 import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
 	"github.com/weirhq/weir/internal/statebackend/spi"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/valuecopy"
 )
 
@@ -14,7 +14,7 @@ func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 	d.Codec = codecFor(d.Codec, d.Name, "Codec")
 	meta.Schema = schemaOf(d.Codec)
 	return register(s, meta, evolveOne(meta, part[V]{"value", d.Codec, meta.Schema}), func(b spi.Backend) (ValueState[V], error) {
-		if hs, ok := b.(*heap.Store); ok {
+		if hs, ok := b.(*typedstore.Store); ok {
 			return newHeapCell(hs, meta, d.Codec)
 		}
 		t, err := serialized(b)
@@ -34,7 +34,7 @@ func GetValueState[V any](s KeyedStore, d ValueDescriptor[V]) ValueState[V] {
 // A value that can be changed in place (valuecopy.Mutable) is copied
 // through its codec on the first write after a snapshot began, and Value
 // hands out only such an unshared copy: user code may change what it read.
-func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]) (cell[V], error) {
+func newHeapCell[V any](s *typedstore.Store, meta snapshot.StateMeta, c codec.Codec[V]) (cell[V], error) {
 	clone := valuecopy.Func(c)
 	if meta.HasTTL() {
 		return newHeapTTLCell(s, meta, c, clone)
@@ -43,13 +43,13 @@ func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 	if clone == nil {
 		clone = func(v V) V { return v }
 	}
-	t, err := heap.NewTable(s, meta, heap.Ops[V]{
+	t, err := typedstore.NewTable(s, meta, typedstore.Ops[V]{
 		Clone: clone,
-		Emit: func(e *heap.Entry[V], _ int64, scratch *[]byte, emit heap.Emit) error {
+		Emit: func(e *typedstore.Entry[V], _ int64, scratch *[]byte, emit typedstore.Emit) error {
 			*scratch = c.AppendEncode((*scratch)[:0], e.Val)
 			return emit(nil, false, *scratch, false, 0)
 		},
-		Restore: func(e *heap.Entry[V], se snapshot.Entry, _ bool) error {
+		Restore: func(e *typedstore.Entry[V], se snapshot.Entry, _ bool) error {
 			v, _, err := c.Decode(se.Value)
 			e.Val = v
 			return err
@@ -61,7 +61,7 @@ func newHeapCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V]
 
 // heapCell is a heap cell without TTL.
 type heapCell[V any] struct {
-	t   *heap.Table[V]
+	t   *typedstore.Table[V]
 	mut bool // V can be changed in place: Value returns an unshared value
 }
 
@@ -91,11 +91,11 @@ func (h *heapCell[V]) Update(v V) {
 
 func (h *heapCell[V]) Clear() { h.t.Delete() }
 
-// HeapTable implements heap.DirectTable: the cell's accessors add nothing
+// TypedTable implements spi.DirectTable: the cell's accessors add nothing
 // to its table's.
-func (h *heapCell[V]) HeapTable() *heap.Table[V] { return h.t }
+func (h *heapCell[V]) TypedTable() *typedstore.Table[V] { return h.t }
 
-var _ heap.DirectTable[int] = (*heapCell[int])(nil)
+var _ spi.DirectTable[int] = (*heapCell[int])(nil)
 
 // timed is a value with the time of its last write (or read, for
 // OnReadAndWrite), for TTL.
@@ -106,28 +106,28 @@ type timed[V any] struct {
 
 // heapTTLCell is a heap cell with TTL.
 type heapTTLCell[V any] struct {
-	t   *heap.Table[timed[V]]
+	t   *typedstore.Table[timed[V]]
 	ttl ttlPolicy
 	mut bool // as heapCell's
 }
 
 // newHeapTTLCell is newHeapCell with TTL; clone is nil for a value that
 // cannot be changed in place.
-func newHeapTTLCell[V any](s *heap.Store, meta snapshot.StateMeta, c codec.Codec[V], clone func(V) V) (*heapTTLCell[V], error) {
+func newHeapTTLCell[V any](s *typedstore.Store, meta snapshot.StateMeta, c codec.Codec[V], clone func(V) V) (*heapTTLCell[V], error) {
 	h := &heapTTLCell[V]{ttl: newTTL(meta, s.Now), mut: clone != nil}
 	if clone == nil {
 		clone = func(v V) V { return v }
 	}
-	t, err := heap.NewTable(s, meta, heap.Ops[timed[V]]{
+	t, err := typedstore.NewTable(s, meta, typedstore.Ops[timed[V]]{
 		Clone: func(e timed[V]) timed[V] { return timed[V]{v: clone(e.v), ts: e.ts} },
-		Emit: func(e *heap.Entry[timed[V]], now int64, scratch *[]byte, emit heap.Emit) error {
+		Emit: func(e *typedstore.Entry[timed[V]], now int64, scratch *[]byte, emit typedstore.Emit) error {
 			if h.ttl.expired(e.Val.ts, now) {
 				return nil
 			}
 			*scratch = c.AppendEncode((*scratch)[:0], e.Val.v)
 			return emit(nil, false, *scratch, true, e.Val.ts)
 		},
-		Restore: func(e *heap.Entry[timed[V]], se snapshot.Entry, restoredTTL bool) error {
+		Restore: func(e *typedstore.Entry[timed[V]], se snapshot.Entry, restoredTTL bool) error {
 			v, _, err := c.Decode(se.Value)
 			if err != nil {
 				return err

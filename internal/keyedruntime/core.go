@@ -10,7 +10,8 @@ import (
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/internal/keygroup"
 	"github.com/weirhq/weir/internal/operator"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/spi"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/internal/timers"
 	"github.com/weirhq/weir/state"
 )
@@ -38,9 +39,9 @@ type Core[K comparable] struct {
 	// SetKey of the current key again (hasKey) has nothing to do.
 	sameKey, hasKey bool
 	// heap is the backend's store when the backend offers it
-	// (heap.DirectStore, checked once in NewCore): SetKey calls it
+	// (spi.DirectStore, checked once in NewCore): SetKey calls it
 	// directly instead of through statebackend.Keyed.
-	heap    *heap.Store
+	heap    *typedstore.Store
 	keyBuf  []byte
 	kg      int
 	current K
@@ -71,15 +72,15 @@ func NewCore[K comparable](ctx *operator.Context, keyCodec codec.Codec[K]) (*Cor
 		c.keyBuf = make([]byte, 8) // SetKey writes the bytes in place
 	}
 	c.sameKey = eqIsIdentity(reflect.TypeFor[K]())
-	if h, ok := st.Backend.(heap.DirectStore); ok {
-		c.heap = h.HeapStore()
+	if h, ok := st.Backend.(spi.DirectStore); ok {
+		c.heap = h.TypedStore()
 	}
 	return c, nil
 }
 
-// HeapStore is the heap backend's store of the keyed state, or nil with
+// TypedStore is the typed store of the keyed state (the hashmap backend's), or nil with
 // another backend.
-func (c *Core[K]) HeapStore() *heap.Store { return c.heap }
+func (c *Core[K]) TypedStore() *typedstore.Store { return c.heap }
 
 // Store is the keyed state store user functions declare state in.
 func (c *Core[K]) Store() state.KeyedStore { return c.st.Backend }
@@ -90,8 +91,8 @@ func (c *Core[K]) Current() K { return c.current }
 // Word returns the little-endian word of k when k is a 64-bit integer key
 // whose encoding is that word (ok false otherwise): what SetKey would hand
 // the heap store, without setting anything. WordGroup gives the word's key
-// group apart, for a caller that may not need it (heap.Table.MemoWord
-// does not, heap.Table.OwnedWord does).
+// group apart, for a caller that may not need it (typedstore.Table.MemoWord
+// does not, typedstore.Table.OwnedWord does).
 func (c *Core[K]) Word(k K) (x uint64, ok bool) {
 	if !c.word {
 		return 0, false

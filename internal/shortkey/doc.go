@@ -6,7 +6,7 @@
 // Hash tables of short keys compare two words where a Go map keyed by
 // string follows the key's pointer to its bytes: a second memory access
 // per lookup, and the one that misses the cache when the keys are many.
-// The heap state backend (internal/statebackend/heap) holds its short map
+// The heap state backend (internal/statebackend/typedstore) holds its short map
 // keys this way; Index does the same for batch mode's reduce, which
 // keeps one accumulator per key for the whole input.
 package shortkey

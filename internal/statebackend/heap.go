@@ -7,19 +7,19 @@ import (
 	"sync"
 
 	"github.com/weirhq/weir/internal/snapshot"
-	"github.com/weirhq/weir/internal/statebackend/heap"
+	"github.com/weirhq/weir/internal/statebackend/typedstore"
 	"github.com/weirhq/weir/state"
 )
 
 type heapKeyed struct {
 	state.StoreBase
 	cfg Config
-	s   *heap.Store
+	s   *typedstore.Store
 	reg registry
 }
 
 func newHeapKeyed(cfg Config) *heapKeyed {
-	s := heap.NewStore(cfg.Range, cfg.MaxParallelism, cfg.Clock)
+	s := typedstore.NewStore(cfg.Range, cfg.MaxParallelism, cfg.Clock)
 	s.UseMemory(cfg.HeapMemory)
 	return &heapKeyed{cfg: cfg, s: s}
 }
@@ -33,10 +33,10 @@ func (k *heapKeyed) KeyedState(meta snapshot.StateMeta, evolve snapshot.Evolve, 
 
 func (k *heapKeyed) SetCurrentKey(key []byte, kg int) { k.s.SetCurrentKey(key, kg) }
 
-// HeapStore implements heap.DirectStore.
-func (k *heapKeyed) HeapStore() *heap.Store { return k.s }
+// TypedStore implements spi.DirectStore.
+func (k *heapKeyed) TypedStore() *typedstore.Store { return k.s }
 
-var _ heap.DirectStore = (*heapKeyed)(nil)
+var _ spi.DirectStore = (*heapKeyed)(nil)
 
 func (k *heapKeyed) SetCurrentNamespace(ns []byte) { k.s.SetCurrentNamespace(ns) }
 func (k *heapKeyed) ForEachKey(name string, fn func([]byte, int) error) error {
@@ -76,7 +76,7 @@ type heapPending struct {
 	once    sync.Once
 	h       snapshot.Header
 	sources []snapshot.Source
-	release func() // gives back what the snapshot held (heap.Store.Freeze)
+	release func() // gives back what the snapshot held (typedstore.Store.Freeze)
 }
 
 func (p *heapPending) Materialize(w io.Writer, extra ...snapshot.Source) (Handle, error) {

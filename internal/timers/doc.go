@@ -17,7 +17,7 @@
 // allocates nothing in the steady state, and a duplicate is found by
 // comparing tags before bytes. The heap of each domain holds (timestamp, key
 // group, first id bytes, item index) entries. Tables and pools are
-// copy-on-write after a snapshot, as in internal/statebackend/heap; arenas
+// copy-on-write after a snapshot, as in internal/statebackend/typedstore; arenas
 // are shared, since their bytes are never rewritten (a full arena is
 // replaced by a compacted copy), which also keeps fired timers' keys valid.
 //

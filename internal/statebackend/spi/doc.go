@@ -10,11 +10,16 @@
 // check once, when the state is created, never per access. Serialized is
 // the capability of a backend that keeps each state as bytes (Pebble): any
 // backend that implements it gets every state kind without a change to
-// package state. The heap backend's typed tables are the other capability:
-// their Backend is the *heap.Store itself, because a table typed by the
-// user's value type can only be instantiated where that type is known, in
-// the generic constructors of package state (Go instantiates generic code
-// at compile time), so those constructors name the heap package.
+// package state. Typed tables are the other capability: the Backend is a
+// *typedstore.Store, the data structure of typed in-memory keyed tables
+// (internal/statebackend/typedstore), which a backend offers by keeping
+// its states in one (the hashmap backend keeps all of them there). A
+// table typed by the user's value type can only be instantiated where that
+// type is known, in the generic constructors of package state (Go
+// instantiates generic code at compile time), so the typed store is part
+// of the SPI, not of a backend: package state and the operators name it
+// and this package, never a backend. Operators reach the tables directly
+// through DirectTable and DirectStore (direct.go).
 //
-// This package imports no backend.
+// This package imports no backend; it imports the typed store.
 package spi

@@ -18,8 +18,8 @@ type Store interface {
 
 // Backend is one state's backend as the handle constructors of package
 // state see it. Every backend implements it, plus one capability that
-// says where the state's entries are kept: Serialized, or the heap
-// backend's typed tables (*heap.Store). The constructors check the
+// says where the state's entries are kept: Serialized, or typed tables
+// (the Backend is then a *typedstore.Store). The constructors check the
 // capability once, when the state is created.
 type Backend interface {
 	// Now is the backend clock's processing time in milliseconds, the

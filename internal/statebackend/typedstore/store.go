@@ -1,4 +1,4 @@
-package heap
+package typedstore
 
 import (
 	"encoding/binary"
@@ -13,7 +13,7 @@ import (
 	"github.com/weirhq/weir/internal/statebackend/budget"
 )
 
-// Store holds the heap tables of one keyed operator subtask. It is owned by
+// Store holds the typed tables of one keyed operator subtask. It is owned by
 // the task goroutine; only frozen snapshot views are read elsewhere.
 type Store struct {
 	// Pads: the current-key fields are written on every record; keep them
@@ -234,7 +234,7 @@ func (s *Store) CurrentKey() []byte {
 
 func (s *Store) attach(name string, t erased) error {
 	if _, ok := s.tables[name]; ok {
-		return fmt.Errorf("state %q: heap table registered twice", name)
+		return fmt.Errorf("state %q: typed table registered twice", name)
 	}
 	s.tables[name] = t
 	s.list = append(s.list, t)

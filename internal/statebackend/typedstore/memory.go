@@ -1,4 +1,4 @@
-package heap
+package typedstore
 
 import (
 	"math"

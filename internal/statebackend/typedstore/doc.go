@@ -1,15 +1,21 @@
-// Package heap owns the in-memory keyed state tables of the "hashmap" state
-// backend: per state, per key group, a hash table from the current key (and
-// namespace) to a typed entry.
+// Package typedstore owns the typed in-memory keyed state tables that the
+// state SPI offers (internal/statebackend/spi): per state, per key group, a
+// hash table from the current key (and namespace) to a typed entry. It is
+// a data structure, not a backend: the "hashmap" backend
+// (internal/statebackend) keeps all its states in one Store and writes its
+// snapshots to checkpoint storage; another backend may keep some states in
+// one too.
 //
 // The tables are generic over the entry payload and are created by the
 // generic constructors of package state, which know the value types and
-// codecs; the Store sees them through a small type-erased interface for
-// snapshot and restore. The Store is the state SPI's Backend
-// (internal/statebackend/spi) of every state it holds. Operators reach
-// the tables and the store directly through two capabilities
-// (direct.go): DirectTable, of a state handle, and DirectStore, of the
-// keyed backend, which they check once, when they open.
+// codecs (Go instantiates generic code where the type is known, so this
+// package is on the SPI side, which public packages may import); the
+// Store sees them through a small type-erased interface for snapshot and
+// restore. The Store is the state SPI's Backend of every state it holds.
+// Operators reach the tables and the store directly through two
+// capabilities the SPI declares (spi.DirectTable, of a state handle, and
+// spi.DirectStore, of the keyed backend), which they check once, when
+// they open.
 //
 // A key group's table is our own hash table (slots.go), not a Go map:
 // Swiss-table control bytes (7 bits of hash per slot, matched 8 at a time
@@ -87,4 +93,4 @@
 //
 // The map key is uvarint(len(key)) | key | namespace: unambiguous, so the
 // snapshot can split it back into key and namespace.
-package heap
+package typedstore

@@ -1,4 +1,4 @@
-package heap
+package typedstore
 
 import (
 	"bytes"
@@ -671,7 +671,7 @@ func TestAdversarialRestoreIntoSharedTable(t *testing.T) {
 // cleared, CurrentKey returns wrong bytes, and snapshots emit garbled keys.
 // Passes on little-endian; fails under
 //
-//	GOARCH=s390x go test -c -o /tmp/h ./internal/statebackend/heap && qemu-s390x-static /tmp/h -test.run NamespaceRoundTrip
+//	GOARCH=s390x go test -c -o /tmp/h ./internal/statebackend/typedstore && qemu-s390x-static /tmp/h -test.run NamespaceRoundTrip
 func TestAdversarialNamespaceRoundTrip(t *testing.T) {
 	s := NewStore(keygroup.Range{Start: 0, End: 0}, 128, clock.NewManual(0))
 	tbl, _ := NewTable(s, snapshot.StateMeta{Name: "v", Kind: snapshot.KindValue}, listOps())
