@@ -46,7 +46,7 @@ var public = m("state/...", "codec/...", "source/...", "sink/...", "clock/...", 
 // pureCores are the deterministic state machines with golden traces: they
 // take events and return actions, and import nothing with I/O.
 var pureCores = m("internal/barrier", "internal/checkpoint/coordinator", "internal/watermark",
-	"internal/restart", "internal/keygroup", "internal/window", "internal/graph")
+	"internal/restart", "internal/keygroup", "internal/window", "internal/graph", "internal/heartbeat")
 
 // Rules are Weir's layering rules (docs/architecture.md).
 var Rules = []Rule{
