@@ -24,7 +24,8 @@
 //     execution, register again) when its session ends or no heartbeat of
 //     the last heartbeat.timeout was acknowledged;
 //   - Reconcile, a function: which executions the TaskManager must cancel
-//     and which the JobManager must fail, from one heartbeat.
+//     and which the JobManager must fail, from one heartbeat; and Unheld,
+//     the TaskManager's half: what to cancel after a HeartbeatReply.
 //
 // It does not own the sessions, the messages, the executions or the slots:
 // those are the caller's, told by the outputs, whose doc comments say in

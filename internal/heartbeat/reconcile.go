@@ -93,3 +93,28 @@ func Reconcile[E, A comparable](deployed []Deployed[E, A], reported []Reported[E
 func MissingReason(tm string) string {
 	return "missing on TaskManager " + tm + ": its heartbeat no longer reports the execution"
 }
+
+// Unheld is the TaskManager's half of reconciliation (decision 10): the
+// executions it runs (not terminal) under an allocation the JobManager's
+// HeartbeatReply does not list in held, each once, in input order. They
+// belong to an attempt the JobManager has ended; cancel them. The reply
+// follows every Deployment the JobManager sent before it on the ordered
+// session, so an allocation is missing from it only once released.
+func Unheld[E, A comparable](running []Reported[E, A], held []A) []E {
+	h := make(map[A]struct{}, len(held))
+	for _, a := range held {
+		h[a] = struct{}{}
+	}
+	var out []E
+	seen := map[E]struct{}{}
+	for _, r := range running {
+		if _, ok := h[r.Alloc]; ok || r.Terminal {
+			continue
+		}
+		if _, dup := seen[r.Exec]; !dup {
+			seen[r.Exec] = struct{}{}
+			out = append(out, r.Exec)
+		}
+	}
+	return out
+}

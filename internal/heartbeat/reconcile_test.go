@@ -75,6 +75,26 @@ func TestReconcileTable(t *testing.T) {
 	}
 }
 
+func TestUnheld(t *testing.T) {
+	cases := []struct {
+		name    string
+		running []rep
+		held    []int
+		want    []string
+	}{
+		{"nothing", nil, []int{1}, nil},
+		{"all held", []rep{{"a", 1, false}, {"b", 2, false}}, []int{2, 1}, nil},
+		{"released allocation", []rep{{"a", 1, false}, {"b", 2, false}, {"c", 2, false}}, []int{1}, []string{"b", "c"}},
+		{"ended ones are left alone", []rep{{"a", 3, true}}, nil, nil},
+		{"once each", []rep{{"a", 3, false}, {"a", 3, false}}, nil, []string{"a"}},
+	}
+	for _, c := range cases {
+		if got := Unheld(c.running, c.held); !slices.Equal(got, c.want) {
+			t.Errorf("%s: Unheld = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // reconcileModel is Reconcile's rule by brute force: nested scans, no maps.
 func reconcileModel(deployed []dep, reported []rep, processed uint64) (cancel, missing []string) {
 	for _, r := range reported {
