@@ -49,4 +49,21 @@
 //   - Reconcile never flags an execution still in flight: a deployment the
 //     TaskManager has not processed, or an execution whose end the
 //     JobManager has not seen, is left alone.
+//
+// # Where it departs from the design record
+//
+//   - A TaskManager counts its silence from the send time of its latest
+//     acknowledged heartbeat, not from the last message of the JobManager:
+//     that makes "the silent side fences first" (decision 13) hold always
+//     rather than in the common case, and a JobManager still sending
+//     triggers over a link silent the other way keeps nobody alive.
+//   - A TaskManager fences as soon as its session ends, since a session is
+//     never resumed (decision 12) and the JobManager redeploys at once on a
+//     closed stream; heartbeat.rpc-failure-threshold (consecutive failed
+//     reconnects) therefore has nothing left to decide and is not used.
+//     Registration gives up after taskmanager.registration.timeout.
+//   - A session the JobManager sees end by its own error (a timeout) is not
+//     proof that the TaskManager knows: its slots wait as after a silent
+//     loss. Only an end from the TaskManager's side (EOF, reset),
+//     deregistration or a new registration free them at once.
 package heartbeat

@@ -17,9 +17,9 @@ import (
 //     with Registered or RegisterFailed.
 //  4. Heartbeat: send a Heartbeat on the session now, then report the seq
 //     it was sent with by HeartbeatSent.
-//  5. WakeAt: call Tick at that time (epoch ms); 0 means none is due (an
-//     attempt to register is in flight and no deadline applies, or the
-//     Member gave up).
+//  5. WakeAt: call Tick at that time (epoch ms); 0 only once the Member
+//     gave up. While an attempt is in flight it is the registration
+//     timeout, so a hung attempt cannot outlast it.
 type MemberOutput struct {
 	Fence     string
 	GiveUp    error
@@ -78,7 +78,6 @@ type Member struct {
 	session  string
 	nextBeat int64
 	acked    int64  // send time of the latest acknowledged heartbeat
-	ackedSeq uint64 // the latest seq a reply acknowledged
 	pending  []sent // unacknowledged heartbeats, seq increasing, at most maxPending
 	lastSeq  uint64 // the seq of the latest HeartbeatSent, 0 before any
 	askedAt  int64  // when the latest Heartbeat was output
@@ -118,7 +117,7 @@ func (m *Member) Registered(now int64, epoch uint64, session string) MemberOutpu
 	}
 	m.attempting = false
 	m.state, m.epoch, m.session = registered, epoch, session
-	m.acked, m.ackedSeq, m.pending, m.lastSeq = m.attemptStart, 0, m.pending[:0], 0
+	m.acked, m.pending, m.lastSeq = m.attemptStart, m.pending[:0], 0
 	m.failures, m.lastFailure = 0, ""
 	m.askHeartbeat(&o)
 	return m.finish(o)
@@ -176,7 +175,6 @@ func (m *Member) Reply(now int64, acked uint64) MemberOutput {
 		n++
 	}
 	m.pending = append(m.pending[:0], m.pending[n:]...)
-	m.ackedSeq = max(m.ackedSeq, acked)
 	return m.finish(o)
 }
 
