@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/source"
 )
@@ -71,6 +73,7 @@ type reader[T any] struct {
 	mu       sync.Mutex
 	fetched  []*kgo.Record
 	hwm      map[topicPartition]int64 // high watermark (read_committed: last stable offset)
+	lastRec  map[topicPartition]int64 // offset of the last record fetched, for DebugState
 	fetchErr error
 	buffered int // fetched and not yet emitted or dropped
 	wake     chan struct{}
@@ -78,6 +81,8 @@ type reader[T any] struct {
 	cancel   context.CancelFunc
 	ctx      context.Context
 	done     chan struct{}
+	// fetchReqs counts the client's fetch requests, for DebugState.
+	fetchReqs fetchCounter
 
 	// Offsets of checkpoints not complete yet, by checkpoint id.
 	pendingCommits map[int64]map[topicPartition]int64
@@ -111,6 +116,7 @@ func newReader[T any](cfg *SourceConfig, d Deserializer[T], ctx source.ReaderCon
 		cfg: cfg, deser: d, rctx: ctx, metrics: m, log: log,
 		splits:         map[string]*splitState[T]{},
 		hwm:            map[topicPartition]int64{},
+		lastRec:        map[topicPartition]int64{},
 		wake:           make(chan struct{}, 1),
 		space:          make(chan struct{}, 1),
 		pendingCommits: map[int64]map[topicPartition]int64{},
@@ -139,6 +145,7 @@ func (r *reader[T]) Start() error {
 		// race detector caught in CI as the reader closed after a failure).
 		// A reader holds few partitions, so full fetch requests cost little.
 		kgo.DisableFetchSessions(),
+		kgo.WithHooks(&r.fetchReqs),
 	}
 	if r.cfg.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
@@ -279,6 +286,9 @@ func (r *reader[T]) fetchLoop() {
 			if hw >= 0 {
 				r.hwm[topicPartition{p.Topic, p.Partition}] = hw
 			}
+			if n := len(p.Records); n > 0 {
+				r.lastRec[topicPartition{p.Topic, p.Partition}] = p.Records[n-1].Offset
+			}
 			recs = append(recs, p.Records...)
 		})
 		r.fetched = append(r.fetched, recs...)
@@ -334,7 +344,16 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 			break
 		}
 	}
-	// Finished splits leave.
+	// Finished splits leave. Their partitions are paused in the client,
+	// not removed from it: franz-go (1.22.3) stops and restarts its
+	// consumer session to remove a partition, dropping what it fetched for
+	// the others, and a restart can leave it fetching nothing, for good
+	// (the old session's fetch loop, not yet counted as that session's
+	// worker, sees it canceled after the new session asked it to go on, and
+	// stops): a bounded job then never ended. Pausing only filters what
+	// the client fetches; a reader never reads a finished partition again
+	// (a restore starts new readers).
+	var ended map[string][]int32
 	for i := 0; i < len(r.order); i++ {
 		s := r.splits[r.order[i]]
 		if !s.sp.finished() {
@@ -343,10 +362,16 @@ func (r *reader[T]) PollNext(out source.Output[T]) (source.Status, <-chan struct
 		dropped += len(s.queue)
 		r.finished[s.tp] = s.sp.Offset
 		out.ReleaseSplit(s.id)
-		r.cl.RemoveConsumePartitions(map[string][]int32{s.sp.Topic: {s.sp.Partition}})
+		if ended == nil {
+			ended = map[string][]int32{}
+		}
+		ended[s.sp.Topic] = append(ended[s.sp.Topic], s.sp.Partition)
 		delete(r.splits, s.id)
 		r.order = slices.Delete(r.order, i, i+1)
 		i--
+	}
+	if ended != nil {
+		r.cl.PauseFetchPartitions(ended)
 	}
 	if emitted+dropped > 0 {
 		r.mu.Lock()
@@ -610,3 +635,67 @@ func (r *reader[T]) Close() error {
 }
 
 var _ source.SplitPauser = (*reader[int])(nil)
+
+// fetchCounter is a franz-go hook that counts fetch requests and notes
+// when the last one went out and when its answer came.
+type fetchCounter struct {
+	reqs, resps       atomic.Int64
+	lastReq, lastResp atomic.Int64 // unix nanoseconds
+}
+
+var (
+	_ kgo.HookBrokerWrite = (*fetchCounter)(nil)
+	_ kgo.HookBrokerRead  = (*fetchCounter)(nil)
+)
+
+func (f *fetchCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	if key == int16(kmsg.Fetch) {
+		f.reqs.Add(1)
+		f.lastReq.Store(time.Now().UnixNano())
+	}
+}
+
+func (f *fetchCounter) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	if key == int16(kmsg.Fetch) {
+		f.resps.Add(1)
+		f.lastResp.Store(time.Now().UnixNano())
+	}
+}
+
+func since(unixNano int64) string {
+	if unixNano == 0 {
+		return "never"
+	}
+	return time.Since(time.Unix(0, unixNano)).Round(time.Millisecond).String() + " ago"
+}
+
+// DebugState says where the reader is, for a test's timeout message
+// (connector/internal/sourcetest): whether it was told no more splits
+// come, its buffer, its client's fetch requests, and for each split its
+// position against its stop offset, the records queued, and the partition's
+// last fetched record and high watermark. It runs on the reader's
+// goroutine, as PollNext does.
+func (r *reader[T]) DebugState() string {
+	var b strings.Builder
+	r.mu.Lock()
+	fmt.Fprintf(&b, "noMoreSplits=%v buffered=%d of %d, %d fetched not polled, fetch error %v; %d fetch requests (last %s), %d answers (last %s)",
+		r.noMore, r.buffered, r.cfg.MaxBufferedRecords, len(r.fetched), r.fetchErr,
+		r.fetchReqs.reqs.Load(), since(r.fetchReqs.lastReq.Load()), r.fetchReqs.resps.Load(), since(r.fetchReqs.lastResp.Load()))
+	for _, id := range r.order {
+		s := r.splits[id]
+		fmt.Fprintf(&b, "; split %s at %d, stop %d, %d queued, paused %v", id, s.sp.Offset, s.sp.StopOffset, len(s.queue), s.paused)
+		if o, ok := r.lastRec[s.tp]; ok {
+			fmt.Fprintf(&b, ", last record fetched %d", o)
+		} else {
+			b.WriteString(", no record fetched")
+		}
+		if h, ok := r.hwm[s.tp]; ok {
+			fmt.Fprintf(&b, ", high watermark %d", h)
+		}
+	}
+	r.mu.Unlock()
+	if len(r.finished) > 0 {
+		fmt.Fprintf(&b, "; %d splits finished", len(r.finished))
+	}
+	return b.String()
+}

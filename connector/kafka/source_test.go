@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/weirhq/weir/codec"
 	"github.com/weirhq/weir/connector/internal/sourcetest"
 	"github.com/weirhq/weir/failure"
@@ -209,6 +211,79 @@ func TestBoundedExactlyOnceAcrossFailures(t *testing.T) {
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d (%d failures): %d records, want %d", round, o.Failures, len(got), len(want))
+		}
+	}
+}
+
+// A bounded split that ends leaves the client's fetching of the other
+// partitions alone: what the client fetched for them is not dropped and
+// fetched again. The reader used to remove an ended partition from its
+// client, which makes franz-go stop and restart its consumer session; a
+// restart can leave the client fetching nothing, for good (franz-go
+// 1.22.3: the fetch loop of the old session, started and not yet counted
+// as the session's worker, sees its session canceled after the new session
+// asked it to go on, and stops), and a bounded job then never ended
+// (TestBoundedExactlyOnceAcrossFailures in CI: "no end of input"). The
+// broker sees the restart: a partition fetched again from an offset whose
+// records it already returned.
+func TestEndedSplitDoesNotRestartFetching(t *testing.T) {
+	rng := testseed.Rand(t, 24)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addrs := c.ListenAddrs()
+	var mu sync.Mutex
+	fetches := map[int32][]int64{} // fetch offsets requested, by partition
+	c.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rt := range kreq.(*kmsg.FetchRequest).Topics {
+			for _, rp := range rt.Partitions {
+				fetches[rp.Partition] = append(fetches[rp.Partition], rp.FetchOffset)
+			}
+		}
+		return nil, nil, false
+	})
+	produceValues(t, addrs, "e", 0, "p0-0")
+	produceValues(t, addrs, "e", 1, "p1-0")
+	// One record to read per partition; each partition's first fetch
+	// returns it and 100 more past the stop offset, which the client holds
+	// while the reader takes one record at a time.
+	src, err := NewSource(SourceConfig{Brokers: addrs, Topics: []string{"e"}, Bounded: true, MaxBufferedRecords: 1}, StringValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := sourcetest.Start(source.Source[string, Split](src), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	if err := job.RunAsync(true); err != nil { // the discovery: stop offsets 1
+		t.Fatal(err)
+	}
+	for p := range int32(2) {
+		var more []string
+		for i := range 100 {
+			more = append(more, fmt.Sprintf("p%d-%d", p, i+1))
+		}
+		produceValues(t, addrs, "e", p, more...)
+	}
+	if err := job.Run(rng, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := sorted(job.All()); !slices.Equal(got, []string{"p0-0", "p1-0"}) {
+		t.Fatalf("read %v, want p0-0 and p1-0", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p, offs := range fetches {
+		for i, o := range offs {
+			if slices.Contains(offs[:i], o) {
+				t.Fatalf("partition %d fetched from offset %d again (fetch offsets %v): the client dropped what it had fetched when the other split ended", p, o, offs)
+			}
 		}
 	}
 }

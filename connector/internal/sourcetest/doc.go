@@ -12,4 +12,9 @@
 // assignments sent before the enumerator's snapshot reach the readers
 // before theirs; split requests in flight at a failure are lost (a restored
 // reader asks again).
+//
+// A run that does not end in time fails with where each reader that has not
+// ended is: the events it has not received and, from a reader with a
+// DebugState() string method, its own account (positions against stop
+// offsets, buffers).
 package sourcetest

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -536,7 +537,7 @@ func (j *Job[T, S]) Run(rng *rand.Rand, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for !j.Done() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no end of input after %v (%d records)", timeout, len(j.All()))
+			return fmt.Errorf("no end of input after %v (%d records)%s", timeout, len(j.All()), j.describe())
 		}
 		for range 16 {
 			if _, err := j.Step(rng); err != nil {
@@ -599,8 +600,9 @@ func RunWithFailures[T, S any](rng *rand.Rand, src source.Source[T, S], o Option
 		}
 		for s := 0; (failures >= o.Failures || s < steps) && !job.Done(); s++ {
 			if time.Now().After(deadline) {
+				err := fmt.Errorf("no end of input after %v (%d records)%s", o.Timeout, len(current()), job.describe())
 				job.Close()
-				return nil, fmt.Errorf("no end of input after %v (%d records)", o.Timeout, len(current()))
+				return nil, err
 			}
 			if o.Until != nil && o.Until(len(accepted)+len(job.All())) {
 				break
@@ -705,4 +707,23 @@ func (c readerCtx[T, S]) Gauge(name string) source.Gauge     { return c.j.metric
 
 func (c readerCtx[T, S]) RequestSplit() {
 	c.j.requests = append(c.j.requests, request{subtask: c.i})
+}
+
+// describe tells, for a timeout's message, where each reader that has not
+// ended is: whether it was told no more splits are coming, the events it
+// has not received, and what its reader says of itself when it has a
+// DebugState() string method (positions against stop offsets, buffers).
+func (j *Job[T, S]) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "; parallelism %d, %d requests pending", j.p, len(j.requests))
+	for i, r := range j.readers {
+		if r.Ended {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  subtask %d: not ended, %d events pending, %d records", i, len(r.events), r.N)
+		if d, ok := r.R.(interface{ DebugState() string }); ok {
+			fmt.Fprintf(&b, ": %s", d.DebugState())
+		}
+	}
+	return b.String()
 }
