@@ -12,7 +12,7 @@ import (
 //
 // Next reads a frame's header and, for every type but BUFFER, its body,
 // which the accessor of its type returns (Hello, PartitionRequest, Credits,
-// CancelRequest, Error). For a BUFFER, Next reads only the fixed header
+// CancelRequest, ErrorFrame). For a BUFFER, Next reads only the fixed header
 // (Buffer): the caller picks the destination by channel and reads the
 // payload into it with ReadPayload, straight from the stream (bufio reads a
 // payload larger than its buffer directly from the underlying reader, so
@@ -44,14 +44,14 @@ type Decoder struct {
 	req   PartitionRequest
 	buf   BufferHeader
 	ch    uint32
-	err   Error
+	errf  ErrorFrame
 }
 
 // NewDecoder returns a Decoder reading from r whose BUFFER data payloads
 // may have up to maxBufferSize bytes: the receiver's network buffer size.
 func NewDecoder(r *bufio.Reader, maxBufferSize int) (*Decoder, error) {
 	if maxBufferSize < MinBufferSize || maxBufferSize > MaxBufferSize {
-		return nil, fmt.Errorf("wire: a network buffer size of %d bytes, want %d to %d (taskmanager.memory.segment-size, weir run --buffer-size)", maxBufferSize, MinBufferSize, MaxBufferSize)
+		return nil, fmt.Errorf("wire: a network buffer size of %d bytes, want %d to %d (weir.Config.BufferSize, weir run --buffer-size)", maxBufferSize, MinBufferSize, MaxBufferSize)
 	}
 	return &Decoder{r: r, maxBuffer: maxBufferSize}, nil
 }
@@ -130,7 +130,7 @@ func (d *Decoder) Next() (Type, error) {
 	case TypeCancelRequest:
 		d.ch = p.u32f("Channel")
 	case TypeError:
-		d.err = Error{Channel: p.u32f("Channel"), Text: p.text()}
+		d.errf = ErrorFrame{Channel: p.u32f("Channel"), Text: p.text()}
 	}
 	if p.err == nil && p.off != len(p.b) {
 		p.fail("", "%d bytes follow the last field", len(p.b)-p.off)
@@ -169,7 +169,8 @@ func (d *Decoder) readBuffer(n int64) error {
 	}
 	b := d.hdr[HeaderSize:]
 	h := BufferHeader{Channel: le.Uint32(b), Sequence: le.Uint32(b[4:]), Backlog: le.Uint32(b[8:]),
-		Kind: b[12], Priority: b[13]&flagPriority != 0, Len: int(n - bufferFixed)}
+		Kind: b[12], Priority: b[13]&flagPriority != 0}
+	plen := n - bufferFixed // int64: a claimed length must not wrap an int
 	switch {
 	case h.Kind >= NumKinds:
 		return decodeErr(TypeBuffer, "kind", "%d on channel %d, want below %d (NumKinds)", h.Kind, h.Channel, NumKinds)
@@ -177,11 +178,12 @@ func (d *Decoder) readBuffer(n int64) error {
 		return decodeErr(TypeBuffer, "flags", "%#02x on channel %d: only the priority bit (%#02x) is defined", b[13], h.Channel, flagPriority)
 	case h.Kind == KindData && h.Priority:
 		return decodeErr(TypeBuffer, "flags", "priority on a data buffer of channel %d (only events overtake data)", h.Channel)
-	case h.Kind == KindData && h.Len > d.maxBuffer:
-		return decodeErr(TypeBuffer, "payload", "%d bytes on channel %d, more than the receiver's %d-byte network buffers (taskmanager.memory.segment-size, --buffer-size: every TaskManager of a cluster must use the same)", h.Len, h.Channel, d.maxBuffer)
-	case h.Kind != KindData && h.Len > MaxEventSize:
-		return decodeErr(TypeBuffer, "payload", "an event of kind %d with %d bytes on channel %d, more than the %d an event may have (MaxEventSize)", h.Kind, h.Len, h.Channel, MaxEventSize)
+	case h.Kind == KindData && plen > int64(d.maxBuffer):
+		return decodeErr(TypeBuffer, "payload", "%d bytes on channel %d, more than the receiver's %d-byte network buffers (weir.Config.BufferSize, weir run --buffer-size: every TaskManager of a cluster must use the same)", plen, h.Channel, d.maxBuffer)
+	case h.Kind != KindData && plen > MaxEventSize:
+		return decodeErr(TypeBuffer, "payload", "an event of kind %d with %d bytes on channel %d, more than the %d an event may have (MaxEventSize)", h.Kind, plen, h.Channel, MaxEventSize)
 	}
+	h.Len = int(plen)
 	d.buf, d.pending, d.typ = h, h.Len, TypeBuffer
 	return nil
 }
@@ -223,8 +225,8 @@ func (d *Decoder) Credits() Credits { return Credits{b: d.body[4:]} }
 // CancelRequest is the channel of the CANCEL_REQUEST that Next returned.
 func (d *Decoder) CancelRequest() uint32 { return d.ch }
 
-// Error is the ERROR that Next returned.
-func (d *Decoder) Error() Error { return d.err }
+// ErrorFrame is the ERROR that Next returned.
+func (d *Decoder) ErrorFrame() ErrorFrame { return d.errf }
 
 // Credits are the (channel, credit) pairs of an ADD_CREDIT, read in place.
 type Credits struct{ b []byte }

@@ -127,7 +127,7 @@ func AppendCancelRequest(dst []byte, channel uint32) []byte {
 // AppendError appends e's ERROR frame. A text longer than MaxTextLen is
 // cut to fit, at a UTF-8 character boundary, and ends in "...": an ERROR
 // is sent while failing, so it always encodes.
-func AppendError(dst []byte, e Error) []byte {
+func AppendError(dst []byte, e ErrorFrame) []byte {
 	text := e.Text
 	if len(text) > MaxTextLen {
 		cut := MaxTextLen - len("...")

@@ -190,9 +190,9 @@ type Credit struct {
 	Credit  uint32
 }
 
-// Error is an ERROR frame: the sender failed Channel, or with
+// ErrorFrame is an ERROR frame: the sender failed Channel, or with
 // AllChannels the whole connection, for Text's reason.
-type Error struct {
+type ErrorFrame struct {
 	Channel uint32
 	Text    string
 }

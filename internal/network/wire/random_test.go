@@ -61,7 +61,7 @@ func randFrame(r *rand.Rand, maxBuf int) frame {
 		if r.IntN(3) == 0 {
 			ch = AllChannels
 		}
-		return frame{T: t, Err: Error{Channel: ch, Text: randString(r, MaxTextLen)}}
+		return frame{T: t, Err: ErrorFrame{Channel: ch, Text: randString(r, MaxTextLen)}}
 	}
 }
 
@@ -162,7 +162,7 @@ func FuzzDecode(f *testing.F) {
 			case TypeCancelRequest:
 				fr.Channel = d.CancelRequest()
 			case TypeError:
-				fr.Err = d.Error()
+				fr.Err = d.ErrorFrame()
 			default:
 				t.Fatalf("Next returned %s without an error", ty)
 			}

@@ -20,7 +20,7 @@ type frame struct {
 	Payload []byte
 	Credits []Credit
 	Channel uint32
-	Err     Error
+	Err     ErrorFrame
 }
 
 func (f frame) String() string {
@@ -83,7 +83,7 @@ func next(d *Decoder, maxBuf int) (frame, error) {
 	case TypeCancelRequest:
 		f.Channel = d.CancelRequest()
 	case TypeError:
-		f.Err = d.Error()
+		f.Err = d.ErrorFrame()
 	}
 	return f, nil
 }
@@ -126,8 +126,8 @@ var goldenFrames = []struct {
 	{"buffer_end_of_partition", frame{T: TypeBuffer, Buf: BufferHeader{Channel: 3, Sequence: 100, Kind: 2}, Payload: []byte{}}},
 	{"add_credit", frame{T: TypeAddCredit, Credits: []Credit{{Channel: 0, Credit: 2}, {Channel: 7, Credit: 1}, {Channel: 65536, Credit: 10}}}},
 	{"cancel_request", frame{T: TypeCancelRequest, Channel: 9}},
-	{"error_channel", frame{T: TypeError, Err: Error{Channel: 4, Text: "task map (2/4) failed: boom"}}},
-	{"error_all", frame{T: TypeError, Err: Error{Channel: AllChannels, Text: "HELLO: build \"a\", this TaskManager runs build \"b\""}}},
+	{"error_channel", frame{T: TypeError, Err: ErrorFrame{Channel: 4, Text: "task map (2/4) failed: boom"}}},
+	{"error_all", frame{T: TypeError, Err: ErrorFrame{Channel: AllChannels, Text: "HELLO: build \"a\", this TaskManager runs build \"b\""}}},
 }
 
 func TestRoundTripEveryFrame(t *testing.T) {
@@ -164,7 +164,7 @@ func TestHandAssembled(t *testing.T) {
 		{"ADD_CREDIT", frame{T: TypeAddCredit, Credits: []Credit{{1, 2}}},
 			[]byte{12, 0, 0, 0, 4, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0}},
 		{"CANCEL_REQUEST", frame{T: TypeCancelRequest, Channel: 258}, []byte{4, 0, 0, 0, 5, 2, 1, 0, 0}},
-		{"ERROR", frame{T: TypeError, Err: Error{Channel: AllChannels, Text: "no"}},
+		{"ERROR", frame{T: TypeError, Err: ErrorFrame{Channel: AllChannels, Text: "no"}},
 			[]byte{8, 0, 0, 0, 6, 0xff, 0xff, 0xff, 0xff, 2, 0, 'n', 'o'}},
 		{"HELLO", frame{T: TypeHello, Hello: Hello{TaskManager: "a", Session: "", Epoch: 2, BuildID: "b"}},
 			[]byte{19, 0, 0, 0, 1, 'W', 'E', 'I', 'R', 1, 0, 1, 'a', 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 'b'}},
@@ -248,7 +248,7 @@ func TestEncodeErrors(t *testing.T) {
 
 func TestErrorTextIsCut(t *testing.T) {
 	text := strings.Repeat("é", MaxTextLen) // 2 bytes each
-	got, err := decodeAll(t, AppendError(nil, Error{Channel: 1, Text: text}), 1024)
+	got, err := decodeAll(t, AppendError(nil, ErrorFrame{Channel: 1, Text: text}), 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestErrorTextIsCut(t *testing.T) {
 		t.Fatalf("cut inside a character: %q", g[len(g)-8:])
 	}
 	exact := strings.Repeat("a", MaxTextLen)
-	if got, _ := decodeAll(t, AppendError(nil, Error{Text: exact}), 1024); got[0].Err.Text != exact {
+	if got, _ := decodeAll(t, AppendError(nil, ErrorFrame{Text: exact}), 1024); got[0].Err.Text != exact {
 		t.Fatal("a text of exactly MaxTextLen was changed")
 	}
 }
@@ -291,7 +291,7 @@ func TestDecodeErrors(t *testing.T) {
 	data := enc(t, frame{T: TypeBuffer, Buf: BufferHeader{Channel: 6}, Payload: make([]byte, 100)})
 	credit := enc(t, frame{T: TypeAddCredit, Credits: []Credit{{1, 1}, {2, 2}}})
 	cancel := enc(t, frame{T: TypeCancelRequest, Channel: 3})
-	errf := enc(t, frame{T: TypeError, Err: Error{Text: "abc"}})
+	errf := enc(t, frame{T: TypeError, Err: ErrorFrame{Text: "abc"}})
 	ev := enc(t, frame{T: TypeBuffer, Buf: BufferHeader{Channel: 2, Kind: 1}, Payload: make([]byte, MaxEventSize)})
 	le.PutUint32(ev, uint32(bufferFixed+MaxEventSize+1)) // one byte more than an event may have
 	cases := []struct {
@@ -311,7 +311,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"type zero", patch(cancel, 4, 0), "unknown type(0)", false},
 		{"garbage", []byte("GET / HTTP/1.1\r\n\r\n"), "unknown type(47) with a 542393671-byte body", false},
 		{"data too large", patch(enc(t, frame{T: TypeBuffer, Payload: make([]byte, maxBuf+1)}), 0),
-			"decoding BUFFER: field payload: 1025 bytes on channel 0, more than the receiver's 1024-byte network buffers (taskmanager.memory.segment-size, --buffer-size", false},
+			"decoding BUFFER: field payload: 1025 bytes on channel 0, more than the receiver's 1024-byte network buffers (weir.Config.BufferSize, weir run --buffer-size", false},
 		{"huge length, no bytes", append(u32(0xffffffff), byte(TypeBuffer)), "field header: 14 bytes missing", true},
 		{"huge data length", append(append(u32(0xfffffff0), byte(TypeBuffer)), make([]byte, 14)...), "4294967266 bytes on channel 0, more than the receiver's 1024", false},
 		{"event too large", append(ev, 0), "decoding BUFFER: field payload: an event of kind 1 with 257 bytes on channel 2, more than the 256 an event may have (MaxEventSize)", false},
