@@ -103,7 +103,10 @@ func (d *Decoder) Next() (Type, error) {
 	}
 	n, t := int64(le.Uint32(d.hdr[:])), Type(d.hdr[4])
 	if t == TypeBuffer {
-		return t, d.readBuffer(n)
+		if err := d.readBuffer(n); err != nil {
+			return 0, err
+		}
+		return t, nil
 	}
 	lo, hi := bodyBounds(t)
 	if hi < 0 {
@@ -219,8 +222,14 @@ func (d *Decoder) PartitionRequest() PartitionRequest { return d.req }
 // Buffer is the header of the BUFFER that Next returned.
 func (d *Decoder) Buffer() BufferHeader { return d.buf }
 
-// Credits is the ADD_CREDIT that Next returned; valid until the next call.
-func (d *Decoder) Credits() Credits { return Credits{b: d.body[4:]} }
+// Credits is the ADD_CREDIT that Next returned, read in place: valid
+// until the next call to Next. Empty when Next returned another type.
+func (d *Decoder) Credits() Credits {
+	if d.typ != TypeAddCredit {
+		return Credits{}
+	}
+	return Credits{b: d.body[4:]}
+}
 
 // CancelRequest is the channel of the CANCEL_REQUEST that Next returned.
 func (d *Decoder) CancelRequest() uint32 { return d.ch }

@@ -425,6 +425,9 @@ func TestPayloadHandling(t *testing.T) {
 	if _, err := d.ReadPayload(make([]byte, 0, 64)); err == nil {
 		t.Fatal("ReadPayload before Next succeeded")
 	}
+	if c := d.Credits(); c.Len() != 0 {
+		t.Fatalf("Credits before any ADD_CREDIT has %d pairs", c.Len())
+	}
 	if _, err := d.Next(); err != nil {
 		t.Fatal(err)
 	}
