@@ -137,6 +137,12 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if h, err := d.ReadHello(); err == nil {
+			if b, _ := AppendHello(nil, h); !bytes.HasPrefix(data, b) {
+				t.Fatalf("ReadHello accepted %+v from\n% x", h, data)
+			}
+		}
+		d, _ = NewDecoder(bufio.NewReaderSize(bytes.NewReader(data), 16), maxBuf)
 		dst := make([]byte, 0, maxBuf)
 		for off := 0; ; {
 			ty, err := d.Next()
