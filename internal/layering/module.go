@@ -94,6 +94,12 @@ var Rules = []Rule{
 		Direct: true,
 	},
 	{
+		Name:    "network/wire imports only the standard library",
+		Why:     "the data-plane frames are pure encoding: a TCP transport, tests and a simulator share them without the runtime",
+		From:    m("internal/network/wire"),
+		StdOnly: true,
+	},
+	{
 		Name:    "pure cores stay pure",
 		Why:     "the pure state machines are driven by golden traces and, later, a simulator: they depend on no package of Weir's or anyone's besides the standard library and the key-group arithmetic",
 		From:    pureCores,
