@@ -96,7 +96,7 @@ func (t *taskManager) call(msg any) {
 	case protocol.OperatorEvent:
 		t.gw.SendEvent(m)
 	case protocol.ReleaseJob:
-		t.gw.ReleaseJob(m.JobID)
+		t.gw.ReleaseJob(m)
 	default:
 		panic(fmt.Sprintf("jobmanager: no TaskManagerGateway call carries a %T", msg))
 	}

@@ -313,7 +313,7 @@ func (jm *JobManager) restart(j *job, attempt int) {
 		}
 	}
 	for _, tm := range jm.tms {
-		tm.send(protocol.ReleaseJob{JobID: j.spec.ID})
+		tm.send(protocol.ReleaseJob{JobID: j.spec.ID, Attempt: j.attempt})
 	}
 	jm.releaseSlotsLocked(j)
 	clear(j.tmOf) // nothing of the next attempt is placed yet
@@ -380,7 +380,7 @@ func (jm *JobManager) finishLocked(j *job) {
 	j.stopWaitingLocked()
 	jm.releaseSlotsLocked(j)
 	for _, tm := range jm.tms {
-		tm.send(protocol.ReleaseJob{JobID: j.spec.ID})
+		tm.send(protocol.ReleaseJob{JobID: j.spec.ID, Attempt: j.attempt})
 	}
 	for _, c := range j.coords {
 		c.close()

@@ -33,6 +33,19 @@ func (f *fakeTM) numCalls() int {
 	return len(f.calls)
 }
 
+// noCallsUnderLock fails t if a gateway call reached a TaskManager while
+// the JobManager's lock was held.
+func noCallsUnderLock(t *testing.T, tms ...*fakeTM) {
+	t.Helper()
+	for _, f := range tms {
+		f.mu.Lock()
+		if len(f.locked) > 0 {
+			t.Errorf("%s: gateway calls made under the JobManager's lock: %v", f.name, f.locked)
+		}
+		f.mu.Unlock()
+	}
+}
+
 func exec(job string, v, s, attempt int) string {
 	return ExecutionID{Job: job, Vertex: v, Subtask: s, Attempt: attempt}.String()
 }
@@ -132,6 +145,7 @@ func TestTaskManagerLostRestartsOnSpare(t *testing.T) {
 	if _, free := jm.SlotCounts(); free != 2 {
 		t.Errorf("%d slots free after the job ended, want 2", free)
 	}
+	noCallsUnderLock(t, tms...)
 }
 
 // TestAttemptWaitsForSlots: with too few free slots a job's executions are
@@ -170,6 +184,7 @@ func TestAttemptWaitsForSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-jm.Done("j")
+	noCallsUnderLock(t, first, second)
 }
 
 // TestSlotRequestTimeout: an attempt that waited slot.request.timeout for

@@ -25,7 +25,7 @@ import (
 // Version when frames must cross between builds of different versions.
 
 // Version is the version of the encoding, the first byte of every frame.
-// Version 2: Deployment carries its Allocation.
+// Version 2: Deployment carries its Allocation, ReleaseJob its Attempt.
 const Version = 2
 
 // MaxFrameSize bounds an encoded message. Control messages are far smaller;
@@ -133,6 +133,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		}
 	case ReleaseJob:
 		w.str(m.JobID)
+		w.int(m.Attempt)
 	case TaskManagerRegistration:
 		w.str(m.ID)
 		w.int(m.Slots)
@@ -187,7 +188,7 @@ func Decode(b []byte) (Message, error) {
 	case KindTaskStatsReport:
 		m = r.statsReport()
 	case KindReleaseJob:
-		m = ReleaseJob{JobID: r.str("JobID")}
+		m = ReleaseJob{JobID: r.str("JobID"), Attempt: r.int("Attempt")}
 	case KindTaskManagerRegistration:
 		m = TaskManagerRegistration{ID: r.str("ID"), Slots: r.int("Slots"), NetworkMemory: r.i64("NetworkMemory")}
 	case KindTaskStateUpdate:

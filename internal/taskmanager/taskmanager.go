@@ -496,7 +496,7 @@ func statsOf(t *task.Task) protocol.TaskStats {
 }
 
 // ReleaseJob implements protocol.TaskManagerGateway.
-func (tm *TaskManager) ReleaseJob(jobID string) { tm.shuffle.Release(jobID) }
+func (tm *TaskManager) ReleaseJob(r protocol.ReleaseJob) { tm.shuffle.Release(r.JobID, r.Attempt) }
 
 // Crash stops the TaskManager as a crashed process stops: from now on it
 // sends the JobManager nothing, then it cancels every task and waits for
