@@ -30,8 +30,6 @@ import (
 // slotWait is an attempt's wait for slots.
 type slotWait struct {
 	plan map[ExecutionID]*protocol.TaskRestore
-	// since is when the wait began, for the timeout's message.
-	since time.Time
 	// stop ends the timeout's goroutine.
 	stop chan struct{}
 }
@@ -62,10 +60,7 @@ func (jm *JobManager) loseLocked(id string, cause error, redeployAt time.Time) b
 	tm := jm.tms[k]
 	jm.tms = slices.Delete(jm.tms, k, k+1)
 	tm.lost = true
-	msg := cause.Error()
-	if !strings.HasPrefix(msg, "TaskManager "+id) {
-		msg = fmt.Sprintf("TaskManager %s lost: %s", id, msg)
-	}
+	msg := lossText(id, cause)
 	jm.logger.Warn("TaskManager lost", "taskmanager", id, "cause", msg)
 	for _, jid := range jm.ids {
 		j := jm.jobs[jid]
@@ -84,6 +79,16 @@ func (jm *JobManager) loseLocked(id string, cause error, redeployAt time.Time) b
 		}
 	}
 	return true
+}
+
+// lossText is the failure text of TaskManagerLost: cause's own when it
+// names the TaskManager, else "TaskManager <id> lost: <cause>".
+func lossText(id string, cause error) string {
+	msg := cause.Error()
+	if rest, ok := strings.CutPrefix(msg, "TaskManager "+id); ok && (rest == "" || rest[0] == ' ') {
+		return msg
+	}
+	return fmt.Sprintf("TaskManager %s lost: %s", id, msg)
 }
 
 // pickSlotsLocked chooses need free slots over the registered TaskManagers,
@@ -136,7 +141,7 @@ func (jm *JobManager) waitForSlotsLocked(j *job, plan map[ExecutionID]*protocol.
 	for i := range j.state.tasks {
 		j.state.tasks[i] = protocol.TaskScheduled
 	}
-	w := &slotWait{plan: plan, since: j.spec.Clock.Now(), stop: make(chan struct{})}
+	w := &slotWait{plan: plan, stop: make(chan struct{})}
 	j.waiting = w
 	timeout := j.slotRequestTimeout()
 	jm.logger.Info("waiting for task slots", "job", j.spec.ID, "attempt", j.attempt, "needed", j.need, "free", free,

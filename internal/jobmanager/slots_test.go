@@ -235,3 +235,17 @@ func TestSlotRequestTimeout(t *testing.T) {
 		t.Fatalf("waiting job canceled: %s, %v", st, err)
 	}
 }
+
+// TestLossText: a cause that names the TaskManager (heartbeat.Loss.Reason)
+// is the failure text as it is; another is prefixed with the TaskManager.
+func TestLossText(t *testing.T) {
+	for _, c := range []struct{ id, cause, want string }{
+		{"tm-2", "TaskManager tm-2 (10.36.0.3) lost: no heartbeat for 5s (heartbeat.timeout 5s)", "TaskManager tm-2 (10.36.0.3) lost: no heartbeat for 5s (heartbeat.timeout 5s)"},
+		{"tm-2", "its process is gone", "TaskManager tm-2 lost: its process is gone"},
+		{"tm-2", "TaskManager tm-20 lost: deregistered", "TaskManager tm-2 lost: TaskManager tm-20 lost: deregistered"},
+	} {
+		if got := lossText(c.id, errors.New(c.cause)); got != c.want {
+			t.Errorf("lossText(%q, %q) = %q, want %q", c.id, c.cause, got, c.want)
+		}
+	}
+}
