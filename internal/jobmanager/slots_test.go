@@ -249,3 +249,48 @@ func TestLossText(t *testing.T) {
 		}
 	}
 }
+
+// TestLostWithoutSpareWaitsForNewTaskManager: a TaskManager of a job that
+// fills the cluster is lost; the restart finds one slot of two, waits with
+// its executions SCHEDULED, and deploys once a new TaskManager registers.
+func TestLostWithoutSpareWaitsForNewTaskManager(t *testing.T) {
+	jm := New(nil)
+	g := twoVertexGraph(t, 2)
+	var tms []*fakeTM
+	for i := range 3 {
+		f := newFakeTM(jm, fmt.Sprintf("tm-%d", i))
+		f.srcOp = g.OperatorIDs[0]
+		tms = append(tms, f)
+	}
+	for _, f := range tms[:2] {
+		jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 1, NetworkMemory: 1 << 30}, f)
+	}
+	clk := clock.NewManual(1000)
+	spec := &JobSpec{ID: "j", Name: "j", Lineage: "j", Graph: g, Network: testNetwork, Clock: clk,
+		Restart: restart.Config{Type: restart.FixedDelay, FixedDelayAttempts: 1, FixedDelay: restart.Zero}.WithDefaults(false)}
+	if err := jm.Submit(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job running", func() bool { return allTasks(jm, "j", protocol.TaskRunning) })
+	jm.TaskManagerLost("tm-0", errors.New("its session ended"), time.Time{})
+	waitFor(t, "the restart waiting for slots", func() bool {
+		info, _ := jm.Job("j")
+		return info.Restarts == 1 && info.Status == protocol.JobRunning && allTasks(jm, "j", protocol.TaskScheduled)
+	})
+	if got := tms[1].submits(); len(got) != 2 {
+		t.Fatalf("tm-1 was deployed %q; want only attempt 0's two executions while attempt 1 waits", got)
+	}
+	jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: "tm-2", Slots: 1, NetworkMemory: 1 << 30}, tms[2])
+	waitFor(t, "attempt 1 running", func() bool { return allTasks(jm, "j", protocol.TaskRunning) })
+	if got := tms[1].submits()[2:]; !slices.Equal(got, []string{exec("j", 0, 0, 1), exec("j", 1, 0, 1)}) {
+		t.Errorf("tm-1 got %q in attempt 1, want job slot 0", got)
+	}
+	if got := tms[2].submits(); !slices.Equal(got, []string{exec("j", 0, 1, 1), exec("j", 1, 1, 1)}) {
+		t.Errorf("the new TaskManager got %q, want job slot 1 of attempt 1", got)
+	}
+	if err := jm.Cancel("j"); err != nil {
+		t.Fatal(err)
+	}
+	<-jm.Done("j")
+	noCallsUnderLock(t, tms...)
+}
