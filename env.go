@@ -143,6 +143,11 @@ type Config struct {
 	// (restart-strategy.type and its restart-strategy.* settings); empty:
 	// exponential-delay with checkpointing, none without.
 	Restart map[string]string
+	// SlotRequestTimeout is how long an attempt of the job (its first, or a
+	// restart) waits for enough free task slots before it fails through the
+	// restart strategy (Flink's slot.request.timeout; 0: 5 minutes). The
+	// embedded cluster refuses a job it has too few slots for at once.
+	SlotRequestTimeout time.Duration
 	// ResumeFrom starts the job from a checkpoint or savepoint: "latest"
 	// (the newest complete checkpoint of a job of the same name in the
 	// checkpoint directory, or a savepoint such a job took if that is newer,
@@ -381,7 +386,7 @@ func (e *Environment) launchConfig(name string, jg *graph.JobGraph) launch.Confi
 		ProcessMemory: cfg.ProcessMemory, MemoryFrom: e.memoryFrom, NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory,
 		TaskManagers: cfg.TaskManagers, SlotsPerTaskManager: cfg.SlotsPerTaskManager, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback,
 		StateBackend: cfg.StateBackend, StateDir: cfg.StateDir, Logger: cfg.Logger, Clock: cfg.Clock,
-		SavepointDir: cfg.SavepointDir, Restart: cfg.Restart, ResumeFrom: cfg.ResumeFrom, AllowNonRestoredState: cfg.AllowNonRestoredState,
+		SavepointDir: cfg.SavepointDir, Restart: cfg.Restart, SlotRequestTimeout: cfg.SlotRequestTimeout, ResumeFrom: cfg.ResumeFrom, AllowNonRestoredState: cfg.AllowNonRestoredState,
 		OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart, Canceled: ErrCanceled}
 	if cp := cfg.Checkpointing; cp != nil {
 		lc.Checkpointing = &launch.Checkpointing{Interval: cp.Interval, Timeout: cp.Timeout, MinPause: cp.MinPause,

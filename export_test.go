@@ -31,3 +31,7 @@ func (j *Job) NetworkBuffers() (maxInUse, allocated, capacity int64) { return j.
 
 // Config returns the environment's configuration with defaults applied.
 func (e *Environment) Config() Config { return e.cfg }
+
+// CrashTaskManager crashes TaskManager id ("taskmanager-<n>") of the job's
+// embedded cluster and tells the JobManager it is lost with cause.
+func (j *Job) CrashTaskManager(id string, cause error) error { return j.l.CrashTaskManager(id, cause) }

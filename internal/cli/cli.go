@@ -255,6 +255,11 @@ Restarts (all jobs):
                          .reset-backoff-threshold (1 h), .jitter-factor (0.1),
                          .attempts-before-reset-backoff (no limit); e.g.
                          --restart-strategy fixed-delay -D restart-strategy.fixed-delay.attempts=3
+  -D slot.request.timeout=D
+                         how long an attempt waits for free task slots before it
+                         fails through the restart strategy (Flink's name; default
+                         5 min; the embedded cluster refuses a job it has too few
+                         slots for at once)
   Errors that a restart cannot fix (a bad record under fail, an int64 overflow,
   a missing or corrupt checkpoint file, a standard input that was partly read,
   a missing Kafka topic) fail the job at once whatever the strategy.
@@ -667,6 +672,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cfg.Restart, err = f.restart.config(f.checkpointDir != ""); err != nil {
+		return err
+	}
+	if cfg.SlotRequestTimeout, err = f.restart.slotRequestTimeout(); err != nil {
 		return err
 	}
 	var bad badrecords.Policy

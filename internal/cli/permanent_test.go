@@ -181,6 +181,9 @@ func TestRestartFlagValidation(t *testing.T) {
 		{[]string{"--restart-strategy", "fixed-delay", "-D", "restart-strategy.fixed-delay.atempts=3"}, "restart-strategy.fixed-delay.atempts: unknown key"},
 		{[]string{"-D", "parallelism.default=3"}, "-D parallelism.default: weir run takes only the restart-strategy.* settings"},
 		{[]string{"-D", "novalue"}, "want KEY=VALUE"},
+		{[]string{"-D", "slot.request.timeout=soon"}, `-D slot.request.timeout: "soon" is not a duration`},
+		{[]string{"-D", "slot.request.timeout=0"}, `-D slot.request.timeout: must be > 0, got "0"`},
+		{[]string{"-D", "slot.request.timeout=1min", "-D", "slot.request.timeout=2min"}, "-D slot.request.timeout is given twice"},
 		{[]string{"--restart-strategy", "none", "-D", "restart-strategy.type=fixed-delay"}, "disagree"},
 		{[]string{"--bad-records", "ignore"}, `--bad-records "ignore": want fail, skip or dead-letter`},
 		{[]string{"--bad-records", "dead-letter"}, "--bad-records dead-letter needs --dead-letter"},
@@ -244,5 +247,17 @@ func TestProcessBadRecordsFlag(t *testing.T) {
 	}
 	if !slices.Equal(dead, wantDead) {
 		t.Fatalf("dead letters\n%s\nwant\n%s", strings.Join(dead, "\n"), strings.Join(wantDead, "\n"))
+	}
+}
+
+// -D slot.request.timeout is read in Flink's duration notation and needs
+// no --restart-strategy.
+func TestSlotRequestTimeoutFlag(t *testing.T) {
+	r := restartFlags{props: propsFlag{{"slot.request.timeout", "90 s"}}}
+	if kv, err := r.config(true); kv != nil || err != nil {
+		t.Fatalf("restart config: %v, %v; want none", kv, err)
+	}
+	if d, err := r.slotRequestTimeout(); d != 90*time.Second || err != nil {
+		t.Fatalf("slot.request.timeout: %v, %v; want 1m30s", d, err)
 	}
 }

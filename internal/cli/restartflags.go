@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/weirhq/weir/internal/restart"
 	"github.com/weirhq/weir/jobs/badrecords"
@@ -62,19 +63,22 @@ var strategyKeys = map[string]string{
 // none was given: the default, exponential-delay with checkpoints, none
 // without). Every mistake is a usage error naming the flag or key.
 func (r *restartFlags) config(checkpointing bool) (map[string]string, error) {
-	if r.strategy == "" && len(r.props) == 0 {
-		return nil, nil
-	}
 	kv := map[string]string{}
 	for _, p := range r.props {
 		k, v := p[0], p[1]
+		if k == keySlotRequestTimeout {
+			continue // slotRequestTimeout's
+		}
 		if !strings.HasPrefix(k, restart.KeyTypeDeprecated+".") {
-			return nil, usagef("-D %s: weir run takes only the restart-strategy.* settings with -D (Flink's keys, such as restart-strategy.fixed-delay.attempts=3)", k)
+			return nil, usagef("-D %s: weir run takes only the restart-strategy.* settings and %s with -D (Flink's keys, such as restart-strategy.fixed-delay.attempts=3)", k, keySlotRequestTimeout)
 		}
 		if old, dup := kv[k]; dup && old != v {
 			return nil, usagef("-D %s is given twice, as %q and %q", k, old, v)
 		}
 		kv[k] = v
+	}
+	if r.strategy == "" && len(kv) == 0 {
+		return nil, nil
 	}
 	if r.strategy != "" {
 		if t, ok := kv[restart.KeyType]; ok && !strings.EqualFold(strings.TrimSpace(t), r.strategy) {
@@ -102,6 +106,32 @@ func (r *restartFlags) config(checkpointing bool) (map[string]string, error) {
 		return nil, usagef("restart strategy: %v", oneLine(err))
 	}
 	return kv, nil
+}
+
+// keySlotRequestTimeout is Flink's name of Config.SlotRequestTimeout.
+const keySlotRequestTimeout = "slot.request.timeout"
+
+// slotRequestTimeout returns -D slot.request.timeout (0: not given), in
+// Flink's duration notation ("5 min", "30s", "500" ms).
+func (r *restartFlags) slotRequestTimeout() (time.Duration, error) {
+	var d time.Duration
+	for _, p := range r.props {
+		if p[0] != keySlotRequestTimeout {
+			continue
+		}
+		v, err := restart.ParseDuration(p[1])
+		if err == nil && v <= 0 {
+			err = fmt.Errorf("must be > 0, got %q", p[1])
+		}
+		if err != nil {
+			return 0, usagef("-D %s: %v", keySlotRequestTimeout, err)
+		}
+		if d != 0 && d != v {
+			return 0, usagef("-D %s is given twice, as %v and %v", keySlotRequestTimeout, d, v)
+		}
+		d = v
+	}
+	return d, nil
 }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }

@@ -10,5 +10,6 @@
 // side needs of a job beyond the messages (its graph, clock, checkpoint
 // store, settings) is given to it by the launcher, as each process of a
 // distributed job will build its own (RegisterJob for the TaskManagers,
-// jobmanager.JobSpec for the JobManager).
+// jobmanager.JobSpec for the JobManager). CrashTaskManager loses a
+// TaskManager as a crashed process would, for failover tests.
 package cluster

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/network"
@@ -112,6 +114,20 @@ func (c *Local) RegisterJob(j *taskmanager.Job) {
 	for _, tm := range c.tms {
 		tm.RegisterJob(j)
 	}
+}
+
+// CrashTaskManager stops TaskManager id as a crash would (it sends nothing
+// more, and its tasks end) and then tells the JobManager it is lost with
+// cause, as a heartbeat timeout or a closed session will once TaskManagers
+// are processes: its jobs restart on the TaskManagers left.
+func (c *Local) CrashTaskManager(id string, cause error) error {
+	i := slices.IndexFunc(c.tms, func(tm *taskmanager.TaskManager) bool { return tm.ID() == id })
+	if i < 0 {
+		return fmt.Errorf("the cluster has no TaskManager %q", id)
+	}
+	c.tms[i].Crash()
+	c.JM.TaskManagerLost(id, cause, time.Time{}) // it has stopped: nothing to wait for
+	return nil
 }
 
 // TaskError returns the Go error a failed execution returned, when it ran

@@ -27,9 +27,16 @@
 // memory); counters are pushed by the TaskManagers (ReportTaskStats) and
 // the view serves the latest, so a REST request asks no TaskManager.
 //
+// TaskManagers are known by their registration id; TaskManagerLost
+// removes one (its executions fail, its jobs restart elsewhere). Each
+// attempt allocates its slots when it is deployed, over the TaskManagers
+// registered then, and waits for them up to slot.request.timeout
+// (slots.go).
+//
 // Files by role: jobmanager.go the types and the job lifecycle calls
 // (Cancel, Fail, Wait); schedule.go scheduling, deployment, task state
-// updates and restarts; outbox.go the messages to TaskManagers; view.go
+// updates and restarts; slots.go membership, slot allocation per attempt
+// and the wait for slots; outbox.go the messages to TaskManagers; view.go
 // the read-only view the REST layer queries and the counters it shows;
 // coordinators.go the hosting of operator coordinators; checkpoints.go,
 // savepoints.go, restore.go and hygiene.go checkpointing.

@@ -133,7 +133,9 @@ func (f *fakeTM) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 
 func (f *fakeTM) NotifyCheckpoint(n protocol.NotifyCheckpoint) { f.record("notify", n.Exec) }
 func (f *fakeTM) SendEvent(e protocol.OperatorEvent)           { f.record("event", e.Exec) }
-func (f *fakeTM) ReleaseJob(job string)                        { f.record("release", ExecutionID{Job: job}) }
+func (f *fakeTM) ReleaseJob(r protocol.ReleaseJob) {
+	f.record("release", ExecutionID{Job: r.JobID, Attempt: r.Attempt})
+}
 
 // echoCoordinator answers every event of a subtask with one to it.
 type echoCoordinator struct{ ctx opcoordinator.Context }

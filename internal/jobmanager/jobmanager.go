@@ -93,14 +93,24 @@ type JobSpec struct {
 	// OnRestart, if set, is called when the job restarts after a failure,
 	// with the checkpoint it restores (0: from the beginning).
 	OnRestart func(attempt int, checkpoint int64, cause error)
+	// SlotRequestTimeout is how long an attempt waits for enough free slots
+	// before it fails through the restart strategy (Flink's
+	// slot.request.timeout; 0: DefaultSlotRequestTimeout).
+	SlotRequestTimeout time.Duration
 }
+
+// DefaultSlotRequestTimeout is slot.request.timeout's default, Flink's.
+const DefaultSlotRequestTimeout = 5 * time.Minute
 
 // JobManager schedules jobs onto the slots of its TaskManagers, restarts
 // them after failures and drives their checkpoints.
 type JobManager struct {
 	logger *slog.Logger
 
-	mu   mutex // guards everything below and every job's fields
+	mu mutex // guards everything below and every job's fields
+	// tms are the registered TaskManagers, in registration order, each
+	// under its own registration id (at most one per id). A lost one is
+	// removed (TaskManagerLost) and marked lost.
 	tms  []*taskManager
 	jobs map[string]*job
 	ids  []string // submission order
@@ -117,9 +127,17 @@ type job struct {
 	attempt int
 	execs   []ExecutionID  // of the current attempt
 	index   map[[2]int]int // (vertex, subtask) -> execution index
-	tmOf    []*taskManager
-	slots   map[int]int // TaskManager index -> slots held
-	slotTM  []int       // slot -> TaskManager index
+	// need is the job's slots: its largest parallelism (slot sharing puts
+	// subtask i of every vertex into job slot i).
+	need int
+	// slotTM[s] is the TaskManager job slot s of the current attempt is
+	// allocated on (nil: the attempt holds no slots), and tmOf[i] the one
+	// execution i runs on (nil: not placed); both are set when the attempt
+	// is deployed.
+	slotTM []*taskManager
+	tmOf   []*taskManager
+	// waiting is the current attempt's wait for slots (nil: not waiting).
+	waiting *slotWait
 	times   map[protocol.JobState]time.Time
 	started time.Time
 	ended   time.Time
@@ -136,7 +154,11 @@ type job struct {
 	strategy restart.Strategy
 	// restartDelay is the strategy's delay for the pending restart.
 	restartDelay time.Duration
-	restarts     int
+	// redeployAt: the next attempt is deployed no sooner (a TaskManager it
+	// ran on was lost by silence and may still be fencing itself; zero:
+	// no bound). Reset when it starts.
+	redeployAt time.Time
+	restarts   int
 	// coords are the operator coordinators (source enumerators), by operator ID.
 	coords map[string]*opCoordinator
 	// shared holds what the coordinators of the current attempt share
@@ -152,9 +174,9 @@ type job struct {
 	restoreStore *storage.Store
 	// keyHash is the current attempt's key hash version (keyHashFor).
 	keyHash keygroup.HashVersion
-	// netReserved is the network memory booked for the job on each
-	// TaskManager (by index), released when it ends.
-	netReserved []int64
+	// netReserved is the network memory the current attempt booked on
+	// each TaskManager, released when the attempt ends.
+	netReserved map[*taskManager]int64
 	// io counts the background writes and deletions in the checkpoint
 	// storage, so that the stores are closed only after them (Drain).
 	io sync.WaitGroup
@@ -179,10 +201,16 @@ func New(logger *slog.Logger) *JobManager {
 
 // RegisterTaskManager adds a TaskManager, its slots and its network
 // memory, which the JobManager books from then on; gw is how to reach it.
+// A TaskManager registering under the id of a registered one replaces it:
+// the old one is lost first (TaskManagerLost). Attempts waiting for slots
+// are deployed if they fit now.
 func (jm *JobManager) RegisterTaskManager(reg protocol.TaskManagerRegistration, gw protocol.TaskManagerGateway) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
+	jm.loseLocked(reg.ID, errors.New("it registered again"), time.Time{})
 	jm.tms = append(jm.tms, &taskManager{reg: reg, gw: gw, free: reg.Slots})
+	jm.logger.Info("TaskManager registered", "taskmanager", reg.ID, "slots", reg.Slots)
+	jm.wakeWaitingLocked()
 }
 
 // Fail fails a running job at once, without restarts (its lineage lease

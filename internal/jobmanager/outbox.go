@@ -22,6 +22,9 @@ type taskManager struct {
 	// partitions of its jobs' subtasks need at least) are guarded by jm.mu.
 	free        int
 	netReserved int64
+	// lost: the TaskManager was lost (TaskManagerLost); nothing more is
+	// sent to it. Guarded by jm.mu.
+	lost bool
 
 	mu      sync.Mutex // guards queue and sending; never held while delivering
 	queue   []envelope
@@ -39,8 +42,15 @@ type envelope struct {
 // send queues msg for the TaskManager.
 func (t *taskManager) send(msg any) { t.sendNotify(msg, nil) }
 
-// sendNotify queues msg and closes sent once it was delivered.
+// sendNotify queues msg and closes sent once it was delivered (at once
+// for a lost TaskManager, to which nothing is sent). Called with jm.mu held.
 func (t *taskManager) sendNotify(msg any, sent chan struct{}) {
+	if t.lost {
+		if sent != nil {
+			close(sent)
+		}
+		return
+	}
 	t.mu.Lock()
 	t.queue = append(t.queue, envelope{msg: msg, sent: sent})
 	start := !t.sending
@@ -86,7 +96,7 @@ func (t *taskManager) call(msg any) {
 	case protocol.OperatorEvent:
 		t.gw.SendEvent(m)
 	case protocol.ReleaseJob:
-		t.gw.ReleaseJob(m.JobID)
+		t.gw.ReleaseJob(m)
 	default:
 		panic(fmt.Sprintf("jobmanager: no TaskManagerGateway call carries a %T", msg))
 	}

@@ -40,7 +40,7 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		need = max(need, v.Parallelism)
 	}
 	now := spec.Clock.Now()
-	j := &job{spec: spec, index: map[[2]int]int{}, slots: map[int]int{},
+	j := &job{spec: spec, index: map[[2]int]int{}, need: need,
 		times: map[protocol.JobState]time.Time{protocol.JobCreated: now}, started: now, done: make(chan struct{}),
 		strategy: restart.New(spec.Restart, rand.Float64), restore: spec.Restore, restoreStore: spec.RestoreStore}
 	for vi, v := range g.Vertices {
@@ -55,25 +55,14 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 	jm.jobs[spec.ID] = j
 	jm.ids = append(jm.ids, spec.ID)
 
-	// Allocate shared slots: slot s lives on TaskManager slotTM[s].
-	total := 0
-	for ti, tm := range jm.tms {
-		total += tm.free
-		for range tm.free {
-			if len(j.slotTM) < need {
-				j.slotTM = append(j.slotTM, ti)
-			}
+	// The first attempt's slots, when there are enough now: a job whose
+	// network memory cannot fit is refused before anything starts. With too
+	// few, the attempt waits for them (scheduleLocked).
+	if slotTM, _ := jm.pickSlotsLocked(need); slotTM != nil {
+		if _, err := jm.checkNetworkMemory(spec, slotTM); err != nil {
+			jm.failLocked(j, err)
+			return err
 		}
-	}
-	if len(j.slotTM) < need {
-		err := fmt.Errorf("not enough task slots: the job needs %d (its largest parallelism), the cluster has %d free", need, total)
-		jm.failLocked(j, err)
-		return err
-	}
-	netNeed, err := jm.checkNetworkMemory(spec, j.slotTM)
-	if err != nil {
-		jm.failLocked(j, err)
-		return err
 	}
 	plan, err := jm.planRestore(j)
 	if err == nil {
@@ -86,14 +75,6 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		jm.failLocked(j, err)
 		return err
 	}
-	for _, ti := range j.slotTM {
-		jm.tms[ti].free--
-		j.slots[ti]++
-	}
-	for ti, n := range netNeed {
-		jm.tms[ti].netReserved += n
-	}
-	j.netReserved = netNeed
 	j.state.start()
 	j.times[protocol.JobRunning] = spec.Clock.Now()
 	jm.logger.Info("job submitted", "job", spec.ID, "name", g.Name, "tasks", len(j.execs))
@@ -101,17 +82,21 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		j.io.Add(1)
 		go jm.cleanLineage(j)
 	}
-	jm.deployLocked(j, plan)
+	if err := jm.scheduleLocked(j, plan); err != nil {
+		jm.failLocked(j, err)
+		return err
+	}
 	return nil
 }
 
-// deployLocked submits the current attempt's executions, in the background.
+// deployLocked submits the current attempt's executions, in the background,
+// to the TaskManagers its slots are allocated on (j.slotTM).
 func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRestore) {
 	deps := make([]protocol.Deployment, len(j.execs))
 	for i, e := range j.execs {
-		j.tmOf[i] = jm.tms[j.slotTM[e.Subtask]]
+		j.tmOf[i] = j.slotTM[e.Subtask]
 		j.state.tasks[i] = protocol.TaskDeploying
-		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, KeyHash: uint8(j.keyHash), Restore: plan[e]}
+		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, Allocation: jm.allocation(j, e.Subtask), KeyHash: uint8(j.keyHash), Restore: plan[e]}
 	}
 	j.deployed = make([]bool, len(deps))
 	go jm.deploy(j, j.attempt, deps)
@@ -150,11 +135,15 @@ func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
 // running jobs did not book), before anything is deployed, with a message
 // that says what to change. It returns what the job needs on each
 // TaskManager, to book.
-func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) ([]int64, error) {
-	need, channels := networkNeeds(spec.Graph, spec.Network, slotTM, len(jm.tms))
-	for ti, n := range need {
-		capacity := jm.tms[ti].reg.NetworkMemory
-		free := capacity - jm.tms[ti].netReserved
+func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []*taskManager) (map[*taskManager]int64, error) {
+	need, channels := networkNeeds(spec.Graph, spec.Network, slotTM)
+	for _, tm := range jm.tms { // in registration order, for a stable message
+		n, ok := need[tm]
+		if !ok {
+			continue
+		}
+		capacity := tm.reg.NetworkMemory
+		free := capacity - tm.netReserved
 		if n <= free {
 			continue
 		}
@@ -164,7 +153,7 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) ([]int64, 
 		}
 		return nil, fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
 			"raise taskmanager.memory.network.max (weir.Config.NetworkMemory, weir run --network-memory), lower the parallelism, or use smaller network buffers (--buffer-size)",
-			memory.FormatBytes(n), jm.tms[ti].reg.ID, memory.FormatBytes(int64(spec.Network.BufferSize)), channels[ti], have)
+			memory.FormatBytes(n), tm.reg.ID, memory.FormatBytes(int64(spec.Network.BufferSize)), channels[tm], have)
 	}
 	return need, nil
 }
@@ -173,8 +162,8 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []int) ([]int64, 
 // partitions of the subtasks placed on it need at least (slot s is on
 // TaskManager slotTM[s]; subtask s of every vertex runs in slot s), and their
 // number of output channels.
-func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []int, tms int) (bytes []int64, channels []int64) {
-	bytes, channels = make([]int64, tms), make([]int64, tms)
+func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []*taskManager) (bytes, channels map[*taskManager]int64) {
+	bytes, channels = map[*taskManager]int64{}, map[*taskManager]int64{}
 	for _, v := range g.Vertices {
 		for _, e := range v.Outputs {
 			for s := range v.Parallelism {
@@ -211,6 +200,12 @@ func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 	if !ok {
 		return
 	}
+	jm.updateLocked(j, i, u)
+}
+
+// updateLocked records that execution i of the current attempt reached
+// u.State; a failure of a running job goes to the restart strategy.
+func (jm *JobManager) updateLocked(j *job, i int, u protocol.TaskStateUpdate) {
 	now := j.spec.Clock.Now()
 	var err error
 	if u.Failure != nil {
@@ -258,13 +253,17 @@ func (jm *JobManager) UpdateTaskState(u protocol.TaskStateUpdate) {
 }
 
 // execLocked finds the job and execution index of an execution of the
-// current attempt; messages from earlier attempts are dropped.
+// current attempt; messages from earlier attempts, and about executions on
+// a lost TaskManager, are dropped.
 func (jm *JobManager) execLocked(e ExecutionID) (*job, int, bool) {
 	j, ok := jm.jobs[e.Job]
 	if !ok || e.Attempt != j.attempt {
 		return nil, 0, false
 	}
 	i, ok := j.index[[2]int{e.Vertex, e.Subtask}]
+	if ok && j.tmOf[i] != nil && j.tmOf[i].lost {
+		return nil, 0, false
+	}
 	return j, i, ok
 }
 
@@ -279,6 +278,9 @@ func (jm *JobManager) afterUpdateLocked(j *job) {
 	if j.state.readyToRestart() {
 		attempt, delay := j.attempt, j.restartDelay
 		j.restartDelay = -1 // scheduled
+		if delay >= 0 && !j.redeployAt.IsZero() {
+			delay = max(delay, j.redeployAt.Sub(j.spec.Clock.Now()))
+		}
 		if delay >= 0 {
 			tm := j.spec.Clock.NewTimer(delay)
 			go func() {
@@ -311,8 +313,11 @@ func (jm *JobManager) restart(j *job, attempt int) {
 		}
 	}
 	for _, tm := range jm.tms {
-		tm.send(protocol.ReleaseJob{JobID: j.spec.ID})
+		tm.send(protocol.ReleaseJob{JobID: j.spec.ID, Attempt: j.attempt})
 	}
+	jm.releaseSlotsLocked(j)
+	clear(j.tmOf) // nothing of the next attempt is placed yet
+	j.deployed, j.redeployAt = nil, time.Time{}
 	j.attempt++
 	j.restarts++
 	for i := range j.execs {
@@ -344,7 +349,9 @@ func (jm *JobManager) restart(j *job, attempt int) {
 		j.spec.OnRestart(j.attempt, cid, cause)
 	}
 	jm.logger.Warn("job restarted", "job", j.spec.ID, "attempt", j.attempt, "from", from)
-	jm.deployLocked(j, plan)
+	if err := jm.scheduleLocked(j, plan); err != nil {
+		jm.failLocked(j, fmt.Errorf("restarting the job: %w", err))
+	}
 }
 
 // cancelLocked queues the cancellation of the deployed executions among
@@ -352,6 +359,9 @@ func (jm *JobManager) restart(j *job, attempt int) {
 func (jm *JobManager) cancelLocked(j *job, toCancel []int) {
 	for _, k := range toCancel {
 		if j.deployed == nil || !j.deployed[k] {
+			if j.waiting != nil { // never deployed, and no deploy loop reports it
+				j.state.update(k, protocol.TaskCanceled, nil, false)
+			}
 			continue
 		}
 		j.tmOf[k].send(protocol.CancelTask{Exec: j.execs[k]})
@@ -367,16 +377,10 @@ func (jm *JobManager) finishLocked(j *job) {
 	}
 	j.ended = j.spec.Clock.Now()
 	j.times[j.state.status] = j.ended
-	for ti, n := range j.slots {
-		jm.tms[ti].free += n
-	}
-	j.slots = nil
-	for ti, n := range j.netReserved {
-		jm.tms[ti].netReserved -= n
-	}
-	j.netReserved = nil
+	j.stopWaitingLocked()
+	jm.releaseSlotsLocked(j)
 	for _, tm := range jm.tms {
-		tm.send(protocol.ReleaseJob{JobID: j.spec.ID})
+		tm.send(protocol.ReleaseJob{JobID: j.spec.ID, Attempt: j.attempt})
 	}
 	for _, c := range j.coords {
 		c.close()
@@ -387,4 +391,5 @@ func (jm *JobManager) finishLocked(j *job) {
 	jm.savepointFailedLocked(j, 0, fmt.Sprintf("the job ended (%s) before the savepoint completed", j.state.status))
 	close(j.done)
 	jm.logger.Info("job ended", "job", j.spec.ID, "status", j.state.status)
+	jm.wakeWaitingLocked() // its slots may be what another job waits for
 }

@@ -62,7 +62,9 @@ type Config struct {
 	Checkpointing *Checkpointing
 	SavepointDir  string
 	Restart       map[string]string
-	ResumeFrom    string
+	// SlotRequestTimeout is slot.request.timeout (0: the default).
+	SlotRequestTimeout time.Duration
+	ResumeFrom         string
 	// AllowNonRestoredState: see weir.Config.
 	AllowNonRestoredState bool
 

@@ -53,6 +53,11 @@ func (j *Job) RESTAddr() string { return j.c.RESTAddr() }
 // Done is closed when the job has ended and the cluster has shut down.
 func (j *Job) Done() <-chan struct{} { return j.done }
 
+// CrashTaskManager crashes TaskManager id of the job's cluster and tells
+// the JobManager it is lost with cause (cluster.Local.CrashTaskManager).
+// Tests use it to fail a job over onto another TaskManager.
+func (j *Job) CrashTaskManager(id string, cause error) error { return j.c.CrashTaskManager(id, cause) }
+
 // Cancel asks the job to cancel; Wait returns once it has.
 func (j *Job) Cancel() error { return j.c.JM.Cancel(j.id) }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/graph"
+	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rest"
@@ -39,6 +40,15 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if tms*slots < need {
+		// No TaskManager can join the embedded cluster: waiting for slots
+		// (slot.request.timeout) could not help.
+		return nil, fmt.Errorf("weir: not enough task slots: the job needs %d (its largest parallelism), the local cluster has %d (Config.TaskManagers %d x Config.SlotsPerTaskManager %d); "+
+			"raise them, or leave SlotsPerTaskManager 0 to size it to the job", need, tms*slots, tms, slots)
+	}
+	if cfg.SlotRequestTimeout < 0 {
+		return nil, fmt.Errorf("weir: Config.SlotRequestTimeout is %v: want a positive duration, or 0 for the default (slot.request.timeout, %v)", cfg.SlotRequestTimeout, jobmanager.DefaultSlotRequestTimeout)
 	}
 	if cfg.HeapStateMemory < 0 {
 		return nil, fmt.Errorf("weir: Config.HeapStateMemory is %d bytes: want a positive number, or 0 for the default", cfg.HeapStateMemory)

@@ -88,6 +88,7 @@ func jobSpecs(ctx context.Context, cfg Config, id string, jg *graph.JobGraph, mo
 		return nil, nil, res, err
 	}
 	spec.Restart = rc
+	spec.SlotRequestTimeout = cfg.SlotRequestTimeout
 	spec.Lineage = id // a fresh start begins a lineage
 	if cfg.ResumeFrom != "" {
 		m, s, err := resumePoint(ctx, cfg.ResumeFrom, store, name, cfg.Logger)

@@ -61,13 +61,15 @@ func (s *LocalShuffle) Produce(key PartitionKey, n int, pool *BufferPool) (*Resu
 	return rp, nil
 }
 
-// Release forgets every partition of a job and gives their pools' memory
-// back to their budgets.
-func (s *LocalShuffle) Release(job string) {
+// Release forgets the partitions of a job's attempts up to attempt and
+// gives their pools' memory back to their budgets. A later attempt's stay:
+// its tasks may already run (TaskManagers sharing the shuffle get the
+// release and the next attempt's deployments in no common order).
+func (s *LocalShuffle) Release(job string, attempt int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, rp := range s.parts {
-		if k.Job == job {
+		if k.Job == job && k.Attempt <= attempt {
 			if rp.Pool != nil {
 				rp.Pool.Close()
 			}

@@ -11,7 +11,10 @@ type CancelTask struct {
 }
 
 // ReleaseJob asks a TaskManager to free what it holds for a job's ended
-// executions (TaskManagerGateway.ReleaseJob).
+// executions (TaskManagerGateway.ReleaseJob): those of attempt Attempt and
+// earlier. A later attempt's are kept, since its deployments may reach
+// another TaskManager of the same process (whose shuffle is shared) first.
 type ReleaseJob struct {
-	JobID string
+	JobID   string
+	Attempt int
 }

@@ -25,7 +25,8 @@ import (
 // Version when frames must cross between builds of different versions.
 
 // Version is the version of the encoding, the first byte of every frame.
-const Version = 1
+// Version 2: Deployment carries its Allocation, ReleaseJob its Attempt.
+const Version = 2
 
 // MaxFrameSize bounds an encoded message. Control messages are far smaller;
 // the largest are deployments that carry a subtask's operator state.
@@ -132,6 +133,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		}
 	case ReleaseJob:
 		w.str(m.JobID)
+		w.int(m.Attempt)
 	case TaskManagerRegistration:
 		w.str(m.ID)
 		w.int(m.Slots)
@@ -186,7 +188,7 @@ func Decode(b []byte) (Message, error) {
 	case KindTaskStatsReport:
 		m = r.statsReport()
 	case KindReleaseJob:
-		m = ReleaseJob{JobID: r.str("JobID")}
+		m = ReleaseJob{JobID: r.str("JobID"), Attempt: r.int("Attempt")}
 	case KindTaskManagerRegistration:
 		m = TaskManagerRegistration{ID: r.str("ID"), Slots: r.int("Slots"), NetworkMemory: r.i64("NetworkMemory")}
 	case KindTaskStateUpdate:
@@ -263,6 +265,10 @@ func (w *writer) exec(e ExecutionID) {
 func (w *writer) deployment(d Deployment) {
 	w.exec(d.Exec)
 	w.int(d.Slot)
+	w.i64(d.Allocation.Epoch)
+	w.str(d.Allocation.Job)
+	w.int(d.Allocation.Attempt)
+	w.int(d.Allocation.Slot)
 	w.b = append(w.b, d.KeyHash)
 	w.present(d.Restore != nil)
 	if r := d.Restore; r != nil {
@@ -552,8 +558,14 @@ func (r *reader) exec(field string) ExecutionID {
 	return ExecutionID{Job: r.str("Job"), Vertex: r.int("Vertex"), Subtask: r.int("Subtask"), Attempt: r.int("Attempt")}
 }
 
+func (r *reader) allocation(field string) AllocationID {
+	r.enter(field)
+	defer r.leave()
+	return AllocationID{Epoch: r.i64("Epoch"), Job: r.str("Job"), Attempt: r.int("Attempt"), Slot: r.int("Slot")}
+}
+
 func (r *reader) deployment() Deployment {
-	d := Deployment{Exec: r.exec("Exec"), Slot: r.int("Slot"), KeyHash: r.byte("KeyHash")}
+	d := Deployment{Exec: r.exec("Exec"), Slot: r.int("Slot"), Allocation: r.allocation("Allocation"), KeyHash: r.byte("KeyHash")}
 	if !r.bool("Restore") {
 		return d
 	}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -224,7 +225,7 @@ func TestDecodeErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "a frame of 0 bytes"},
-		{"version", []byte{Version + 1, byte(KindSourceEnded)}, "decoding SourceEnded: the frame is of version 2"},
+		{"version", []byte{Version + 1, byte(KindSourceEnded)}, fmt.Sprintf("decoding SourceEnded: the frame is of version %d", Version+1)},
 		{"kind", []byte{Version, 200}, "unknown kind 200"},
 		{"truncated field", d[:len(d)-4], "decoding Deployment: field Restore.Operators.Operator: a length of 5 with 3 bytes left"},
 		{"count", []byte{Version, byte(KindAcknowledgeCheckpoint), 0, 0, 0, 0, 0, 100}, "field Operators: 99 elements of at least 8 bytes each with 0 bytes left"},

@@ -17,8 +17,9 @@ type TaskManagerGateway interface {
 	// SendEvent delivers an event from an operator's coordinator.
 	SendEvent(OperatorEvent)
 	// ReleaseJob frees what the TaskManager holds for a job's ended
-	// executions (their network partitions).
-	ReleaseJob(jobID string)
+	// executions (their network partitions), of the attempt it names and
+	// earlier ones.
+	ReleaseJob(ReleaseJob)
 }
 
 // JobManagerGateway is how TaskManagers report to the JobManager.

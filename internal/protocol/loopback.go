@@ -97,9 +97,7 @@ func (l *LoopbackTaskManager) NotifyCheckpoint(n NotifyCheckpoint) {
 func (l *LoopbackTaskManager) SendEvent(e OperatorEvent) { l.tm.SendEvent(mustRoundTrip(e)) }
 
 // ReleaseJob implements TaskManagerGateway.
-func (l *LoopbackTaskManager) ReleaseJob(jobID string) {
-	l.tm.ReleaseJob(mustRoundTrip(ReleaseJob{JobID: jobID}).JobID)
-}
+func (l *LoopbackTaskManager) ReleaseJob(r ReleaseJob) { l.tm.ReleaseJob(mustRoundTrip(r)) }
 
 // LoopbackJobManager is how a TaskManager reaches the JobManager of its own
 // process: a JobManagerGateway that passes every call through the encoding.

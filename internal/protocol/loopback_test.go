@@ -16,7 +16,7 @@ func (f *fakeTM) CancelTask(e ExecutionID)              { f.got = append(f.got, 
 func (f *fakeTM) TriggerCheckpoint(t TriggerCheckpoint) { f.got = append(f.got, t) }
 func (f *fakeTM) NotifyCheckpoint(n NotifyCheckpoint)   { f.got = append(f.got, n) }
 func (f *fakeTM) SendEvent(e OperatorEvent)             { f.got = append(f.got, e) }
-func (f *fakeTM) ReleaseJob(id string)                  { f.got = append(f.got, id) }
+func (f *fakeTM) ReleaseJob(r ReleaseJob)               { f.got = append(f.got, r) }
 
 type fakeJM struct{ got []any }
 
@@ -95,8 +95,9 @@ func TestLoopbackTaskManager(t *testing.T) {
 		l.NotifyCheckpoint(nc)
 		ev := random[OperatorEvent](r)
 		l.SendEvent(ev)
-		l.ReleaseJob("job-1")
-		for i, sent := range []any{d, e, tc, nc, ev, "job-1"} {
+		rj := random[ReleaseJob](r)
+		l.ReleaseJob(rj)
+		for i, sent := range []any{d, e, tc, nc, ev, rj} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -171,4 +172,4 @@ func (nopTM) CancelTask(ExecutionID)              {}
 func (nopTM) TriggerCheckpoint(TriggerCheckpoint) {}
 func (nopTM) NotifyCheckpoint(NotifyCheckpoint)   {}
 func (nopTM) SendEvent(OperatorEvent)             {}
-func (nopTM) ReleaseJob(string)                   {}
+func (nopTM) ReleaseJob(ReleaseJob)               {}

@@ -16,6 +16,26 @@ func (e ExecutionID) String() string {
 	return fmt.Sprintf("job %s vertex %d subtask %d attempt %d", e.Job, e.Vertex, e.Subtask, e.Attempt)
 }
 
+// AllocationID names the slot one attempt of a job holds on a TaskManager:
+// the JobManager allocates job slot Slot of attempt Attempt of job Job
+// there, and every execution of that attempt in that job slot (subtask
+// Slot of each vertex: slot sharing) is deployed under it. It is
+// deterministic, so a deployment sent twice carries the same one. Epoch is
+// the leader epoch of the JobManager that allocated it (0 until high
+// availability gives it meaning). A TaskManager holds at most its slot
+// count of allocations with live executions, and refuses a deployment of
+// an attempt older than the newest it has seen of the job.
+type AllocationID struct {
+	Epoch   int64
+	Job     string
+	Attempt int
+	Slot    int
+}
+
+func (a AllocationID) String() string {
+	return fmt.Sprintf("allocation %s/%d/%d (epoch %d)", a.Job, a.Attempt, a.Slot, a.Epoch)
+}
+
 // Deployment asks a TaskManager to run one execution in one of its slots.
 // The TaskManager knows the job (its graph and configuration) from the job's
 // registration; the deployment says which subtask to run and what to
@@ -23,6 +43,9 @@ func (e ExecutionID) String() string {
 type Deployment struct {
 	Exec ExecutionID
 	Slot int
+	// Allocation is the slot the execution runs in: its Job and Attempt
+	// are the execution's, its Slot the job slot.
+	Allocation AllocationID
 	// KeyHash is the attempt's key hash version (a keygroup.HashVersion):
 	// the one of the state it restores, which every task of the attempt
 	// must use.

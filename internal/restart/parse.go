@@ -155,6 +155,10 @@ var durationUnits = map[string]time.Duration{
 	"nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
 }
 
+// ParseDuration parses a duration in Flink's notation (parseDuration), for
+// the other settings with Flink's names.
+func ParseDuration(v string) (time.Duration, error) { return parseDuration(v) }
+
 // parseDuration parses a duration in Flink's notation, as Flink's
 // TimeUtils.parseDuration does: a whole, non-negative number, optional
 // spaces, then an optional unit label in any case ("10 s", "1min", "500",

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -65,7 +68,7 @@ func (j *Job) PoolBounds(n int) (fewest, most int) {
 type TaskManager struct {
 	id      string
 	slots   int
-	jm      protocol.JobManagerGateway
+	jm      *silenceable
 	shuffle *network.LocalShuffle
 	budget  *network.Budget // network memory of all its result partitions
 	heapMem *budget.Budget  // its subtasks' heap state tables (nil: unbounded)
@@ -84,7 +87,14 @@ type TaskManager struct {
 	// errs keeps the Go error of each failed task, for a local caller that
 	// wants the user's own error back (the JobManager only gets its text).
 	errs map[protocol.ExecutionID]error
-	wg   sync.WaitGroup
+	// allocs counts the admitted executions that have not ended, by the
+	// allocation (slot) they run in: at most slots allocations at once.
+	allocs map[protocol.AllocationID]int
+	// attempts is, by job, the newest attempt deployed here and the
+	// executions of it admitted so far: an older attempt or an execution
+	// admitted before is refused (admitLocked).
+	attempts map[string]*attemptSeen
+	wg       sync.WaitGroup
 
 	// live are the executions whose counters are reported (submitted and
 	// not ended); reporting: the goroutine that reports them runs
@@ -100,8 +110,16 @@ type TaskManager struct {
 
 type running struct {
 	task   *task.Task
+	alloc  protocol.AllocationID
 	cancel chan struct{}
 	once   sync.Once
+}
+
+// attemptSeen is the newest attempt of a job deployed on a TaskManager and
+// its executions admitted so far.
+type attemptSeen struct {
+	attempt int
+	execs   map[protocol.ExecutionID]bool
 }
 
 // New returns a TaskManager that reports to gw and exchanges data through shuffle.
@@ -109,10 +127,11 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	tm := &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: gw, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
+	tm := &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: &silenceable{gw: gw}, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
 		logger: cfg.Logger, jobs: map[string]*Job{}, tasks: map[protocol.ExecutionID]*running{},
 		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{},
-		live: map[protocol.ExecutionID]*running{}, stop: make(chan struct{})}
+		live: map[protocol.ExecutionID]*running{}, stop: make(chan struct{}),
+		allocs: map[protocol.AllocationID]int{}, attempts: map[string]*attemptSeen{}}
 	if cfg.HeapStateMemory > 0 {
 		tm.heapMem = budget.New(cfg.HeapStateMemory)
 	}
@@ -136,11 +155,69 @@ func (tm *TaskManager) Registration() protocol.TaskManagerRegistration {
 }
 
 // SubmitTask implements protocol.TaskManagerGateway. An execution that
-// cannot start is reported FAILED.
+// cannot start is reported FAILED. A deployment refused by admitLocked is
+// logged, and reported FAILED unless it duplicates one admitted before
+// (that report would fail the execution already running).
 func (tm *TaskManager) SubmitTask(d protocol.Deployment) {
-	if err := tm.submit(d); err != nil {
+	tm.mu.Lock()
+	refusal, report := tm.admitLocked(d)
+	tm.mu.Unlock()
+	err := refusal
+	if refusal != nil {
+		tm.logger.Warn("deployment refused", "taskmanager", tm.id, "exec", d.Exec.String(), "allocation", d.Allocation.String(), "reason", refusal)
+	} else if err = tm.submit(d); err != nil {
+		tm.mu.Lock()
+		tm.releaseLocked(d.Allocation)
+		tm.mu.Unlock()
+		report = true
+	}
+	if err != nil && report {
 		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFailed,
 			Failure: &protocol.Failure{Message: fmt.Sprintf("deploying %s: %v", d.Exec, err)}})
+	}
+}
+
+// admitLocked decides whether deployment d may run here (decision 14 of
+// docs/distributed-runtime.md): its allocation must be its execution's,
+// its attempt no older than the newest of the job deployed here, the
+// execution not admitted before, and its allocation held already or a slot
+// free. Late and duplicate deployments are so harmless. An admitted
+// deployment holds its allocation until it ends (releaseLocked). It
+// returns why d is refused (nil: admitted) and whether to report the
+// refusal as the execution's failure.
+func (tm *TaskManager) admitLocked(d protocol.Deployment) (refusal error, report bool) {
+	e, a := d.Exec, d.Allocation
+	if a.Job != e.Job || a.Attempt != e.Attempt {
+		return fmt.Errorf("taskmanager %s: %s does not belong to the execution's job and attempt", tm.id, a), true
+	}
+	seen := tm.attempts[e.Job]
+	switch {
+	case seen != nil && e.Attempt < seen.attempt:
+		return fmt.Errorf("taskmanager %s: attempt %d of job %s is stale: attempt %d was deployed here since", tm.id, e.Attempt, e.Job, seen.attempt), true
+	case seen != nil && e.Attempt == seen.attempt && seen.execs[e]:
+		return fmt.Errorf("taskmanager %s: %s was deployed here before (%s): a duplicate", tm.id, e, a), false
+	}
+	if tm.allocs[a] == 0 && len(tm.allocs) >= tm.slots {
+		held := make([]string, 0, len(tm.allocs))
+		for h := range tm.allocs {
+			held = append(held, h.String())
+		}
+		slices.Sort(held)
+		return fmt.Errorf("taskmanager %s: no free slot for %s: its %d slots hold %s", tm.id, a, tm.slots, strings.Join(held, ", ")), true
+	}
+	if seen == nil || e.Attempt > seen.attempt {
+		seen = &attemptSeen{attempt: e.Attempt, execs: map[protocol.ExecutionID]bool{}}
+		tm.attempts[e.Job] = seen
+	}
+	seen.execs[e] = true
+	tm.allocs[a]++
+	return nil, false
+}
+
+// releaseLocked frees an admitted execution's hold on its allocation.
+func (tm *TaskManager) releaseLocked(a protocol.AllocationID) {
+	if tm.allocs[a]--; tm.allocs[a] <= 0 {
+		delete(tm.allocs, a)
 	}
 }
 
@@ -156,7 +233,7 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 		return err
 	}
 	spec.Running = func() { tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskRunning}) }
-	r := &running{task: task.New(spec), cancel: make(chan struct{})}
+	r := &running{task: task.New(spec), alloc: d.Allocation, cancel: make(chan struct{})}
 	tm.mu.Lock()
 	if tm.closed {
 		tm.mu.Unlock()
@@ -400,6 +477,7 @@ func (tm *TaskManager) reportFinal(e protocol.ExecutionID, r *running) {
 	defer tm.reportMu.Unlock()
 	tm.mu.Lock()
 	delete(tm.live, e)
+	tm.releaseLocked(r.alloc) // before the terminal state: the JobManager may reuse the slot then
 	tm.mu.Unlock()
 	tm.jm.ReportTaskStats(protocol.TaskStatsReport{TaskManager: tm.id, Tasks: []protocol.ExecutionStats{{Exec: e, Stats: statsOf(r.task)}}})
 }
@@ -418,7 +496,59 @@ func statsOf(t *task.Task) protocol.TaskStats {
 }
 
 // ReleaseJob implements protocol.TaskManagerGateway.
-func (tm *TaskManager) ReleaseJob(jobID string) { tm.shuffle.Release(jobID) }
+func (tm *TaskManager) ReleaseJob(r protocol.ReleaseJob) { tm.shuffle.Release(r.JobID, r.Attempt) }
+
+// Crash stops the TaskManager as a crashed process stops: from now on it
+// sends the JobManager nothing, then it cancels every task and waits for
+// them. The embedded cluster uses it to lose a TaskManager
+// (cluster.Local.CrashTaskManager).
+func (tm *TaskManager) Crash() {
+	tm.jm.off.Store(true)
+	tm.Shutdown()
+}
+
+// silenceable is the TaskManager's JobManager gateway, which Crash turns
+// off: one atomic load per message, never per record.
+type silenceable struct {
+	gw  protocol.JobManagerGateway
+	off atomic.Bool
+}
+
+func (s *silenceable) UpdateTaskState(u protocol.TaskStateUpdate) {
+	if !s.off.Load() {
+		s.gw.UpdateTaskState(u)
+	}
+}
+
+func (s *silenceable) AcknowledgeCheckpoint(a protocol.AcknowledgeCheckpoint) {
+	if !s.off.Load() {
+		s.gw.AcknowledgeCheckpoint(a)
+	}
+}
+
+func (s *silenceable) DeclineCheckpoint(d protocol.DeclineCheckpoint) {
+	if !s.off.Load() {
+		s.gw.DeclineCheckpoint(d)
+	}
+}
+
+func (s *silenceable) SendEvent(e protocol.OperatorEvent) {
+	if !s.off.Load() {
+		s.gw.SendEvent(e)
+	}
+}
+
+func (s *silenceable) SourceEnded(e protocol.SourceEnded) {
+	if !s.off.Load() {
+		s.gw.SourceEnded(e)
+	}
+}
+
+func (s *silenceable) ReportTaskStats(r protocol.TaskStatsReport) {
+	if !s.off.Load() {
+		s.gw.ReportTaskStats(r)
+	}
+}
 
 // Shutdown cancels every running task and waits for all of them to return.
 func (tm *TaskManager) Shutdown() {

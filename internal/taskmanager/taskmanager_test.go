@@ -52,7 +52,7 @@ func TestSubmitFailureReportedAsFailed(t *testing.T) {
 	tm := New(Config{ID: "tm-0", Slots: 1, NetworkMemory: 1 << 20}, jm, network.NewLocalShuffle())
 	defer tm.Shutdown()
 	e := protocol.ExecutionID{Job: "unknown", Vertex: 0, Subtask: 0}
-	tm.SubmitTask(protocol.Deployment{Exec: e})
+	tm.SubmitTask(protocol.Deployment{Exec: e, Allocation: protocol.AllocationID{Job: e.Job}})
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	if len(jm.updates) != 1 {
@@ -92,7 +92,7 @@ func TestFinalStatsBeforeTerminalState(t *testing.T) {
 	jm := &recordingJM{}
 	tm := New(Config{ID: "tm-0", Slots: 1, NetworkMemory: 1 << 20}, jm, network.NewLocalShuffle())
 	tm.RegisterJob(&Job{ID: "j", Graph: g, Clock: clock.System{}, BufferTimeout: -1})
-	tm.SubmitTask(protocol.Deployment{Exec: protocol.ExecutionID{Job: "j"}, KeyHash: uint8(keygroup.CurrentHash)})
+	tm.SubmitTask(protocol.Deployment{Exec: protocol.ExecutionID{Job: "j"}, Allocation: protocol.AllocationID{Job: "j"}, KeyHash: uint8(keygroup.CurrentHash)})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		jm.mu.Lock()
