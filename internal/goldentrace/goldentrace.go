@@ -2,6 +2,7 @@ package goldentrace
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,4 +123,38 @@ func RunAll(t *testing.T, glob string, min int, run func(t *testing.T, path stri
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) { run(t, f) })
 	}
+}
+
+// Fields splits a command line into words at spaces; a double-quoted
+// part (which may hold spaces) is one word, or part of one, without its
+// quotes. An unterminated quote is an error.
+func Fields(s string) ([]string, error) {
+	var (
+		out   []string
+		cur   strings.Builder
+		quote bool
+		have  bool
+	)
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quote, have = !quote, true
+		case r == ' ' && !quote:
+			if have {
+				out = append(out, cur.String())
+			}
+			cur.Reset()
+			have = false
+		default:
+			cur.WriteRune(r)
+			have = true
+		}
+	}
+	if quote {
+		return nil, errors.New("unterminated quote")
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out, nil
 }

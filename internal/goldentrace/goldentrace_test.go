@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -56,5 +57,24 @@ func TestParseCheckRewrite(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	if want := "# first\nadd 1\n----\none\n\nadd 2\n----\nthree\n"; string(got) != want {
 		t.Fatalf("rewritten file %q, want %q", got, want)
+	}
+}
+
+func TestFields(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{"", nil, false},
+		{"a  b c", []string{"a", "b", "c"}, false},
+		{`lost tm-1 cause="no heartbeat for 5s" at=3`, []string{"lost", "tm-1", "cause=no heartbeat for 5s", "at=3"}, false},
+		{`x ""`, []string{"x", ""}, false},
+		{`x "open`, nil, true},
+	} {
+		got, err := Fields(tc.in)
+		if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
+			t.Errorf("Fields(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
 	}
 }

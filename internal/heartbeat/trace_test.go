@@ -1,7 +1,6 @@
 package heartbeat
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -26,40 +25,9 @@ type traceCmd struct {
 	kv    map[string]string
 }
 
-func splitArgs(s string) ([]string, error) {
-	var (
-		out   []string
-		cur   strings.Builder
-		quote bool
-		have  bool
-	)
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quote, have = !quote, true
-		case r == ' ' && !quote:
-			if have {
-				out = append(out, cur.String())
-			}
-			cur.Reset()
-			have = false
-		default:
-			cur.WriteRune(r)
-			have = true
-		}
-	}
-	if quote {
-		return nil, errors.New("unterminated quote")
-	}
-	if have {
-		out = append(out, cur.String())
-	}
-	return out, nil
-}
-
 func parseCmd(t *testing.T, where, line string) *traceCmd {
 	t.Helper()
-	f, err := splitArgs(line)
+	f, err := goldentrace.Fields(line)
 	if err != nil || len(f) == 0 {
 		t.Fatalf("%s: bad command %q: %v", where, line, err)
 	}

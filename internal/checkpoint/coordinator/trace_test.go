@@ -54,37 +54,6 @@ type traceArgs struct {
 	hasNow bool
 }
 
-func splitArgs(s string) ([]string, error) {
-	var (
-		out   []string
-		cur   strings.Builder
-		quote bool
-		have  bool
-	)
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quote, have = !quote, true
-		case r == ' ' && !quote:
-			if have {
-				out = append(out, cur.String())
-			}
-			cur.Reset()
-			have = false
-		default:
-			cur.WriteRune(r)
-			have = true
-		}
-	}
-	if quote {
-		return nil, errors.New("unterminated quote")
-	}
-	if have {
-		out = append(out, cur.String())
-	}
-	return out, nil
-}
-
 func parseArgs(t *testing.T, where string, fields []string, timed bool) *traceArgs {
 	t.Helper()
 	a := &traceArgs{t: t, where: where, kv: map[string]string{}, flags: map[string]bool{}}
@@ -154,7 +123,7 @@ func runTrace(t *testing.T, path string) {
 	)
 	for _, blk := range blocks {
 		where := fmt.Sprintf("%s:%d", path, blk.Line)
-		fields, err := splitArgs(blk.Cmd)
+		fields, err := goldentrace.Fields(blk.Cmd)
 		if err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}
