@@ -291,7 +291,11 @@ func TestSinkJobCompactStopThenResume(t *testing.T) {
 	time.Sleep(delay)
 	rid, err := c.StopWithSavepoint(context.Background(), job.ID(), rest.StopRequest{TargetDirectory: filepath.Join(dir, "savepoints")})
 	if err != nil {
-		t.Fatalf("stop: %v", err)
+		// The cluster is gone when the job ended before the stop: say how.
+		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer wcancel()
+		res, werr := job.Wait(wctx)
+		t.Fatalf("stop after %v at parallelism %d: %v; the job: %+v, %v", delay, p, err, res, werr)
 	}
 	loc := waitSavepoint(t, c, job.ID(), rid)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
