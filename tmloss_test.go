@@ -95,34 +95,9 @@ func TestFailoverOntoSpareTaskManager(t *testing.T) {
 		t.Errorf("restarts caused by %q; want one, by %q", causes, wantCause)
 	}
 	mu.Unlock()
-	got := visibleLines(t, output)
+	got := readCommitted(t, output)
+	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("committed output differs from the reference: %d lines, want %d; first difference %s", len(got), len(want), firstDiff(got, want))
 	}
-}
-
-// visibleLines reads the lines of the visible files of dir, sorted.
-func visibleLines(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(string(data), "\n") {
-			if l != "" {
-				lines = append(lines, l)
-			}
-		}
-	}
-	slices.Sort(lines)
-	return lines
 }
