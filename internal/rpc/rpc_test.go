@@ -326,3 +326,58 @@ func TestRegisterAgainReplacesSession(t *testing.T) {
 	p.cs.SourceEnded(protocol.SourceEnded{})
 	p.jm.wait(t, 1, 5*time.Second)
 }
+
+// recordingListener hands every connection it accepts to conns.
+type recordingListener struct {
+	net.Listener
+	conns chan net.Conn
+}
+
+func (l recordingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.conns <- c
+	}
+	return c, err
+}
+
+// TestJobManagerDeathDetected: a TaskManager whose JobManager's connection
+// goes away as a dying process's does sees its session end, by the peer,
+// within milliseconds; the time is logged.
+func TestJobManagerDeathDetected(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
+			p := &pair{jm: fakeJM{newRecorder()}, srvEnded: make(chan SessionEnd, 4), connectedCh: make(chan *ServerSession, 4)}
+			srv, err := NewServer(ServerConfig{Epoch: 1, JobManager: p.jm,
+				Connected: func(_ Registration, ss *ServerSession) { p.connectedCh <- ss },
+				Ended:     func(e SessionEnd) { p.srvEnded <- e }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Listen(context.Background(), "127.0.0.1:0", TCP{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted := make(chan net.Conn, 4)
+			if err := srv.Serve(recordingListener{l, accepted}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { srv.Close() })
+			p.srv, p.addr = srv, l.Addr().String()
+			p.connect(t, pairOpts{})
+			conn := <-accepted
+			if reset {
+				conn.(*net.TCPConn).SetLinger(0)
+			}
+			start := time.Now()
+			conn.Close()
+			e := waitEnd(t, p.cliEnded, "TaskManager")
+			took := time.Since(start)
+			t.Logf("the TaskManager reported the end %v after the connection closed: %v", took, e)
+			if !e.ByPeer || took > time.Second {
+				t.Fatalf("the TaskManager saw %v after %v; want the peer's end, well under a second", e, took)
+			}
+			waitEnd(t, p.srvEnded, "JobManager")
+		})
+	}
+}
