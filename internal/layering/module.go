@@ -100,6 +100,15 @@ var Rules = []Rule{
 		StdOnly: true,
 	},
 	{
+		Name:    "rpc is a transport",
+		Why:     "the control plane's transport carries protocol's frames over Connect: it must not reach the runtime, the JobManager or the TaskManager, so that both processes and tools can use it alone",
+		From:    m("internal/rpc/..."),
+		StdOnly: true,
+		// "C": net imports cgo's pseudo-package when cgo is on.
+		Allow: append(m("internal/protocol"), "connectrpc.com/connect/...", "google.golang.org/protobuf/...",
+			"golang.org/x/sys/unix", "C"),
+	},
+	{
 		Name:    "pure cores stay pure",
 		Why:     "the pure state machines are driven by golden traces and, later, a simulator: they depend on no package of Weir's or anyone's besides the standard library and the key-group arithmetic",
 		From:    pureCores,
