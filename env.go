@@ -253,8 +253,11 @@ func (e *Environment) fail(err error) {
 	}
 }
 
-// jobGraph compiles what was declared so far.
-func (e *Environment) jobGraph(name string) (*graph.JobGraph, error) {
+// jobGraph compiles what was declared so far. With validate, the sinks'
+// validators check the world (paths, connections); a TaskManager process
+// that only builds the graph of a job its JobManager checked skips them:
+// building a graph does no I/O.
+func (e *Environment) jobGraph(name string, validate bool) (*graph.JobGraph, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
@@ -273,7 +276,7 @@ func (e *Environment) jobGraph(name string) (*graph.JobGraph, error) {
 	}
 	for _, v := range jg.Vertices {
 		for _, n := range v.Nodes {
-			if n.Validate == nil {
+			if n.Validate == nil || !validate {
 				continue
 			}
 			if err := n.Validate(v.Parallelism); err != nil {
@@ -351,7 +354,7 @@ func (e *Environment) executeAsync(ctx context.Context, name string, collects []
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	jg, err := e.jobGraph(name)
+	jg, err := e.jobGraph(name, !launch.IsBuilding(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,10 @@
 // The JobManager and the TaskManagers see each other only through the
 // protocol's loopback gateways, which encode every control message and hand
 // the other side a decoded copy: nothing crosses between them by pointer,
-// so every local run exercises the boundary a network will have. What each
-// side needs of a job beyond the messages (its graph, clock, checkpoint
-// store, settings) is given to it by the launcher, as each process of a
-// distributed job will build its own (RegisterJob for the TaskManagers,
-// jobmanager.JobSpec for the JobManager). CrashTaskManager loses a
+// so every local run exercises the boundary a network will have. A job
+// reaches the TaskManagers as a protocol.RegisterJob message, like in a
+// multi-process cluster; their JobBuilder (Local.Jobs) then hands them the
+// graph, clock and checkpoint store the launcher built in this process,
+// where a TaskManager process builds its own. CrashTaskManager loses a
 // TaskManager as a crashed process would, for failover tests.
 package cluster

@@ -22,6 +22,10 @@ import (
 type Config struct {
 	// TaskManagers is the number of TaskManagers (default 1).
 	TaskManagers int
+	// Remote: the TaskManagers run in other processes and register over
+	// the network (the caller hands each to JM.RegisterTaskManager); the
+	// cluster starts none of its own, and TaskManagers is ignored.
+	Remote bool
 	// SlotsPerTaskManager is the slots of each TaskManager (default 1).
 	SlotsPerTaskManager int
 	// NetworkMemory is each TaskManager's network memory budget in bytes
@@ -52,16 +56,22 @@ const DefaultNetworkMemory = 4 << 30
 type Local struct {
 	JM      *jobmanager.JobManager
 	Shuffle *network.LocalShuffle
-	tms     []*taskmanager.TaskManager
-	rest    *rest.Server
-	logger  *slog.Logger
+	// Jobs are the jobs this process built, which its TaskManagers run
+	// (add a job before submitting it, remove it once it ended).
+	Jobs   taskmanager.LocalJobs
+	tms    []*taskmanager.TaskManager
+	rest   *rest.Server
+	logger *slog.Logger
 
 	closeOnce sync.Once
 }
 
 // Start starts a local cluster.
 func Start(cfg Config) (*Local, error) {
-	if cfg.TaskManagers < 1 {
+	switch {
+	case cfg.Remote:
+		cfg.TaskManagers = 0
+	case cfg.TaskManagers < 1:
 		cfg.TaskManagers = 1
 	}
 	if cfg.SlotsPerTaskManager < 1 {
@@ -79,7 +89,7 @@ func Start(cfg Config) (*Local, error) {
 	// decoded, as it will be between processes.
 	for i := range cfg.TaskManagers {
 		tm := taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
-			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Logger: cfg.Logger},
+			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Jobs: &c.Jobs, Logger: cfg.Logger},
 			protocol.NewLoopbackJobManager(c.JM), c.Shuffle)
 		c.tms = append(c.tms, tm)
 		c.JM.RegisterTaskManager(protocol.LoopbackRegistration(tm.Registration()), protocol.NewLoopbackTaskManager(tm))
@@ -107,13 +117,6 @@ func Start(cfg Config) (*Local, error) {
 		cfg.Logger.Info("REST API listening", "address", "http://"+addr)
 	}
 	return c, nil
-}
-
-// RegisterJob makes a job known to every TaskManager before it is submitted.
-func (c *Local) RegisterJob(j *taskmanager.Job) {
-	for _, tm := range c.tms {
-		tm.RegisterJob(j)
-	}
 }
 
 // CrashTaskManager stops TaskManager id as a crash would (it sends nothing

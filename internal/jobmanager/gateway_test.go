@@ -133,6 +133,7 @@ func (f *fakeTM) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 
 func (f *fakeTM) NotifyCheckpoint(n protocol.NotifyCheckpoint) { f.record("notify", n.Exec) }
 func (f *fakeTM) SendEvent(e protocol.OperatorEvent)           { f.record("event", e.Exec) }
+func (f *fakeTM) RegisterJob(protocol.RegisterJob)             {}
 func (f *fakeTM) ReleaseJob(r protocol.ReleaseJob) {
 	f.record("release", ExecutionID{Job: r.JobID, Attempt: r.Attempt})
 }

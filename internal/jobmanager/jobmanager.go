@@ -65,6 +65,9 @@ type CheckpointSpec struct {
 // JobSpec is a submitted job.
 type JobSpec struct {
 	ID, Name string
+	// Register is what every TaskManager is told of the job before any of
+	// its deployments (protocol.RegisterJob; Submit fills in ID and Name).
+	Register protocol.RegisterJob
 	// Lineage is recorded in every checkpoint and savepoint of the job
 	// (storage.Metadata.Lineage): the restored snapshot's lineage, or, for
 	// a fresh start, a new one.
@@ -208,8 +211,16 @@ func (jm *JobManager) RegisterTaskManager(reg protocol.TaskManagerRegistration, 
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	jm.loseLocked(reg.ID, errors.New("it registered again"), time.Time{})
-	jm.tms = append(jm.tms, &taskManager{reg: reg, gw: gw, free: reg.Slots})
+	t := &taskManager{reg: reg, gw: gw, free: reg.Slots}
+	jm.tms = append(jm.tms, t)
 	jm.logger.Info("TaskManager registered", "taskmanager", reg.ID, "slots", reg.Slots)
+	// The jobs that run now may be deployed there (a failover onto a
+	// spare): it learns of them first.
+	for _, id := range jm.ids {
+		if j := jm.jobs[id]; j != nil && !j.over() {
+			t.send(j.spec.Register)
+		}
+	}
 	jm.wakeWaitingLocked()
 }
 
@@ -292,6 +303,16 @@ func (jm *JobManager) Drain(id string) {
 	if ok {
 		j.io.Wait()
 		jm.sweepShared(j)
+	}
+}
+
+// over reports whether the job has ended (finishLocked ran).
+func (j *job) over() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -97,6 +97,8 @@ func (t *taskManager) call(msg any) {
 		t.gw.SendEvent(m)
 	case protocol.ReleaseJob:
 		t.gw.ReleaseJob(m)
+	case protocol.RegisterJob:
+		t.gw.RegisterJob(m)
 	default:
 		panic(fmt.Sprintf("jobmanager: no TaskManagerGateway call carries a %T", msg))
 	}

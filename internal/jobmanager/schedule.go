@@ -54,6 +54,10 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 	j.stats = make([]*protocol.TaskStats, len(j.execs))
 	jm.jobs[spec.ID] = j
 	jm.ids = append(jm.ids, spec.ID)
+	spec.Register.JobID, spec.Register.Name = spec.ID, spec.Name
+	for _, tm := range jm.tms {
+		tm.send(spec.Register) // ahead of any deployment there
+	}
 
 	// The first attempt's slots, when there are enough now: a job whose
 	// network memory cannot fit is refused before anything starts. With too
@@ -380,7 +384,7 @@ func (jm *JobManager) finishLocked(j *job) {
 	j.stopWaitingLocked()
 	jm.releaseSlotsLocked(j)
 	for _, tm := range jm.tms {
-		tm.send(protocol.ReleaseJob{JobID: j.spec.ID, Attempt: j.attempt})
+		tm.send(protocol.ReleaseJob{JobID: j.spec.ID, Attempt: j.attempt, Ended: true})
 	}
 	for _, c := range j.coords {
 		c.close()

@@ -25,6 +25,13 @@ const savepointPollGrace = 5 * time.Second
 // after which cfg.OnEnd runs and Job.Done is closed. On error nothing it
 // started or opened is left behind, and cfg.OnEnd is not called.
 func Start(ctx context.Context, cfg Config) (*Job, error) {
+	role := ctx.Value(roleKey{})
+	if b, ok := role.(*Built); ok {
+		c := cfg
+		b.cfg = &c
+		return nil, ErrBuilt
+	}
+	shared, _ := role.(*onCluster)
 	name, jg := cfg.Name, cfg.Graph
 	if cfg.Checkpointing != nil || cfg.ResumeFrom != "" {
 		warnMissingUIDs(cfg.Logger, name, cfg.Stream.Nodes)
@@ -41,7 +48,7 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if tms*slots < need {
+	if shared == nil && tms*slots < need {
 		// No TaskManager can join the embedded cluster: waiting for slots
 		// (slot.request.timeout) could not help.
 		return nil, fmt.Errorf("weir: not enough task slots: the job needs %d (its largest parallelism), the local cluster has %d (Config.TaskManagers %d x Config.SlotsPerTaskManager %d); "+
@@ -53,10 +60,18 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	if cfg.HeapStateMemory < 0 {
 		return nil, fmt.Errorf("weir: Config.HeapStateMemory is %d bytes: want a positive number, or 0 for the default", cfg.HeapStateMemory)
 	}
-	c, err := cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, NetworkMemory: cfg.NetworkMemory,
-		HeapStateMemory: cfg.HeapStateMemory, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback, Version: Version, Logger: cfg.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("weir: %w", err)
+	var c *cluster.Local
+	drop := func() {} // a shared cluster outlives the job
+	if shared != nil {
+		c = shared.c
+	} else {
+		var err error
+		c, err = cluster.Start(cluster.Config{TaskManagers: tms, SlotsPerTaskManager: slots, NetworkMemory: cfg.NetworkMemory,
+			HeapStateMemory: cfg.HeapStateMemory, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback, Version: Version, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("weir: %w", err)
+		}
+		drop = func() { c.Close(context.Background()) }
 	}
 	mode := operator.Streaming
 	if cfg.Batch {
@@ -65,18 +80,25 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	switch cfg.StateBackend {
 	case "", "hashmap", "pebble":
 	default:
-		c.Close(context.Background())
+		drop()
 		return nil, fmt.Errorf("weir: unknown state backend %q (want hashmap or pebble)", cfg.StateBackend)
 	}
 	id := rest.NewJobID()
 	spec, tmJob, res, err := jobSpecs(ctx, cfg, id, jg, mode, c.RESTAddr())
 	if err != nil {
-		c.Close(context.Background())
+		drop()
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
+	}
+	if shared != nil {
+		if err := checkShareable(spec); err != nil {
+			drop()
+			res.close()
+			return nil, fmt.Errorf("weir: job %q: %w", name, err)
+		}
 	}
 	if cfg.MaxParallelism == 0 && spec.Restore != nil {
 		if err := checkRestoredMaxParallelism(spec.Restore, jg); err != nil {
-			c.Close(context.Background())
+			drop()
 			res.close()
 			return nil, fmt.Errorf("weir: job %q: %w", name, err)
 		}
@@ -88,7 +110,7 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 			sg := cfg.Stream
 			sg.JobName, sg.MaxParallelism = name, mp
 			if jg, err = graph.Compile(&sg); err != nil {
-				c.Close(context.Background())
+				drop()
 				res.close()
 				return nil, fmt.Errorf("weir: job %q: %w", name, err)
 			}
@@ -98,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	stateDir, removeDir := cfg.StateDir, false
 	if stateDir == "" {
 		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
-			c.Close(context.Background())
+			drop()
 			res.close()
 			return nil, fmt.Errorf("weir: creating a state directory: %w", err)
 		}
@@ -107,13 +129,17 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 		stateDir = filepath.Join(stateDir, id)
 	}
 	tmJob.StateDir = stateDir
-	c.RegisterJob(tmJob)
+	c.Jobs.Add(tmJob)
+	spec.Register = registration(tmJob, writeMemory(cfg))
+	if shared != nil {
+		spec.Register.Program, spec.Register.Args = shared.sub.Program, shared.sub.Args
+	}
 	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{}), restoredFrom: spec.Restore}
 	if spec.RestoreStore != nil {
 		j.restoredURL = spec.RestoreStore.URL()
 	}
 	if err := c.JM.Submit(spec); err != nil {
-		c.Close(context.Background())
+		drop()
 		res.close()
 		if removeDir {
 			os.RemoveAll(stateDir)
@@ -121,6 +147,9 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
 	}
 	endMemory := guardMemory(cfg, spec.ID, func(err error) { c.JM.Fail(spec.ID, err) })
+	if shared != nil && shared.sub.Submitted != nil {
+		shared.sub.Submitted(spec.ID)
+	}
 	if cfg.OnSubmit != nil {
 		cfg.OnSubmit(j)
 	}
@@ -164,7 +193,8 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 		if st, ok := c.JM.Checkpoints(spec.ID); ok {
 			j.checkpoints = st.Counts.Completed
 		}
-		c.Close(context.Background())
+		drop()
+		c.Jobs.Remove(spec.ID)
 		c.JM.Drain(spec.ID)
 		endMemory()
 		res.close()

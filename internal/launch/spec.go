@@ -44,10 +44,7 @@ func jobSpecs(ctx context.Context, cfg Config, id string, jg *graph.JobGraph, mo
 			return nil, nil, res, fmt.Errorf("opening the checkpoint storage: %w", err)
 		}
 		res.stores = append(res.stores, store)
-		mem := cp.WriteMemory
-		if mem == 0 {
-			mem = DefaultCheckpointWriteMemory
-		}
+		mem := writeMemory(cfg)
 		if mem < 0 {
 			return nil, nil, res, fmt.Errorf("Config.Checkpointing.WriteMemory is %d bytes: want a positive number, or 0 for the default (%d)", mem, DefaultCheckpointWriteMemory)
 		}
@@ -158,4 +155,13 @@ func (r *jobResources) close() {
 	for _, f := range r.after {
 		f()
 	}
+}
+
+// writeMemory is the checkpoint store's write memory (its default when
+// unset, or without checkpointing: a savepoint staging store's).
+func writeMemory(cfg Config) int64 {
+	if cp := cfg.Checkpointing; cp != nil && cp.WriteMemory != 0 {
+		return cp.WriteMemory
+	}
+	return DefaultCheckpointWriteMemory
 }

@@ -26,7 +26,8 @@ import (
 
 // Version is the version of the encoding, the first byte of every frame.
 // Version 2: Deployment carries its Allocation, ReleaseJob its Attempt.
-const Version = 2
+// Version 3: ReleaseJob carries Ended; RegisterJob.
+const Version = 3
 
 // MaxFrameSize bounds an encoded message. Control messages are far smaller;
 // the largest are deployments that carry a subtask's operator state.
@@ -65,6 +66,9 @@ const (
 	KindDeclineCheckpoint       Kind = 15
 	KindSourceEnded             Kind = 16
 	KindTaskStatsReport         Kind = 17
+	// 18 is reserved for RegistrationReply (internal/rpc's RegisterReply
+	// stands for it now).
+	KindRegisterJob Kind = 19
 )
 
 var kindNames = [...]string{
@@ -73,6 +77,7 @@ var kindNames = [...]string{
 	KindReleaseJob: "ReleaseJob", KindTaskStatsReport: "TaskStatsReport",
 	KindTaskManagerRegistration: "TaskManagerRegistration", KindTaskStateUpdate: "TaskStateUpdate",
 	KindAcknowledgeCheckpoint: "AcknowledgeCheckpoint", KindDeclineCheckpoint: "DeclineCheckpoint", KindSourceEnded: "SourceEnded",
+	KindRegisterJob: "RegisterJob",
 }
 
 // String is the name of the message type of kind k.
@@ -95,6 +100,7 @@ func (AcknowledgeCheckpoint) Kind() Kind   { return KindAcknowledgeCheckpoint }
 func (DeclineCheckpoint) Kind() Kind       { return KindDeclineCheckpoint }
 func (SourceEnded) Kind() Kind             { return KindSourceEnded }
 func (TaskStatsReport) Kind() Kind         { return KindTaskStatsReport }
+func (RegisterJob) Kind() Kind             { return KindRegisterJob }
 
 // Encode returns the frame of m.
 func Encode(m Message) ([]byte, error) { return AppendEncode(nil, m) }
@@ -134,6 +140,9 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	case ReleaseJob:
 		w.str(m.JobID)
 		w.int(m.Attempt)
+		w.bools(m.Ended)
+	case RegisterJob:
+		w.registerJob(m)
 	case TaskManagerRegistration:
 		w.str(m.ID)
 		w.int(m.Slots)
@@ -188,7 +197,9 @@ func Decode(b []byte) (Message, error) {
 	case KindTaskStatsReport:
 		m = r.statsReport()
 	case KindReleaseJob:
-		m = ReleaseJob{JobID: r.str("JobID"), Attempt: r.int("Attempt")}
+		m = ReleaseJob{JobID: r.str("JobID"), Attempt: r.int("Attempt"), Ended: r.bool("Ended")}
+	case KindRegisterJob:
+		m = r.registerJob()
 	case KindTaskManagerRegistration:
 		m = TaskManagerRegistration{ID: r.str("ID"), Slots: r.int("Slots"), NetworkMemory: r.i64("NetworkMemory")}
 	case KindTaskStateUpdate:
@@ -284,6 +295,31 @@ func (w *writer) deployment(d Deployment) {
 			w.objects(op.InputChannels)
 			w.objects(op.OutputChannels)
 		}
+	}
+}
+
+func (w *writer) registerJob(j RegisterJob) {
+	w.str(j.JobID)
+	w.str(j.Name)
+	w.str(j.Program)
+	w.strs(j.Args)
+	w.str(j.Fingerprint)
+	w.int(j.MaxParallelism)
+	w.bools(j.Batch)
+	w.i64(j.BufferTimeout)
+	w.int(j.BufferSize)
+	w.int(j.BuffersPerChannel)
+	w.int(j.FloatingBuffers)
+	w.str(j.StateBackend)
+	w.present(j.Checkpoints != nil)
+	if c := j.Checkpoints; c != nil {
+		w.str(c.StorageURL)
+		w.i64(c.WriteMemory)
+		w.bools(c.AtLeastOnce, c.Incremental)
+		w.i64(c.Interval)
+		w.i64(c.ChannelStateMemory)
+		w.str(c.Lineage)
+		w.bools(c.SavepointsOnly)
 	}
 }
 
@@ -562,6 +598,22 @@ func (r *reader) allocation(field string) AllocationID {
 	r.enter(field)
 	defer r.leave()
 	return AllocationID{Epoch: r.i64("Epoch"), Job: r.str("Job"), Attempt: r.int("Attempt"), Slot: r.int("Slot")}
+}
+
+func (r *reader) registerJob() RegisterJob {
+	j := RegisterJob{JobID: r.str("JobID"), Name: r.str("Name"), Program: r.str("Program"), Args: r.strs("Args"),
+		Fingerprint: r.str("Fingerprint"), MaxParallelism: r.int("MaxParallelism"), Batch: r.bool("Batch"),
+		BufferTimeout: r.i64("BufferTimeout"), BufferSize: r.int("BufferSize"), BuffersPerChannel: r.int("BuffersPerChannel"),
+		FloatingBuffers: r.int("FloatingBuffers"), StateBackend: r.str("StateBackend")}
+	if !r.bool("Checkpoints") {
+		return j
+	}
+	r.enter("Checkpoints")
+	defer r.leave()
+	j.Checkpoints = &JobCheckpoints{StorageURL: r.str("StorageURL"), WriteMemory: r.i64("WriteMemory"), AtLeastOnce: r.bool("AtLeastOnce"),
+		Incremental: r.bool("Incremental"), Interval: r.i64("Interval"), ChannelStateMemory: r.i64("ChannelStateMemory"),
+		Lineage: r.str("Lineage"), SavepointsOnly: r.bool("SavepointsOnly")}
+	return j
 }
 
 func (r *reader) deployment() Deployment {

@@ -22,7 +22,7 @@ import (
 // here fails TestEveryTypeEncodes (it parses the package's source).
 var messages = []Message{
 	Deployment{}, CancelTask{}, TriggerCheckpoint{}, NotifyCheckpoint{}, OperatorEvent{},
-	ReleaseJob{}, TaskStatsReport{}, TaskManagerRegistration{}, TaskStateUpdate{}, AcknowledgeCheckpoint{}, DeclineCheckpoint{}, SourceEnded{},
+	ReleaseJob{}, TaskStatsReport{}, TaskManagerRegistration{}, TaskStateUpdate{}, AcknowledgeCheckpoint{}, DeclineCheckpoint{}, SourceEnded{}, RegisterJob{},
 }
 
 // nonMessages are the exported struct types that never cross the boundary

@@ -7,6 +7,10 @@ package protocol
 // one TaskManager in the order it decided them, so an implementation may
 // call back into the JobManager at once.
 type TaskManagerGateway interface {
+	// RegisterJob makes a job known before any of its deployments; a
+	// TaskManager that cannot build it fails the job's deployments with
+	// the reason.
+	RegisterJob(RegisterJob)
 	// SubmitTask starts an execution; its state changes come back through
 	// JobManagerGateway.UpdateTaskState, a failure to start as FAILED.
 	SubmitTask(Deployment)

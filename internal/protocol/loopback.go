@@ -96,6 +96,9 @@ func (l *LoopbackTaskManager) NotifyCheckpoint(n NotifyCheckpoint) {
 // SendEvent implements TaskManagerGateway.
 func (l *LoopbackTaskManager) SendEvent(e OperatorEvent) { l.tm.SendEvent(mustRoundTrip(e)) }
 
+// RegisterJob implements TaskManagerGateway.
+func (l *LoopbackTaskManager) RegisterJob(j RegisterJob) { l.tm.RegisterJob(mustRoundTrip(j)) }
+
 // ReleaseJob implements TaskManagerGateway.
 func (l *LoopbackTaskManager) ReleaseJob(r ReleaseJob) { l.tm.ReleaseJob(mustRoundTrip(r)) }
 

@@ -17,6 +17,7 @@ func (f *fakeTM) TriggerCheckpoint(t TriggerCheckpoint) { f.got = append(f.got, 
 func (f *fakeTM) NotifyCheckpoint(n NotifyCheckpoint)   { f.got = append(f.got, n) }
 func (f *fakeTM) SendEvent(e OperatorEvent)             { f.got = append(f.got, e) }
 func (f *fakeTM) ReleaseJob(r ReleaseJob)               { f.got = append(f.got, r) }
+func (f *fakeTM) RegisterJob(j RegisterJob)             { f.got = append(f.got, j) }
 
 type fakeJM struct{ got []any }
 
@@ -97,7 +98,9 @@ func TestLoopbackTaskManager(t *testing.T) {
 		l.SendEvent(ev)
 		rj := random[ReleaseJob](r)
 		l.ReleaseJob(rj)
-		for i, sent := range []any{d, e, tc, nc, ev, rj} {
+		reg2 := random[RegisterJob](r)
+		l.RegisterJob(reg2)
+		for i, sent := range []any{d, e, tc, nc, ev, rj, reg2} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -173,3 +176,4 @@ func (nopTM) TriggerCheckpoint(TriggerCheckpoint) {}
 func (nopTM) NotifyCheckpoint(NotifyCheckpoint)   {}
 func (nopTM) SendEvent(OperatorEvent)             {}
 func (nopTM) ReleaseJob(ReleaseJob)               {}
+func (nopTM) RegisterJob(RegisterJob)             {}

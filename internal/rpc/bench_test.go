@@ -113,3 +113,4 @@ func (nopTM) TriggerCheckpoint(protocol.TriggerCheckpoint) {}
 func (nopTM) NotifyCheckpoint(protocol.NotifyCheckpoint)   {}
 func (nopTM) SendEvent(protocol.OperatorEvent)             {}
 func (nopTM) ReleaseJob(protocol.ReleaseJob)               {}
+func (nopTM) RegisterJob(protocol.RegisterJob)             {}

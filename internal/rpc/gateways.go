@@ -22,6 +22,8 @@ func deliverToTaskManager(tm protocol.TaskManagerGateway) func(protocol.Message)
 			tm.SendEvent(m)
 		case protocol.ReleaseJob:
 			tm.ReleaseJob(m)
+		case protocol.RegisterJob:
+			tm.RegisterJob(m)
 		default:
 			return fmt.Errorf("a %s message, which a JobManager does not send", m.Kind())
 		}
@@ -98,6 +100,9 @@ func (ss *ServerSession) NotifyCheckpoint(n protocol.NotifyCheckpoint) { ss.s.ca
 
 // SendEvent implements protocol.TaskManagerGateway.
 func (ss *ServerSession) SendEvent(e protocol.OperatorEvent) { ss.s.call(e) }
+
+// RegisterJob implements protocol.TaskManagerGateway.
+func (ss *ServerSession) RegisterJob(j protocol.RegisterJob) { ss.s.call(j) }
 
 // ReleaseJob implements protocol.TaskManagerGateway.
 func (ss *ServerSession) ReleaseJob(r protocol.ReleaseJob) { ss.s.call(r) }

@@ -48,7 +48,9 @@ func TestEveryCallArrivesEqual(t *testing.T) {
 		p.ss.SendEvent(ev)
 		rj := random[protocol.ReleaseJob](r)
 		p.ss.ReleaseJob(rj)
-		sentTM = append(sentTM, d, e, tc, nc, ev, rj)
+		rg := random[protocol.RegisterJob](r)
+		p.ss.RegisterJob(rg)
+		sentTM = append(sentTM, d, e, tc, nc, ev, rj, rg)
 
 		u, a, dc := random[protocol.TaskStateUpdate](r), random[protocol.AcknowledgeCheckpoint](r), random[protocol.DeclineCheckpoint](r)
 		oe, se, st := random[protocol.OperatorEvent](r), random[protocol.SourceEnded](r), random[protocol.TaskStatsReport](r)

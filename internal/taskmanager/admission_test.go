@@ -94,9 +94,11 @@ func TestDeploymentAdmission(t *testing.T) {
 	}
 	logs := &syncBuffer{}
 	jm := &recordingJM{}
-	tm := New(Config{ID: "tm-0", Slots: 1, NetworkMemory: 1 << 20, Logger: slog.New(slog.NewTextHandler(logs, nil))}, jm, network.NewLocalShuffle())
+	jobs := &LocalJobs{}
+	tm := New(Config{ID: "tm-0", Slots: 1, NetworkMemory: 1 << 20, Jobs: jobs, Logger: slog.New(slog.NewTextHandler(logs, nil))}, jm, network.NewLocalShuffle())
 	defer tm.Shutdown()
-	tm.RegisterJob(&Job{ID: "j", Graph: g, Clock: clock.System{}, BufferTimeout: -1})
+	jobs.Add(&Job{ID: "j", Graph: g, Clock: clock.System{}, BufferTimeout: -1})
+	tm.RegisterJob(protocol.RegisterJob{JobID: "j"})
 	deploy := func(attempt, slot int) protocol.ExecutionID {
 		e := protocol.ExecutionID{Job: "j", Subtask: slot, Attempt: attempt}
 		tm.SubmitTask(protocol.Deployment{Exec: e, Slot: slot, Allocation: protocol.AllocationID{Job: "j", Attempt: attempt, Slot: slot},

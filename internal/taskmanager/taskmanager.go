@@ -33,12 +33,15 @@ type Config struct {
 	// HeapStateMemory bounds the hashmap state backend's tables of all its
 	// subtasks together (weir.Config.HeapStateMemory; 0: unbounded).
 	HeapStateMemory int64
-	Logger          *slog.Logger
+	// Jobs builds, in this process, each job a RegisterJob message names
+	// (required).
+	Jobs   JobBuilder
+	Logger *slog.Logger
 }
 
 // Job is what a TaskManager knows of a job before it runs any of its tasks:
 // its graph (every process of a job builds the same one) and the settings
-// every task needs. It is registered locally, not sent.
+// every task needs. Its JobBuilder makes it from a RegisterJob message.
 type Job struct {
 	ID    string
 	Graph *graph.JobGraph
@@ -53,6 +56,10 @@ type Job struct {
 	StateBackend, StateDir string
 	// Checkpoints is nil when the job takes no checkpoints.
 	Checkpoints *task.Checkpoints
+	// Release, if set, frees what the builder opened for the job; the
+	// TaskManager calls it once, when the job has ended and its executions
+	// here have returned.
+	Release func()
 }
 
 // PoolBounds returns the fewest and the most buffers of a result partition
@@ -72,12 +79,16 @@ type TaskManager struct {
 	shuffle *network.LocalShuffle
 	budget  *network.Budget // network memory of all its result partitions
 	heapMem *budget.Budget  // its subtasks' heap state tables (nil: unbounded)
+	builder JobBuilder
 	logger  *slog.Logger
 
 	mu     sync.Mutex // guards jobs, tasks, early, stores, closed, live and reporting
 	closed bool       // Shutdown was called: no more submissions
 	jobs   map[string]*Job
-	tasks  map[protocol.ExecutionID]*running
+	// unbuilt holds why a registered job could not be built here: its
+	// deployments fail with it.
+	unbuilt map[string]error
+	tasks   map[protocol.ExecutionID]*running
 	// early holds executions canceled before they were submitted (the
 	// JobManager may cancel while it is still deploying), so that a late
 	// submission stops at once instead of running unseen.
@@ -113,6 +124,7 @@ type running struct {
 	alloc  protocol.AllocationID
 	cancel chan struct{}
 	once   sync.Once
+	done   chan struct{} // closed when its goroutine has returned
 }
 
 // attemptSeen is the newest attempt of a job deployed on a TaskManager and
@@ -128,7 +140,7 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	tm := &TaskManager{id: cfg.ID, slots: cfg.Slots, jm: &silenceable{gw: gw}, shuffle: shuffle, budget: network.NewBudget(cfg.NetworkMemory),
-		logger: cfg.Logger, jobs: map[string]*Job{}, tasks: map[protocol.ExecutionID]*running{},
+		logger: cfg.Logger, builder: cfg.Jobs, jobs: map[string]*Job{}, unbuilt: map[string]error{}, tasks: map[protocol.ExecutionID]*running{},
 		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{},
 		live: map[protocol.ExecutionID]*running{}, stop: make(chan struct{}),
 		allocs: map[protocol.AllocationID]int{}, attempts: map[string]*attemptSeen{}}
@@ -136,13 +148,6 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 		tm.heapMem = budget.New(cfg.HeapStateMemory)
 	}
 	return tm
-}
-
-// RegisterJob makes a job's graph and settings known, before its tasks come.
-func (tm *TaskManager) RegisterJob(j *Job) {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	tm.jobs[j.ID] = j
 }
 
 // ID is the TaskManager's name.
@@ -173,7 +178,7 @@ func (tm *TaskManager) SubmitTask(d protocol.Deployment) {
 	}
 	if err != nil && report {
 		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskFailed,
-			Failure: &protocol.Failure{Message: fmt.Sprintf("deploying %s: %v", d.Exec, err)}})
+			Failure: &protocol.Failure{Message: fmt.Sprintf("deploying %s: %v", d.Exec, err), Permanent: failure.IsPermanent(err)}})
 	}
 }
 
@@ -223,8 +228,11 @@ func (tm *TaskManager) releaseLocked(a protocol.AllocationID) {
 
 func (tm *TaskManager) submit(d protocol.Deployment) error {
 	tm.mu.Lock()
-	job := tm.jobs[d.Exec.Job]
+	job, unbuilt := tm.jobs[d.Exec.Job], tm.unbuilt[d.Exec.Job]
 	tm.mu.Unlock()
+	if unbuilt != nil {
+		return unbuilt
+	}
 	if job == nil {
 		return fmt.Errorf("taskmanager %s: job %s is not registered", tm.id, d.Exec.Job)
 	}
@@ -233,7 +241,7 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 		return err
 	}
 	spec.Running = func() { tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskRunning}) }
-	r := &running{task: task.New(spec), alloc: d.Allocation, cancel: make(chan struct{})}
+	r := &running{task: task.New(spec), alloc: d.Allocation, cancel: make(chan struct{}), done: make(chan struct{})}
 	tm.mu.Lock()
 	if tm.closed {
 		tm.mu.Unlock()
@@ -259,6 +267,7 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 	tm.mu.Unlock()
 	go func() {
 		defer tm.wg.Done()
+		defer close(r.done)
 		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskInitializing})
 		err := r.task.Run(r.cancel)
 		tm.reportFinal(d.Exec, r)
@@ -495,9 +504,6 @@ func statsOf(t *task.Task) protocol.TaskStats {
 		InputWatermark: s.InputWatermark, OutputWatermark: s.OutputWatermark, OutputIdle: s.OutputIdle, Operators: ops}
 }
 
-// ReleaseJob implements protocol.TaskManagerGateway.
-func (tm *TaskManager) ReleaseJob(r protocol.ReleaseJob) { tm.shuffle.Release(r.JobID, r.Attempt) }
-
 // Crash stops the TaskManager as a crashed process stops: from now on it
 // sends the JobManager nothing, then it cancels every task and waits for
 // them. The embedded cluster uses it to lose a TaskManager
@@ -550,7 +556,8 @@ func (s *silenceable) ReportTaskStats(r protocol.TaskStatsReport) {
 	}
 }
 
-// Shutdown cancels every running task and waits for all of them to return.
+// Shutdown cancels every running task, waits for all of them to return,
+// and releases every job it still knows (Job.Release).
 func (tm *TaskManager) Shutdown() {
 	tm.mu.Lock()
 	if !tm.closed {
@@ -562,9 +569,16 @@ func (tm *TaskManager) Shutdown() {
 	}
 	stores := tm.stores
 	tm.stores = map[string]*storage.Store{}
+	jobs := tm.jobs
+	tm.jobs = map[string]*Job{}
 	tm.mu.Unlock()
 	tm.wg.Wait()
 	for _, s := range stores {
 		s.Close()
+	}
+	for _, j := range jobs {
+		if j.Release != nil {
+			j.Release()
+		}
 	}
 }

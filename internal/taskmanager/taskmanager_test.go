@@ -90,8 +90,10 @@ func TestFinalStatsBeforeTerminalState(t *testing.T) {
 		t.Fatal(err)
 	}
 	jm := &recordingJM{}
-	tm := New(Config{ID: "tm-0", Slots: 1, NetworkMemory: 1 << 20}, jm, network.NewLocalShuffle())
-	tm.RegisterJob(&Job{ID: "j", Graph: g, Clock: clock.System{}, BufferTimeout: -1})
+	jobs := &LocalJobs{}
+	tm := New(Config{ID: "tm-0", Slots: 1, NetworkMemory: 1 << 20, Jobs: jobs}, jm, network.NewLocalShuffle())
+	jobs.Add(&Job{ID: "j", Graph: g, Clock: clock.System{}, BufferTimeout: -1})
+	tm.RegisterJob(protocol.RegisterJob{JobID: "j"})
 	tm.SubmitTask(protocol.Deployment{Exec: protocol.ExecutionID{Job: "j"}, Allocation: protocol.AllocationID{Job: "j"}, KeyHash: uint8(keygroup.CurrentHash)})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
