@@ -40,7 +40,10 @@ type ServerConfig struct {
 	Connected func(reg Registration, ss *ServerSession)
 	// Ended is called once for each session Connected was called for,
 	// after its last message was delivered. Required.
-	Ended  func(SessionEnd)
+	Ended func(SessionEnd)
+	// Jobs, if set, serves SubmitJob (session mode); without it SubmitJob
+	// answers Unimplemented.
+	Jobs   *Jobs
 	Limits Limits
 	TCP    TCP
 	Logger *slog.Logger

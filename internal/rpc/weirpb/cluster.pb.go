@@ -223,6 +223,163 @@ func (x *RegisterReply) GetSession() string {
 	return ""
 }
 
+// SubmitRequest runs a job compiled into the binary (session mode,
+// decision 2): program is its name (weir run's job), args its flags.
+type SubmitRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Program string                 `protobuf:"bytes,1,opt,name=program,proto3" json:"program,omitempty"`
+	Args    []string               `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	// build_id names the client's binary: a job is built from its name and
+	// arguments in every process, so the client must run the same build.
+	BuildId string `protobuf:"bytes,3,opt,name=build_id,json=buildId,proto3" json:"build_id,omitempty"`
+	// detached: the job keeps running when the client goes away; else the
+	// end of the call cancels it.
+	Detached      bool `protobuf:"varint,4,opt,name=detached,proto3" json:"detached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitRequest) Reset() {
+	*x = SubmitRequest{}
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitRequest) ProtoMessage() {}
+
+func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
+func (*SubmitRequest) Descriptor() ([]byte, []int) {
+	return file_weir_cluster_v1_cluster_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SubmitRequest) GetProgram() string {
+	if x != nil {
+		return x.Program
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetBuildId() string {
+	if x != nil {
+		return x.BuildId
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetDetached() bool {
+	if x != nil {
+		return x.Detached
+	}
+	return false
+}
+
+// JobUpdate tells a submitting client about its job: the first one once it
+// is submitted (job_id set), the last one when it ended (final set).
+type JobUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// rest_address is the JobManager's REST API (host:port), "" for none.
+	RestAddress string `protobuf:"bytes,2,opt,name=rest_address,json=restAddress,proto3" json:"rest_address,omitempty"`
+	Final       bool   `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
+	// error is why the job failed or could not start, as weir run on the
+	// embedded cluster would print it; "" when it succeeded.
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// outcome classifies a final error for the client's exit code: "usage"
+	// (a mistake in the program's arguments), "canceled", or "failed".
+	Outcome       string `protobuf:"bytes,5,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobUpdate) Reset() {
+	*x = JobUpdate{}
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobUpdate) ProtoMessage() {}
+
+func (x *JobUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobUpdate.ProtoReflect.Descriptor instead.
+func (*JobUpdate) Descriptor() ([]byte, []int) {
+	return file_weir_cluster_v1_cluster_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *JobUpdate) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobUpdate) GetRestAddress() string {
+	if x != nil {
+		return x.RestAddress
+	}
+	return ""
+}
+
+func (x *JobUpdate) GetFinal() bool {
+	if x != nil {
+		return x.Final
+	}
+	return false
+}
+
+func (x *JobUpdate) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *JobUpdate) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
 var File_weir_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_weir_cluster_v1_cluster_proto_rawDesc = "" +
@@ -239,10 +396,22 @@ const file_weir_cluster_v1_cluster_proto_rawDesc = "" +
 	"\bbuild_id\x18\x03 \x01(\tR\abuildId\"?\n" +
 	"\rRegisterReply\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession2\xa6\x01\n" +
+	"\asession\x18\x02 \x01(\tR\asession\"t\n" +
+	"\rSubmitRequest\x12\x18\n" +
+	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x12\n" +
+	"\x04args\x18\x02 \x03(\tR\x04args\x12\x19\n" +
+	"\bbuild_id\x18\x03 \x01(\tR\abuildId\x12\x1a\n" +
+	"\bdetached\x18\x04 \x01(\bR\bdetached\"\x8b\x01\n" +
+	"\tJobUpdate\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12!\n" +
+	"\frest_address\x18\x02 \x01(\tR\vrestAddress\x12\x14\n" +
+	"\x05final\x18\x03 \x01(\bR\x05final\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x18\n" +
+	"\aoutcome\x18\x05 \x01(\tR\aoutcome2\xf1\x01\n" +
 	"\x11JobManagerService\x12L\n" +
 	"\bRegister\x12 .weir.cluster.v1.RegisterRequest\x1a\x1e.weir.cluster.v1.RegisterReply\x12C\n" +
-	"\aSession\x12\x19.weir.cluster.v1.Envelope\x1a\x19.weir.cluster.v1.Envelope(\x010\x01B,Z*github.com/weirhq/weir/internal/rpc/weirpbb\x06proto3"
+	"\aSession\x12\x19.weir.cluster.v1.Envelope\x1a\x19.weir.cluster.v1.Envelope(\x010\x01\x12I\n" +
+	"\tSubmitJob\x12\x1e.weir.cluster.v1.SubmitRequest\x1a\x1a.weir.cluster.v1.JobUpdate0\x01B,Z*github.com/weirhq/weir/internal/rpc/weirpbb\x06proto3"
 
 var (
 	file_weir_cluster_v1_cluster_proto_rawDescOnce sync.Once
@@ -256,19 +425,23 @@ func file_weir_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_weir_cluster_v1_cluster_proto_rawDescData
 }
 
-var file_weir_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_weir_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_weir_cluster_v1_cluster_proto_goTypes = []any{
 	(*Envelope)(nil),        // 0: weir.cluster.v1.Envelope
 	(*RegisterRequest)(nil), // 1: weir.cluster.v1.RegisterRequest
 	(*RegisterReply)(nil),   // 2: weir.cluster.v1.RegisterReply
+	(*SubmitRequest)(nil),   // 3: weir.cluster.v1.SubmitRequest
+	(*JobUpdate)(nil),       // 4: weir.cluster.v1.JobUpdate
 }
 var file_weir_cluster_v1_cluster_proto_depIdxs = []int32{
 	1, // 0: weir.cluster.v1.JobManagerService.Register:input_type -> weir.cluster.v1.RegisterRequest
 	0, // 1: weir.cluster.v1.JobManagerService.Session:input_type -> weir.cluster.v1.Envelope
-	2, // 2: weir.cluster.v1.JobManagerService.Register:output_type -> weir.cluster.v1.RegisterReply
-	0, // 3: weir.cluster.v1.JobManagerService.Session:output_type -> weir.cluster.v1.Envelope
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
+	3, // 2: weir.cluster.v1.JobManagerService.SubmitJob:input_type -> weir.cluster.v1.SubmitRequest
+	2, // 3: weir.cluster.v1.JobManagerService.Register:output_type -> weir.cluster.v1.RegisterReply
+	0, // 4: weir.cluster.v1.JobManagerService.Session:output_type -> weir.cluster.v1.Envelope
+	4, // 5: weir.cluster.v1.JobManagerService.SubmitJob:output_type -> weir.cluster.v1.JobUpdate
+	3, // [3:6] is the sub-list for method output_type
+	0, // [0:3] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -285,7 +458,7 @@ func file_weir_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_weir_cluster_v1_cluster_proto_rawDesc), len(file_weir_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

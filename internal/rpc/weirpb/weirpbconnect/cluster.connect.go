@@ -48,6 +48,9 @@ const (
 	// JobManagerServiceSessionProcedure is the fully-qualified name of the JobManagerService's Session
 	// RPC.
 	JobManagerServiceSessionProcedure = "/weir.cluster.v1.JobManagerService/Session"
+	// JobManagerServiceSubmitJobProcedure is the fully-qualified name of the JobManagerService's
+	// SubmitJob RPC.
+	JobManagerServiceSubmitJobProcedure = "/weir.cluster.v1.JobManagerService/SubmitJob"
 )
 
 // JobManagerServiceClient is a client for the weir.cluster.v1.JobManagerService service.
@@ -58,6 +61,9 @@ type JobManagerServiceClient interface {
 	// Session carries both one-way gateways of a registered TaskManager, in
 	// order, until either side ends it.
 	Session(context.Context) *connect.BidiStreamForClient[weirpb.Envelope, weirpb.Envelope]
+	// SubmitJob runs a job and reports on it until it ends (or, detached,
+	// until it is submitted).
+	SubmitJob(context.Context, *connect.Request[weirpb.SubmitRequest]) (*connect.ServerStreamForClient[weirpb.JobUpdate], error)
 }
 
 // NewJobManagerServiceClient constructs a client for the weir.cluster.v1.JobManagerService service.
@@ -83,13 +89,20 @@ func NewJobManagerServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(jobManagerServiceMethods.ByName("Session")),
 			connect.WithClientOptions(opts...),
 		),
+		submitJob: connect.NewClient[weirpb.SubmitRequest, weirpb.JobUpdate](
+			httpClient,
+			baseURL+JobManagerServiceSubmitJobProcedure,
+			connect.WithSchema(jobManagerServiceMethods.ByName("SubmitJob")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // jobManagerServiceClient implements JobManagerServiceClient.
 type jobManagerServiceClient struct {
-	register *connect.Client[weirpb.RegisterRequest, weirpb.RegisterReply]
-	session  *connect.Client[weirpb.Envelope, weirpb.Envelope]
+	register  *connect.Client[weirpb.RegisterRequest, weirpb.RegisterReply]
+	session   *connect.Client[weirpb.Envelope, weirpb.Envelope]
+	submitJob *connect.Client[weirpb.SubmitRequest, weirpb.JobUpdate]
 }
 
 // Register calls weir.cluster.v1.JobManagerService.Register.
@@ -102,6 +115,11 @@ func (c *jobManagerServiceClient) Session(ctx context.Context) *connect.BidiStre
 	return c.session.CallBidiStream(ctx)
 }
 
+// SubmitJob calls weir.cluster.v1.JobManagerService.SubmitJob.
+func (c *jobManagerServiceClient) SubmitJob(ctx context.Context, req *connect.Request[weirpb.SubmitRequest]) (*connect.ServerStreamForClient[weirpb.JobUpdate], error) {
+	return c.submitJob.CallServerStream(ctx, req)
+}
+
 // JobManagerServiceHandler is an implementation of the weir.cluster.v1.JobManagerService service.
 type JobManagerServiceHandler interface {
 	// Register admits a TaskManager, or refuses it (FAILED_PRECONDITION:
@@ -110,6 +128,9 @@ type JobManagerServiceHandler interface {
 	// Session carries both one-way gateways of a registered TaskManager, in
 	// order, until either side ends it.
 	Session(context.Context, *connect.BidiStream[weirpb.Envelope, weirpb.Envelope]) error
+	// SubmitJob runs a job and reports on it until it ends (or, detached,
+	// until it is submitted).
+	SubmitJob(context.Context, *connect.Request[weirpb.SubmitRequest], *connect.ServerStream[weirpb.JobUpdate]) error
 }
 
 // NewJobManagerServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -131,12 +152,20 @@ func NewJobManagerServiceHandler(svc JobManagerServiceHandler, opts ...connect.H
 		connect.WithSchema(jobManagerServiceMethods.ByName("Session")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobManagerServiceSubmitJobHandler := connect.NewServerStreamHandler(
+		JobManagerServiceSubmitJobProcedure,
+		svc.SubmitJob,
+		connect.WithSchema(jobManagerServiceMethods.ByName("SubmitJob")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/weir.cluster.v1.JobManagerService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case JobManagerServiceRegisterProcedure:
 			jobManagerServiceRegisterHandler.ServeHTTP(w, r)
 		case JobManagerServiceSessionProcedure:
 			jobManagerServiceSessionHandler.ServeHTTP(w, r)
+		case JobManagerServiceSubmitJobProcedure:
+			jobManagerServiceSubmitJobHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -152,4 +181,8 @@ func (UnimplementedJobManagerServiceHandler) Register(context.Context, *connect.
 
 func (UnimplementedJobManagerServiceHandler) Session(context.Context, *connect.BidiStream[weirpb.Envelope, weirpb.Envelope]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("weir.cluster.v1.JobManagerService.Session is not implemented"))
+}
+
+func (UnimplementedJobManagerServiceHandler) SubmitJob(context.Context, *connect.Request[weirpb.SubmitRequest], *connect.ServerStream[weirpb.JobUpdate]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("weir.cluster.v1.JobManagerService.SubmitJob is not implemented"))
 }

@@ -1,0 +1,116 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startJobs serves jobs on a loopback port and returns its address.
+func startJobs(t *testing.T, jobs *Jobs) string {
+	t.Helper()
+	s, err := NewServer(ServerConfig{JobManager: fakeJM{newRecorder()}, Connected: func(Registration, *ServerSession) {},
+		Ended: func(SessionEnd) {}, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return addr.String()
+}
+
+// TestSubmitJobReportsIDThenOutcome: the client learns the job's id once
+// it is submitted, then its end with the error text and its class; the
+// program and arguments arrive unchanged.
+func TestSubmitJobReportsIDThenOutcome(t *testing.T) {
+	release := make(chan struct{})
+	var gotProgram string
+	var gotArgs []string
+	addr := startJobs(t, &Jobs{BuildID: "b1", RESTAddress: "127.0.0.1:8081",
+		Outcome: func(err error) string { return "usage" },
+		Run: func(ctx context.Context, program string, args []string, submitted func(string)) error {
+			gotProgram, gotArgs = program, args
+			submitted("job-1")
+			<-release
+			return errors.New("--window: bad")
+		}})
+	var progress []Submission
+	done := make(chan struct{})
+	var s Submission
+	var err error
+	go func() {
+		defer close(done)
+		s, err = SubmitJob(context.Background(), addr, "b1", "window-agg", []string{"--window=x", "--input=/a b"}, false,
+			func(s Submission) { progress = append(progress, s); close(release) })
+	}()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(progress) != 1 || progress[0].JobID != "job-1" || progress[0].RESTAddress != "127.0.0.1:8081" {
+		t.Fatalf("progress %+v, want one update with job-1 and the REST address", progress)
+	}
+	if s.Err == nil || s.Err.Error() != "--window: bad" || s.Outcome != "usage" {
+		t.Fatalf("outcome %v (%q), want --window: bad (usage)", s.Err, s.Outcome)
+	}
+	if gotProgram != "window-agg" || strings.Join(gotArgs, "|") != "--window=x|--input=/a b" {
+		t.Fatalf("the JobManager ran %q %q", gotProgram, gotArgs)
+	}
+}
+
+// TestSubmitJobOtherBuildRefused: a client of another build is refused,
+// naming both builds, and nothing runs.
+func TestSubmitJobOtherBuildRefused(t *testing.T) {
+	ran := false
+	addr := startJobs(t, &Jobs{BuildID: "b1", Outcome: func(error) string { return "failed" },
+		Run: func(context.Context, string, []string, func(string)) error { ran = true; return nil }})
+	_, err := SubmitJob(context.Background(), addr, "b2", "keyed-count", nil, false, nil)
+	if err == nil || !strings.Contains(err.Error(), "b2") || !strings.Contains(err.Error(), "b1") || ran {
+		t.Fatalf("err %v, ran %v: want a refusal naming b1 and b2, nothing run", err, ran)
+	}
+}
+
+// TestSubmitJobClientGoneCancels: a client that goes away cancels its job
+// unless it detached; a detached client returns once the job is submitted.
+func TestSubmitJobClientGoneCancels(t *testing.T) {
+	canceled := make(chan bool, 2)
+	addr := startJobs(t, &Jobs{BuildID: "b", Outcome: func(error) string { return "canceled" },
+		Run: func(ctx context.Context, _ string, _ []string, submitted func(string)) error {
+			submitted("j")
+			select {
+			case <-ctx.Done():
+				canceled <- true
+			case <-time.After(3 * time.Second):
+				canceled <- false
+			}
+			return ctx.Err()
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := SubmitJob(ctx, addr, "b", "p", nil, false, func(Submission) { cancel() })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if !<-canceled {
+		t.Fatal("the job was not canceled when its client went away")
+	}
+	s, err := SubmitJob(context.Background(), addr, "b", "p", nil, true, nil)
+	if err != nil || s.JobID != "j" || s.Err != nil {
+		t.Fatalf("detached: %+v, %v; want job j submitted", s, err)
+	}
+	if <-canceled {
+		t.Fatal("a detached job was canceled when its client returned")
+	}
+}
+
+// TestSubmitJobNoJobManager names the address and the flag.
+func TestSubmitJobNoJobManager(t *testing.T) {
+	_, err := SubmitJob(context.Background(), "127.0.0.1:1", "b", "p", nil, false, nil)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("err %v, want one naming the address", err)
+	}
+}
