@@ -342,6 +342,10 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		err = stopJob(ctx, args[1:], stdout, stderr) // savepoint.go
 	case "nexmark":
 		err = nexmarkCommand(ctx, args[1:], stdout) // nexmark.go
+	case "jobmanager":
+		err = jobManagerCommand(ctx, args[1:], stdout, stderr) // cluster.go
+	case "taskmanager":
+		err = taskManagerCommand(ctx, args[1:], stdout, stderr) // cluster.go
 	default:
 		err = usagef("unknown command %q", args[0])
 	}
@@ -534,7 +538,7 @@ type jobFlags struct {
 	bad                                                           badRecordFlags // restartflags.go
 }
 
-var commonRunFlags = []string{"parallelism", "max-parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "process-memory", "state-backend", "heap-state-memory", "log-level", "restart-strategy", "D"}
+var commonRunFlags = []string{"parallelism", "max-parallelism", "address", "buffer-timeout", "buffer-size", "network-memory", "process-memory", "state-backend", "heap-state-memory", "log-level", "restart-strategy", "D", "jobmanager", "detached"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
@@ -579,6 +583,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.guarantee, "guarantee", "exactly-once", "")
 	fs.StringVar(&f.txnPrefix, "transactional-id-prefix", "", "")
 	fs.BoolVar(&f.bounded, "bounded", false, "")
+	jobManager := fs.String("jobmanager", "", "")
+	detached := fs.Bool("detached", false, "")
 	f.restart.register(fs)
 	f.bad.register(fs)
 	pos, err := parseArgs(fs, splitDashD(args))
@@ -664,8 +670,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkJobPaths(job, &f); err != nil { // paths.go
-		return err
+	switch {
+	case *detached && *jobManager == "":
+		return usagef("--detached needs --jobmanager: a job on the embedded cluster ends with this command")
+	case *jobManager != "" && setFlag(fs, "address"):
+		return usagef("--address is the embedded cluster's REST API; a job submitted with --jobmanager is served by the JobManager's (weir jobmanager --rest-address)")
+	}
+	if !launch.IsBuilding(ctx) { // a TaskManager builds what its JobManager checked
+		if err := checkJobPaths(job, &f); err != nil { // paths.go
+			return err
+		}
 	}
 	cfg, err := f.config(fs, stderr)
 	if err != nil {
@@ -686,6 +700,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *jobManager != "" {
+		sargs, err := submitArgs(fs, splitDashD(args))
+		if err != nil {
+			return err
+		}
+		return submit(ctx, *jobManager, job, sargs, *detached, stderr) // cluster.go
 	}
 	switch job {
 	case "wordcount":

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/launch"
+	"github.com/weirhq/weir/internal/node"
+	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/rpc"
+)
+
+// The commands of a multi-process cluster (docs/distributed-runtime.md,
+// decisions 1 and 2): `weir jobmanager`, `weir taskmanager`, and `weir run
+// <job> --jobmanager ADDR`, which submits a built-in job to a running
+// JobManager. Every process runs the same binary and builds the job from
+// its name and flags with run itself: the client checks the flags (and
+// makes paths absolute), the JobManager runs run under launch.OnCluster
+// (the job's checks and Execute, as on the embedded cluster), and each
+// TaskManager under launch.Building (the graph only).
+
+// program is the node.Program of this binary: run with the job's name
+// and flags. Output goes to the process's own stdout and stderr (the
+// JobManager's log); a TaskManager only builds the graph, silently.
+func program(stdout, stderr io.Writer) node.Program {
+	return func(ctx context.Context, job string, args []string) error {
+		if launch.IsBuilding(ctx) {
+			stdout, stderr = io.Discard, io.Discard
+		}
+		return run(ctx, append([]string{job}, args...), stdout, stderr)
+	}
+}
+
+// outcome classifies run's error for the client's exit code.
+func outcome(err error) string {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return "usage"
+	case errors.Is(err, weir.ErrCanceled), errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "failed"
+}
+
+// logLevel parses --log-level.
+func logLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, usagef("--log-level %q: want debug, info, warn or error", s)
+	}
+	return level, nil
+}
+
+func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("jobmanager")
+	rpcAddr := fs.String("rpc-address", node.DefaultRPCAddress, "")
+	restAddr := rest.DefaultAddr
+	fs.Var(optionalString{&restAddr}, "rest-address", "")
+	level := fs.String("log-level", "info", "")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("jobmanager takes no arguments, got %q", pos)
+	}
+	lv, err := logLevel(*level)
+	if err != nil {
+		return err
+	}
+	if restAddr != "" {
+		if restAddr, err = listenAddress("rest-address", restAddr); err != nil {
+			return err
+		}
+	}
+	if _, err := listenAddress("rpc-address", *rpcAddr); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	jm, err := node.StartJobManager(node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: program(stdout, stderr),
+		Outcome: outcome, LossDelay: time.Second, Version: launch.Version, Logger: logger})
+	if err != nil {
+		return err
+	}
+	// The ready line: scripts and tests read the bound addresses here.
+	fmt.Fprintf(stdout, "JobManager ready: rpc %s rest %s\n", jm.RPCAddress(), jm.RESTAddress())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := jm.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting the JobManager down: %w", err)
+	}
+	return nil
+}
+
+func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("taskmanager")
+	jmAddr := fs.String("jobmanager", "", "")
+	slots := fs.Int("slots", 1, "")
+	id := fs.String("id", "", "")
+	stateDir := fs.String("state-dir", "", "")
+	level := fs.String("log-level", "info", "")
+	var netMem, heapMem sizeFlag
+	fs.Var(&netMem, "network-memory", "")
+	fs.Var(&heapMem, "heap-state-memory", "")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 0:
+		return usagef("taskmanager takes no arguments, got %q", pos)
+	case *jmAddr == "":
+		return usagef("taskmanager needs --jobmanager HOST:PORT (the JobManager's --rpc-address)")
+	case *slots < 1 || *slots > 1024:
+		return usagef("--slots must be between 1 and 1024, got %d", *slots)
+	case setFlag(fs, "network-memory") && netMem.bytes < 1<<20:
+		return usagef("--network-memory must be at least 1mb, got %d bytes", netMem.bytes)
+	case setFlag(fs, "heap-state-memory") && heapMem.bytes < 1<<20:
+		return usagef("--heap-state-memory must be at least 1mb, got %d bytes", heapMem.bytes)
+	}
+	lv, err := logLevel(*level)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, NetworkMemory: netMem.bytes,
+		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, Run: program(stdout, stderr), Logger: logger,
+		Registered: func(session string) {
+			fmt.Fprintf(stdout, "TaskManager registered with %s (session %s)\n", *jmAddr, session)
+		}})
+}
+
+// clientOnlyFlags are run's flags that concern the submitting client and
+// are not sent to the JobManager.
+var clientOnlyFlags = []string{"jobmanager", "detached"}
+
+// pathFlags are run's flags that name local paths: the client sends them
+// absolute, since the JobManager and TaskManagers run elsewhere.
+var pathFlags = []string{"input", "output", "late-output", "dead-letter", "checkpoint-dir", "savepoint-dir", "from"}
+
+// submitArgs are the flags the JobManager receives for a job submitted
+// with args (run's, parsed into fs already): the job's name (run's one
+// positional argument, sent apart) and client-only flags dropped, and
+// path values made absolute.
+func submitArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break // only the job's name may follow
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue // the job's name
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		isBool := false
+		if fl := fs.Lookup(name); fl != nil {
+			if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok {
+				isBool = b.IsBoolFlag()
+			}
+		}
+		if !hasValue && !isBool && i+1 < len(args) {
+			i++
+			value, hasValue = args[i], true
+		}
+		switch {
+		case slices.Contains(clientOnlyFlags, name):
+			continue
+		case slices.Contains(pathFlags, name) && hasValue && isLocalPath(name, value):
+			abs, err := filepath.Abs(value)
+			if err != nil {
+				return nil, fmt.Errorf("--%s %s: %w", name, value, err)
+			}
+			value = abs
+		}
+		if hasValue {
+			out = append(out, "--"+name+"="+value)
+		} else {
+			out = append(out, "--"+name)
+		}
+	}
+	return out, nil
+}
+
+// isLocalPath reports whether flag's value is a path on this machine (not
+// standard output, a URL, or --from latest).
+func isLocalPath(flag, v string) bool {
+	return v != "" && v != "-" && !strings.Contains(v, "://") && !(flag == "from" && v == "latest")
+}
+
+// submit sends job with args to the JobManager at addr and, unless
+// detached, follows it to its end; it returns what run would return for
+// the job on the embedded cluster.
+func submit(ctx context.Context, addr, job string, args []string, detached bool, stderr io.Writer) error {
+	s, err := rpc.SubmitJob(ctx, addr, node.BuildID(), job, args, detached, func(s rpc.Submission) {
+		fmt.Fprintf(stderr, "weir: job %s submitted to %s", s.JobID, addr)
+		if s.RESTAddress != "" {
+			fmt.Fprintf(stderr, " (REST API http://%s)", s.RESTAddress)
+		}
+		fmt.Fprintln(stderr)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	switch {
+	case s.Err == nil:
+		return nil
+	case s.Outcome == "usage":
+		return usageError{s.Err.Error()}
+	case s.Outcome == "canceled":
+		return weir.ErrCanceled
+	}
+	return s.Err
+}

@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testseed"
+)
+
+// A JobManager and TaskManagers as processes of this binary
+// (docs/distributed-runtime.md, slice 1): each listens on a free port and
+// prints its ready line, the test signals each by its own PID, and every
+// process it started is gone when it ends (startProgram's cleanup).
+
+var jobManagerReady = regexp.MustCompile(`JobManager ready: rpc (\S+) rest (\S+)`)
+
+// startJobManager starts `weir jobmanager` on free ports and returns it
+// with its RPC and REST addresses.
+func startJobManager(t *testing.T) (p *proc, rpcAddr, restAddr string) {
+	t.Helper()
+	p = startWeir(t, "", "jobmanager", "--rpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0")
+	m := waitOutput(t, p, jobManagerReady)
+	return p, m[1], m[2]
+}
+
+// startTaskManager starts `weir taskmanager` of program (this binary when
+// it is os.Args[0]) and waits until it registered.
+func startTaskManager(t *testing.T, program, jm, id string, slots int) *proc {
+	t.Helper()
+	p := startProgram(t, program, "", "taskmanager", "--jobmanager", jm, "--id", id, "--slots", fmt.Sprint(slots))
+	waitOutput(t, p, regexp.MustCompile(`TaskManager registered with`))
+	return p
+}
+
+// waitOutput waits for re on p's stdout and returns its submatches.
+func waitOutput(t *testing.T, p *proc, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.stdout.String()); m != nil {
+			return m
+		}
+		if p.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %q from %v; stdout:\n%s\nstderr:\n%s", re, p.cmd.Args[1:], p.stdout.String(), p.stderr.String())
+	return nil
+}
+
+// TestClusterKeyedCountSurvivesTaskManagerKill: keyed-count submitted to a
+// JobManager process runs in a TaskManager process; SIGKILL of that
+// TaskManager at a random moment fails the job over to a spare
+// TaskManager process, and the committed output is exactly once (per key,
+// counts 1..N once each, right sums). Then SIGTERM ends each process
+// with 0.
+func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
+	r := testseed.Rand(t, 36)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	n := 6000
+	want := writeKeyedInput(t, input, r, n, 40)
+	jm, rpcAddr, _ := startJobManager(t)
+	first := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 2)
+	spare := startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 2)
+
+	// The client runs from another directory: the paths it sends are made
+	// absolute first.
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+	// tm-a registered first, so it holds the job's slots (one TaskManager
+	// per job until the data plane).
+	kill := time.Duration(300+r.IntN(1500)) * time.Millisecond
+	time.Sleep(kill)
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed tm-a %v after submitting", kill)
+	code, took, _ := client.wait(t, 90*time.Second)
+	if code != ExitOK {
+		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
+	}
+	if !strings.Contains(client.stderr.String(), "submitted to "+rpcAddr) {
+		t.Errorf("the client did not say where it submitted; stderr:\n%s", client.stderr.String())
+	}
+	got := committedLines(t, output)
+	if !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	if !strings.Contains(jm.stderr.String(), "TaskManager tm-a lost") {
+		t.Errorf("the JobManager did not log tm-a's loss; stderr:\n%s", jm.stderr.String())
+	}
+	for _, p := range []*proc{spare, jm} {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
+			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
+		}
+	}
+}
+
+// firstDiff is the first index where a and b differ.
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestClusterRefusals: a TaskManager of another build is refused at
+// registration naming both builds, and exits 1 without retrying; a job
+// whose checkpoint storage is the JobManager's memory is refused naming
+// it; a client of another build is refused; SIGTERM of a TaskManager
+// deregisters it at once.
+func TestClusterRefusals(t *testing.T) {
+	_, rpcAddr, _ := startJobManager(t)
+	dir := t.TempDir()
+	// Another build: the same revision, other bytes.
+	other := filepath.Join(dir, "weir-other")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, append(self, "another build"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stranger := startProgram(t, other, "", "taskmanager", "--jobmanager", rpcAddr, "--id", "tm-x")
+	if code, _, _ := stranger.wait(t, 30*time.Second); code != ExitFailed || !strings.Contains(stranger.stderr.String(), "build") ||
+		strings.Count(stranger.stderr.String(), "/") < 2 {
+		t.Fatalf("a TaskManager of another build exited %d; want 1 naming both builds; stderr:\n%s", code, stranger.stderr.String())
+	}
+	input := filepath.Join(dir, "in.tsv")
+	writeKeyedInput(t, input, testseed.Rand(t, 1), 10, 2)
+	client := startProgram(t, other, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input,
+		"--output", filepath.Join(dir, "out"), "--checkpoint-dir", filepath.Join(dir, "cp"))
+	if code, _, _ := client.wait(t, 30*time.Second); code != ExitFailed || !strings.Contains(client.stderr.String(), "refused the job") {
+		t.Fatalf("a client of another build exited %d; want 1, refused; stderr:\n%s", code, client.stderr.String())
+	}
+
+	tm := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1)
+	code, _, stderr := runWeir(t, 30*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input,
+		"--output", filepath.Join(dir, "out"), "--checkpoint-dir", "mem://cp")
+	if code != ExitFailed || !strings.Contains(stderr, "mem://cp") || !strings.Contains(stderr, "other processes") {
+		t.Fatalf("a job with mem:// storage: exit %d; want 1 naming mem://cp; stderr:\n%s", code, stderr)
+	}
+	start := time.Now()
+	tm.cmd.Process.Signal(syscall.SIGTERM)
+	if code, _, _ := tm.wait(t, 20*time.Second); code != ExitOK && code != ExitCanceled {
+		t.Fatalf("a TaskManager exited %d on SIGTERM; stderr:\n%s", code, tm.stderr.String())
+	}
+	t.Logf("the TaskManager exited %v after SIGTERM", time.Since(start))
+}

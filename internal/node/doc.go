@@ -1,0 +1,38 @@
+// Package node runs a JobManager or a TaskManager as a process of a
+// multi-process cluster (docs/distributed-runtime.md, decisions 1-4): the
+// libraries behind `weir jobmanager` and `weir taskmanager`.
+//
+// It owns:
+//   - JobManager: the embedded cluster's JobManager and REST API without
+//     TaskManagers of its own (cluster.Config.Remote), the control plane's
+//     server (internal/rpc) that admits TaskManagers of the same build
+//     only, hands each session to the JobManager as that TaskManager's
+//     gateway and reports a session's end as the TaskManager's loss, and
+//     session mode's submissions: each job runs its program (a job compiled
+//     into the binary) under launch.OnCluster, so the program's checks and
+//     Execute run unchanged;
+//   - TaskManager: registration with backoff under a stable id, a
+//     taskmanager.TaskManager per session whose JobBuilder builds each job
+//     by running its program under launch.Building (BuildJob checks the
+//     graph's fingerprint against the JobManager's), fencing (a session
+//     that ends cancels everything the TaskManager runs before it
+//     registers again), and deregistration on shutdown;
+//   - BuildID: what names a binary at registration.
+//
+// # Invariants
+//
+//   - A TaskManager runs executions only inside a session: when its session
+//     ends, every execution is canceled and has returned before it
+//     registers again, so a JobManager that declared it lost never races it.
+//   - The loss of a TaskManager is reported for its current session only: a
+//     session replaced by a new registration of the same id (which loses the
+//     old one itself) is not reported again.
+//   - Processes of different builds never run one job: registration and
+//     submission compare build ids, and the graph's fingerprint is compared
+//     when a TaskManager builds a job.
+//
+// Not yet (later slices of the design record): the data plane between
+// TaskManagers (every subtask of a job runs on one TaskManager's local
+// shuffle until internal/network/tcp is wired), heartbeats (a session's end
+// is the only loss detected), application mode, and the storage probe.
+package node

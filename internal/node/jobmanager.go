@@ -1,0 +1,160 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/weirhq/weir/internal/cluster"
+	"github.com/weirhq/weir/internal/launch"
+	"github.com/weirhq/weir/internal/rpc"
+)
+
+// DefaultRPCAddress is where a JobManager's control plane listens by
+// default: loopback and Flink's jobmanager.rpc.port.
+const DefaultRPCAddress = "127.0.0.1:6123"
+
+// Program runs a job compiled into the binary, program being its name and
+// args its flags (weir run's), until the job ends. It runs in the
+// JobManager's process (under launch.OnCluster) and in each TaskManager's
+// (under launch.Building, where it returns launch.ErrBuilt).
+type Program func(ctx context.Context, program string, args []string) error
+
+// JobManagerConfig configures a JobManager process.
+type JobManagerConfig struct {
+	// RPCAddress is where TaskManagers and clients reach it (host:port;
+	// port 0 picks one; "" means DefaultRPCAddress).
+	RPCAddress string
+	// RESTAddress is the REST API's ("" for none).
+	RESTAddress string
+	// Run runs submitted jobs (required).
+	Run Program
+	// Outcome classifies a job's error for its client's exit code
+	// (rpc.Jobs.Outcome); nil says "failed" for every error.
+	Outcome func(error) string
+	// LossDelay is how long after a TaskManager's session ended by this
+	// side (its timeouts) its slots' jobs may be deployed again: by then
+	// it has fenced itself (decision 13). An end by the TaskManager's side
+	// frees them at once.
+	LossDelay time.Duration
+	Version   string
+	Logger    *slog.Logger
+}
+
+// JobManager is a running JobManager process's server.
+type JobManager struct {
+	c   *cluster.Local
+	srv *rpc.Server
+	rpc string
+	log *slog.Logger
+
+	mu      sync.Mutex
+	current map[string]string // TaskManager id -> its current session id
+}
+
+// StartJobManager starts the REST API and the control plane; it returns
+// once both listen.
+func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
+	if cfg.Run == nil {
+		return nil, errors.New("node: JobManagerConfig.Run is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RPCAddress == "" {
+		cfg.RPCAddress = DefaultRPCAddress
+	}
+	if cfg.Outcome == nil {
+		cfg.Outcome = func(error) string { return "failed" }
+	}
+	c, err := cluster.Start(cluster.Config{Remote: true, RESTAddr: cfg.RESTAddress, Version: cfg.Version, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	// Until the data plane joins TaskManager processes, a job runs on one.
+	c.JM.PlaceJobsOnOneTaskManager()
+	n := &JobManager{c: c, log: cfg.Logger, current: map[string]string{}}
+	build := BuildID()
+	srv, err := rpc.NewServer(rpc.ServerConfig{
+		Epoch:      1, // until high availability gives the epoch a meaning
+		JobManager: c.JM,
+		Admit: func(reg rpc.Registration) error {
+			if reg.BuildID != build {
+				return fmt.Errorf("TaskManager %s runs build %s and the JobManager build %s: every process of a cluster must run the same binary",
+					reg.ID, reg.BuildID, build)
+			}
+			return nil
+		},
+		Connected: func(reg rpc.Registration, ss *rpc.ServerSession) {
+			n.mu.Lock()
+			n.current[reg.ID] = ss.ID()
+			n.mu.Unlock()
+			c.JM.RegisterTaskManager(reg.TaskManagerRegistration, ss)
+		},
+		Ended: func(e rpc.SessionEnd) {
+			n.mu.Lock()
+			cur := n.current[e.TaskManager] == e.Session
+			if cur {
+				delete(n.current, e.TaskManager)
+			}
+			n.mu.Unlock()
+			if !cur {
+				return // replaced by a new registration, which lost it already
+			}
+			var at time.Time
+			if !e.ByPeer {
+				at = time.Now().Add(cfg.LossDelay)
+			}
+			c.JM.TaskManagerLost(e.TaskManager, fmt.Errorf("its control session ended: %w", e.Cause), at)
+		},
+		Jobs: &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome,
+			Run: func(ctx context.Context, program string, args []string, submitted func(string)) error {
+				ctx = launch.OnCluster(ctx, c, launch.Submission{Program: program, Args: args, Submitted: submitted})
+				return cfg.Run(ctx, program, args)
+			}},
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		c.Close(context.Background())
+		return nil, err
+	}
+	addr, err := srv.Start(cfg.RPCAddress)
+	if err != nil {
+		c.Close(context.Background())
+		return nil, fmt.Errorf("the JobManager's RPC listener on %s: %w (choose another with --rpc-address)", cfg.RPCAddress, err)
+	}
+	n.srv, n.rpc = srv, addr.String()
+	cfg.Logger.Info("JobManager listening", "rpc", n.rpc, "rest", c.RESTAddr(), "build", build)
+	return n, nil
+}
+
+// RPCAddress is where the control plane listens.
+func (n *JobManager) RPCAddress() string { return n.rpc }
+
+// RESTAddress is where the REST API listens, or "".
+func (n *JobManager) RESTAddress() string { return n.c.RESTAddr() }
+
+// Cluster is the JobManager's cluster (no TaskManagers of its own).
+func (n *JobManager) Cluster() *cluster.Local { return n.c }
+
+// Shutdown cancels every job, waits for them to end (until ctx ends), and
+// stops listening: TaskManagers' sessions end after the cancellations.
+func (n *JobManager) Shutdown(ctx context.Context) error {
+	for _, id := range n.c.JM.JobIDs() {
+		n.c.JM.Cancel(id)
+	}
+	for _, id := range n.c.JM.JobIDs() {
+		select {
+		case <-n.c.JM.Done(id):
+		case <-ctx.Done():
+		}
+	}
+	err := n.c.Close(ctx)
+	if cerr := n.srv.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

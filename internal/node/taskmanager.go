@@ -1,0 +1,162 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+
+	"github.com/weirhq/weir/internal/launch"
+	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/rpc"
+	"github.com/weirhq/weir/internal/taskmanager"
+)
+
+// TaskManagerConfig configures a TaskManager process.
+type TaskManagerConfig struct {
+	// JobManager is the JobManager's RPC address (required).
+	JobManager string
+	// ID is its stable id (Flink's taskmanager.resource-id); "" means
+	// <hostname>:<pid>.
+	ID    string
+	Slots int
+	// NetworkMemory and HeapStateMemory: see taskmanager.Config.
+	NetworkMemory, HeapStateMemory int64
+	// StateDir holds its jobs' on-disk state, a folder per job ("" means
+	// a new temporary directory, removed at the end).
+	StateDir string
+	// Run builds the jobs it is asked to run (required).
+	Run Program
+	// Backoff paces registration (rpc.Backoff's defaults when zero).
+	Backoff rpc.Backoff
+	Logger  *slog.Logger
+	// Registered, if set, is called each time a session opens.
+	Registered func(session string)
+}
+
+// RunTaskManager registers with the JobManager and runs what it is sent
+// until ctx ends (then it closes its session, which deregisters it, and
+// returns nil once every execution has returned) or registration fails
+// for good (refused, or not admitted within the registration timeout).
+// Each session gets a fresh taskmanager.TaskManager: when a session ends,
+// everything the old one ran is canceled and has returned before the
+// process registers again (the TaskManager fences itself, decision 13).
+func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
+	if cfg.Run == nil || cfg.JobManager == "" {
+		return errors.New("node: TaskManagerConfig needs JobManager and Run")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Slots < 1 {
+		cfg.Slots = 1
+	}
+	if cfg.NetworkMemory <= 0 {
+		cfg.NetworkMemory = taskmanagerNetworkMemory
+	}
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		cfg.ID = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if cfg.StateDir == "" {
+		dir, err := os.MkdirTemp("", "weir-taskmanager-")
+		if err != nil {
+			return fmt.Errorf("creating the TaskManager's state directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.StateDir = dir
+	} else if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return fmt.Errorf("the TaskManager's state directory (--state-dir): %w", err)
+	}
+	build := BuildID()
+	for {
+		gw := &toJobManager{}
+		tm := taskmanager.New(taskmanager.Config{ID: cfg.ID, Slots: cfg.Slots, NetworkMemory: cfg.NetworkMemory,
+			HeapStateMemory: cfg.HeapStateMemory, Jobs: &builder{cfg: cfg}, Logger: cfg.Logger}, gw, network.NewLocalShuffle())
+		cs, err := rpc.Connect(ctx, rpc.ClientConfig{JobManager: cfg.JobManager,
+			Registration: rpc.Registration{TaskManagerRegistration: tm.Registration(), BuildID: build},
+			TaskManager:  tm, Backoff: cfg.Backoff, Logger: cfg.Logger})
+		if err != nil {
+			tm.Shutdown()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("TaskManager %s: %w", cfg.ID, err)
+		}
+		gw.cs.Store(cs)
+		cfg.Logger.Info("TaskManager registered", "taskmanager", cfg.ID, "jobmanager", cfg.JobManager, "session", cs.Fence().Session, "slots", cfg.Slots)
+		if cfg.Registered != nil {
+			cfg.Registered(cs.Fence().Session)
+		}
+		select {
+		case <-cs.Done():
+			end, _ := cs.End()
+			cfg.Logger.Warn("TaskManager's session ended: canceling everything it runs, then registering again",
+				"taskmanager", cfg.ID, "cause", end.Cause)
+			tm.Shutdown()
+		case <-ctx.Done():
+			// Deregister at once (the JobManager sees the session closed
+			// by its peer), then stop what runs here.
+			cs.Close()
+			tm.Shutdown()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// taskmanagerNetworkMemory is a TaskManager process's network memory when
+// none is configured (cluster.DefaultNetworkMemory's reasoning: buffers are
+// allocated as data flows).
+const taskmanagerNetworkMemory = 1 << 30
+
+// toJobManager is a TaskManager's gateway to the JobManager through its
+// current session: the TaskManager is made before the session that
+// delivers to it, and sends nothing before it has a job.
+type toJobManager struct {
+	cs atomic.Pointer[rpc.ClientSession]
+}
+
+func (g *toJobManager) session() protocol.JobManagerGateway {
+	if cs := g.cs.Load(); cs != nil {
+		return cs
+	}
+	return dropped{}
+}
+
+func (g *toJobManager) UpdateTaskState(u protocol.TaskStateUpdate) { g.session().UpdateTaskState(u) }
+func (g *toJobManager) AcknowledgeCheckpoint(a protocol.AcknowledgeCheckpoint) {
+	g.session().AcknowledgeCheckpoint(a)
+}
+func (g *toJobManager) DeclineCheckpoint(d protocol.DeclineCheckpoint) {
+	g.session().DeclineCheckpoint(d)
+}
+func (g *toJobManager) SendEvent(e protocol.OperatorEvent)         { g.session().SendEvent(e) }
+func (g *toJobManager) SourceEnded(s protocol.SourceEnded)         { g.session().SourceEnded(s) }
+func (g *toJobManager) ReportTaskStats(r protocol.TaskStatsReport) { g.session().ReportTaskStats(r) }
+
+// dropped is the gateway before a session opened: nothing can be running.
+type dropped struct{}
+
+func (dropped) UpdateTaskState(protocol.TaskStateUpdate)             {}
+func (dropped) AcknowledgeCheckpoint(protocol.AcknowledgeCheckpoint) {}
+func (dropped) DeclineCheckpoint(protocol.DeclineCheckpoint)         {}
+func (dropped) SendEvent(protocol.OperatorEvent)                     {}
+func (dropped) SourceEnded(protocol.SourceEnded)                     {}
+func (dropped) ReportTaskStats(protocol.TaskStatsReport)             {}
+
+// builder builds a TaskManager process's jobs by running their programs.
+type builder struct{ cfg TaskManagerConfig }
+
+func (b *builder) BuildJob(m protocol.RegisterJob) (*taskmanager.Job, error) {
+	if m.Program == "" {
+		return nil, fmt.Errorf("job %s was built by a program that runs only in its JobManager's process (an embedded job); TaskManager processes build jobs compiled into the binary", m.JobID)
+	}
+	return launch.BuildJob(m, func(ctx context.Context) error { return b.cfg.Run(ctx, m.Program, m.Args) },
+		b.cfg.StateDir, b.cfg.Logger)
+}
