@@ -105,8 +105,15 @@ var Rules = []Rule{
 		From:    m("internal/rpc/..."),
 		StdOnly: true,
 		// "C": net imports cgo's pseudo-package when cgo is on.
-		Allow: append(m("internal/protocol"), "connectrpc.com/connect/...", "google.golang.org/protobuf/...",
+		Allow: append(m("internal/protocol", "internal/tcpopt"), "connectrpc.com/connect/...", "google.golang.org/protobuf/...",
 			"golang.org/x/sys/unix", "C"),
+	},
+	{
+		Name:    "tcpopt is a leaf",
+		Why:     "the socket options both transports share (control plane and data plane): the standard library and x/sys only, so either may import it",
+		From:    m("internal/tcpopt"),
+		StdOnly: true,
+		Allow:   []string{"golang.org/x/sys/unix", "C"},
 	},
 	{
 		Name:    "pure cores stay pure",
