@@ -116,6 +116,13 @@ var Rules = []Rule{
 		Allow:   []string{"golang.org/x/sys/unix", "C"},
 	},
 	{
+		Name:    "network/tcp is a transport",
+		Why:     "the data plane's transport carries internal/network's buffers in network/wire's frames: it must not reach the JobManager, the TaskManager or the control plane's transport, so a TaskManager wires it and a simulator can drive it alone",
+		From:    m("internal/network/tcp"),
+		StdOnly: true,
+		Allow:   append(m("internal/network", "internal/network/wire", "internal/memory", "internal/tcpopt"), "golang.org/x/sys/unix", "C"),
+	},
+	{
 		Name:    "pure cores stay pure",
 		Why:     "the pure state machines are driven by golden traces and, later, a simulator: they depend on no package of Weir's or anyone's besides the standard library and the key-group arithmetic",
 		From:    pureCores,
