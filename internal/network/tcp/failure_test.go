@@ -391,3 +391,37 @@ func TestHelloMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseDuringHello: Close does not wait for a peer that connected and
+// said nothing (HelloTimeout is 10 s by default).
+func TestCloseDuringHello(t *testing.T) {
+	checkGoroutines(t)
+	ln, err := Listen(context.Background(), "127.0.0.1:0", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(identity("producer"), ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	waitFor(t, "the server to accept", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.hellos) == 1
+	})
+	start := time.Now()
+	s.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v with a connection silent in its HELLO", d)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}

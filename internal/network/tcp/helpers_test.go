@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -46,6 +47,12 @@ func startServer(t *testing.T, cfg Config) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, cfg, ln)
+}
+
+// serveOn serves cfg on ln until the test ends.
+func serveOn(t *testing.T, cfg Config, ln net.Listener) *Server {
+	t.Helper()
 	s, err := NewServer(cfg, ln)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +78,49 @@ func dial(t *testing.T, cfg Config, s *Server, id string) *Conn {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// pipes is an in-memory network of net.Pipe connections: a Dialer and
+// the Listener of its one server, the seam a simulator uses.
+type pipes struct {
+	accept chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipes() *pipes { return &pipes{accept: make(chan net.Conn), closed: make(chan struct{})} }
+
+func (p *pipes) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	a, b := net.Pipe()
+	select {
+	case p.accept <- b:
+		return a, nil
+	case <-p.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *pipes) Accept() (net.Conn, error) {
+	select {
+	case c := <-p.accept:
+		return c, nil
+	case <-p.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (p *pipes) Close() error {
+	p.once.Do(func() { close(p.closed) })
+	return nil
+}
+
+func (p *pipes) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
 
 // failures collects the errors of failed channels.
 type failures struct {

@@ -19,9 +19,10 @@ type Server struct {
 	cfg Config
 	ln  net.Listener
 
-	mu     sync.Mutex // guards parts, conns, closed
+	mu     sync.Mutex // guards parts, conns, hellos, closed
 	parts  map[network.PartitionKey]*partition
 	conns  map[*serverConn]struct{}
+	hellos map[net.Conn]struct{} // accepted, in the HELLO exchange
 	closed bool
 	wg     sync.WaitGroup // the accept loop and every connection's goroutines
 }
@@ -42,7 +43,7 @@ func NewServer(cfg Config, ln net.Listener) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, ln: ln, parts: map[network.PartitionKey]*partition{}, conns: map[*serverConn]struct{}{}}, nil
+	return &Server{cfg: cfg, ln: ln, parts: map[network.PartitionKey]*partition{}, conns: map[*serverConn]struct{}{}, hellos: map[net.Conn]struct{}{}}, nil
 }
 
 // Addr is the listener's address.
@@ -77,6 +78,7 @@ func (s *Server) Serve() error {
 			return nil
 		}
 		s.wg.Add(1)
+		s.hellos[nc] = struct{}{}
 		s.mu.Unlock()
 		go s.handshake(nc)
 	}
@@ -95,6 +97,9 @@ func (s *Server) Close() error {
 		for _, v := range p.waiting {
 			v.timer.Stop()
 		}
+	}
+	for nc := range s.hellos {
+		nc.Close()
 	}
 	s.mu.Unlock()
 	err := s.ln.Close()
@@ -243,6 +248,11 @@ func (s *Server) unwaitLocked(v *view) bool {
 
 func (s *Server) handshake(nc net.Conn) {
 	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.hellos, nc)
+		s.mu.Unlock()
+	}()
 	setNoDelay(nc)
 	handshakeDeadline(nc, s.cfg.HelloTimeout)
 	peer := Peer{Addr: nc.RemoteAddr().String()}
@@ -279,6 +289,7 @@ func (s *Server) handshake(nc net.Conn) {
 	c := &serverConn{link: newLink(nc, peer), s: s, dec: dec}
 	c.hdrs = make([]byte, 0, maxFramesPerWrite*wire.BufferHeaderSize)
 	s.mu.Lock()
+	delete(s.hellos, nc)
 	if s.closed {
 		s.mu.Unlock()
 		nc.Close()

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -154,15 +155,28 @@ func (sh *shuffle) runLocal(t *testing.T, seed uint64, credit int) [][]item {
 	return out
 }
 
-// runRemote runs the edge over one TCP connection, the consumer
-// requesting half the partitions before their producers publish them.
-func (sh *shuffle) runRemote(t *testing.T, seed uint64, credit int) (out [][]item, backlogged bool) {
+// runRemote runs the edge over one connection, loopback TCP or net.Pipe,
+// the consumer requesting half the partitions before their producers
+// publish them.
+func (sh *shuffle) runRemote(t *testing.T, seed uint64, credit int, pipe bool) (out [][]item, backlogged bool) {
 	pc, cc := identity("producer"), identity("consumer")
 	for _, c := range []*Config{&pc, &cc} {
 		c.BufferSize, c.BuffersPerChannel, c.MaxWriteBytes, c.ReadBufferSize = sh.size, credit, 4*sh.size, 64
 	}
-	s := startServer(t, pc)
-	conn := dial(t, cc, s, "producer")
+	var s *Server
+	var conn *Conn
+	if pipe {
+		p := newPipes()
+		s = serveOn(t, pc, p)
+		var err error
+		if conn, err = Dial(context.Background(), cc, p, Peer{ID: "producer", Addr: "pipe"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+	} else {
+		s = startServer(t, pc)
+		conn = dial(t, cc, s, "producer")
+	}
 	parts := sh.partitions()
 	g := network.NewInputGate()
 	fails := newFailures()
@@ -203,9 +217,10 @@ func (sh *shuffle) runRemote(t *testing.T, seed uint64, credit int) (out [][]ite
 	return out, backlogged
 }
 
-// TestSameAsLocal: over real loopback TCP, with several channels on one
-// connection and small credit, every channel delivers exactly the buffers
-// network.Connect delivers in one process, which are the inputs.
+// TestSameAsLocal: over real loopback TCP, and over net.Pipe (the
+// simulator's seam), with several channels on one connection and small
+// credit, every channel delivers exactly the buffers network.Connect
+// delivers in one process, which are the inputs.
 func TestSameAsLocal(t *testing.T) {
 	checkGoroutines(t)
 	seed := testseed.New(t)
@@ -221,15 +236,16 @@ func TestSameAsLocal(t *testing.T) {
 			}
 		}
 		local := sh.runLocal(t, seed+uint64(round), credit)
-		remote, backlogged := sh.runRemote(t, seed+uint64(round), credit)
+		remote, backlogged := sh.runRemote(t, seed+uint64(round), credit, false)
 		if !backlogged {
 			t.Errorf("round %d: no subpartition ever waited for credit: the test did not exercise backpressure", round)
 		}
+		pipe, _ := sh.runRemote(t, seed+uint64(round), credit, true)
 		for p := range sh.producers {
 			for s := range sh.subs {
 				i := p*sh.subs + s
 				want := sh.inputs[p][s]
-				for name, got := range map[string][]item{"network.Connect": local[i], "tcp": remote[i]} {
+				for name, got := range map[string][]item{"network.Connect": local[i], "tcp": remote[i], "net.Pipe": pipe[i]} {
 					if len(got) != len(want) {
 						t.Fatalf("round %d (%+v, credit %d): channel %d over %s delivered %d buffers, want %d", round, *sh, credit, i, name, len(got), len(want))
 					}
