@@ -487,9 +487,8 @@ func (c *serverConn) fail(err error) {
 	}
 }
 
-// viewsSnapshot is the views, which only the reader appends to: fail runs
-// on the reader, or after it ended (the writer and Close wait for it
-// through link.done and the socket's close).
+// viewsSnapshot is the views. Once the link has ended (link.err set) the
+// reader adds no more, so fail's snapshot holds every view there will be.
 func (c *serverConn) viewsSnapshot() []*view {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -508,17 +507,22 @@ func (c *serverConn) read() {
 		switch t {
 		case wire.TypePartitionRequest:
 			r := c.dec.PartitionRequest()
+			v := &view{c: c, id: r.Channel, req: r}
 			c.mu.Lock()
-			n := len(c.views)
+			n, failed := len(c.views), c.err != nil
+			if !failed && int64(r.Channel) == int64(n) {
+				// Under the lock that fail's snapshot takes: a view is
+				// either in it or never added.
+				c.views = append(c.views, v)
+			}
 			c.mu.Unlock()
+			if failed {
+				return
+			}
 			if int64(r.Channel) != int64(n) {
 				c.fail(protocolErr(c.peer, "PARTITION_REQUEST on channel %d, want the next dense id %d", r.Channel, n))
 				return
 			}
-			v := &view{c: c, id: r.Channel, req: r}
-			c.mu.Lock()
-			c.views = append(c.views, v)
-			c.mu.Unlock()
 			c.s.request(v)
 		case wire.TypeAddCredit:
 			cr := c.dec.Credits()
