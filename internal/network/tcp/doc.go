@@ -8,7 +8,8 @@
 // published by their producers, PARTITION_REQUESTs served from them,
 // waiting for a partition not yet published up to
 // PartitionRequestTimeout) and the consumer side (Conn: remote input
-// channels in an InputGate, their receiver-owned buffers and credit). It
+// channels in an InputGate, their receiver-owned buffers and credit;
+// Client: one Conn per producer TaskManager, dialed again once ended). It
 // is a library: nothing wires it into the TaskManager yet. It is written
 // against net.Conn, a Dialer and a net.Listener, so a simulator can hand
 // in in-memory connections (decision 26); NewDialer and Listen give real
