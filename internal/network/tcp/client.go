@@ -19,7 +19,7 @@ type Conn struct {
 	dec *wire.Decoder
 
 	// guarded by link.mu
-	chans []*Channel
+	chans []*Channel // by id; nil once ended, cancelled or failed (frames still in flight are skipped)
 	dirty []*Channel // channels with credit to announce, each once
 
 	// the writer's own
@@ -215,6 +215,7 @@ func (ch *Channel) Cancel() {
 	}
 	open := ch.state == chanOpen
 	ch.state = chanCancelled
+	c.chans[ch.id] = nil
 	if open && c.err == nil {
 		c.ctrl = wire.AppendCancelRequest(c.ctrl, ch.id)
 	}
@@ -229,6 +230,7 @@ func (c *Conn) failChannel(ch *Channel, err error) {
 	open := ch.state == chanOpen
 	if open {
 		ch.state = chanFailed
+		c.chans[ch.id] = nil
 	}
 	c.mu.Unlock()
 	if open {
@@ -248,11 +250,12 @@ func (c *Conn) fail(err error) {
 	}
 	c.mu.Lock()
 	var failed []*Channel
-	for _, ch := range c.chans {
-		if ch.state == chanOpen {
+	for i, ch := range c.chans {
+		if ch != nil && ch.state == chanOpen {
 			ch.state = chanFailed
 			failed = append(failed, ch)
 		}
+		c.chans[i] = nil
 	}
 	c.mu.Unlock()
 	for _, ch := range failed {
@@ -280,10 +283,13 @@ func (c *Conn) read() {
 				err = reported(c.peer, e.Text)
 				break
 			}
-			ch := c.channel(e.Channel)
-			if ch == nil {
+			ch, ok := c.channel(e.Channel)
+			if !ok {
 				err = protocolErr(c.peer, "ERROR for channel %d, which was never requested: %s", e.Channel, e.Text)
 				break
+			}
+			if ch == nil {
+				break // ended or cancelled already
 			}
 			c.failChannel(ch, fmt.Errorf("tcp: %s refused channel %d (subpartition %d of %+v): %s", c.peer, e.Channel, ch.req.Subpartition, ch.req.Key, e.Text))
 		default:
@@ -296,13 +302,15 @@ func (c *Conn) read() {
 	}
 }
 
-func (c *Conn) channel(id uint32) *Channel {
+// channel is channel id: nil once it ended, ok false if it was never
+// requested.
+func (c *Conn) channel(id uint32) (ch *Channel, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if int64(id) >= int64(len(c.chans)) {
-		return nil
+		return nil, false
 	}
-	return c.chans[id]
+	return c.chans[id], true
 }
 
 // readBuffer reads the payload of the BUFFER the decoder stands at into a
@@ -315,6 +323,10 @@ func (c *Conn) readBuffer() error {
 		return protocolErr(c.peer, "BUFFER on channel %d, which was never requested", h.Channel)
 	}
 	ch := c.chans[h.Channel]
+	if ch == nil {
+		c.mu.Unlock()
+		return nil // ended, cancelled or failed: the frame is skipped
+	}
 	state := ch.state
 	noCredit := false
 	if state == chanOpen && h.Kind == wire.KindData {
@@ -326,10 +338,6 @@ func (c *Conn) readBuffer() error {
 	}
 	c.mu.Unlock()
 	switch {
-	case state == chanEnded:
-		return protocolErr(c.peer, "BUFFER on channel %d after its end of partition", h.Channel)
-	case state != chanOpen:
-		return nil // cancelled or failed: the frame is skipped
 	case noCredit:
 		return protocolErr(c.peer, "a data BUFFER on channel %d without credit (sequence %d)", h.Channel, h.Sequence)
 	case h.Priority:
@@ -361,6 +369,7 @@ func (c *Conn) readBuffer() error {
 	if end {
 		c.mu.Lock()
 		ch.state = chanEnded
+		c.chans[ch.id] = nil
 		c.mu.Unlock()
 	}
 	ch.in.Deliver(b)

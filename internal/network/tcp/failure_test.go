@@ -193,7 +193,7 @@ func TestConsumerGoneFailsProducer(t *testing.T) {
 		for c := range s.conns {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			return len(c.views) == 3 && c.views[2].gone
+			return len(c.views) == 3 && c.views[2] == nil // dropped
 		}
 		return false
 	})
@@ -423,5 +423,47 @@ func TestCloseDuringHello(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestCancelledChannelSkipsFramesInFlight: frames that reach a channel
+// after its Cancel are dropped, not protocol errors, and the connection's
+// other channels go on.
+func TestCancelledChannelSkipsFramesInFlight(t *testing.T) {
+	checkGoroutines(t)
+	addr, raw := fakeProducer(t, 2)
+	cfg := identity("consumer")
+	cfg.BufferSize = 64
+	conn, err := Dial(context.Background(), cfg, NewDialer(cfg), Peer{ID: "producer", Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := newFailures()
+	g := network.NewInputGate()
+	var chans []*Channel
+	for i := range 2 {
+		ch, err := conn.Request(Request{Key: network.PartitionKey{Job: "j", Producer: i}, Gate: g, Channel: i, Fail: f.hook(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+	}
+	nc := <-raw
+	defer nc.Close()
+	chans[0].Cancel()
+	for seq := range uint32(3) { // beyond its credit, too: it is not counted
+		nc.Write(frame(t, wire.BufferHeader{Channel: 0, Sequence: seq, Kind: wire.KindData}, []byte("late")))
+	}
+	nc.Write(frame(t, wire.BufferHeader{Channel: 1, Sequence: 0, Kind: wire.KindData}, []byte("on time")))
+	c, b := pollOne(t, g, 5*time.Second)
+	if c.Channel != 1 || string(b.Data) != "on time" {
+		t.Fatalf("channel %d delivered %q", c.Channel, b.Data)
+	}
+	if err := conn.Err(); err != nil {
+		t.Fatalf("the connection failed: %v", err)
+	}
+	if _, _, ok := g.Poll(); ok {
+		t.Error("the cancelled channel delivered a frame")
 	}
 }

@@ -309,7 +309,7 @@ type serverConn struct {
 	s   *Server
 	dec *wire.Decoder
 
-	views []*view // by channel id; the reader's alone
+	views []*view // by channel id, nil once ended; guarded by link.mu, appended by the reader alone
 
 	// guarded by link.mu
 	queue []out // buffers to write, in delivery order
@@ -390,6 +390,12 @@ func (v *view) Deliver(b *network.Buffer) {
 		return
 	}
 	c.queue = append(c.queue, out{v, b})
+	if b.Kind == network.KindEndOfPartition {
+		// The producer is done with this channel: a failure of the
+		// connection from now on is the consumer's alone.
+		v.gone = true
+		c.views[v.id] = nil
+	}
 	c.mu.Unlock()
 	c.signal()
 }
@@ -417,6 +423,7 @@ func (v *view) drop(err error, locked bool) {
 		return
 	}
 	v.gone = true
+	c.views[v.id] = nil // the table keeps no ended channel alive
 	c.mu.Unlock()
 	if locked {
 		if v.fail != nil && err != nil {
@@ -528,19 +535,24 @@ func (c *serverConn) read() {
 			cr := c.dec.Credits()
 			for i := range cr.Len() {
 				p := cr.At(i)
-				v := c.view(p.Channel)
-				if v == nil {
+				v, ok := c.view(p.Channel)
+				if !ok {
 					c.fail(protocolErr(c.peer, "ADD_CREDIT for channel %d, which was never requested", p.Channel))
 					return
 				}
-				v.grant(int(p.Credit))
+				if v != nil {
+					v.grant(int(p.Credit))
+				}
 			}
 		case wire.TypeCancelRequest:
 			ch := c.dec.CancelRequest()
-			v := c.view(ch)
-			if v == nil {
+			v, ok := c.view(ch)
+			if !ok {
 				c.fail(protocolErr(c.peer, "CANCEL_REQUEST for channel %d, which was never requested", ch))
 				return
+			}
+			if v == nil {
+				break // ended already
 			}
 			c.s.mu.Lock()
 			if c.s.unwaitLocked(v) {
@@ -559,13 +571,15 @@ func (c *serverConn) read() {
 	}
 }
 
-func (c *serverConn) view(ch uint32) *view {
+// view is channel ch's view: nil once it ended, ok false if it was never
+// requested.
+func (c *serverConn) view(ch uint32) (v *view, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if int64(ch) >= int64(len(c.views)) {
-		return nil
+		return nil, false
 	}
-	return c.views[ch]
+	return c.views[ch], true
 }
 
 // write sends queued control frames, then the queued buffers, gathered
@@ -592,11 +606,6 @@ func (c *serverConn) write() {
 			}
 			err := c.writeBatch(ctrl, q)
 			for i := range q {
-				if err == nil && q[i].b.Kind == network.KindEndOfPartition {
-					c.mu.Lock()
-					q[i].v.gone = true // its last frame is out: its end is no failure
-					c.mu.Unlock()
-				}
 				q[i].b.Recycle()
 				q[i] = out{}
 			}
