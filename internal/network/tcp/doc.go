@@ -33,7 +33,10 @@
 //     beyond the channel's credit is a protocol error, so the pool always
 //     has a buffer for it and the reader never waits on a slow consumer.
 //   - Channel ids are chosen by the consumer, dense per connection in
-//     request order, never reused: slice indexes, no map. Sequence numbers
+//     request order, never reused: slice indexes, no map. A channel that
+//     ended, was cancelled or failed leaves a nil slot (frames still in
+//     flight for it are skipped), so a connection's tables grow by one
+//     pointer per channel it ever carried. Sequence numbers
 //     run per channel from 0 (wire.Sequence); a gap or a repeat is a
 //     protocol error.
 //   - Every error of the connection (EOF, reset, timeout, a bad frame, a

@@ -29,7 +29,8 @@ import (
 //
 // Errors name the frame type, the field and the bound. A stream that ends
 // cleanly between frames gives io.EOF; one that ends inside a frame gives
-// an error wrapping io.ErrUnexpectedEOF. After an error the stream is out
+// an error wrapping io.ErrUnexpectedEOF; one whose read fails (a reset, a
+// timeout), an error wrapping that cause. After an error the stream is out
 // of step: the connection must be closed.
 type Decoder struct {
 	r         *bufio.Reader
