@@ -472,9 +472,10 @@ func (c *serverConn) fail(err error) {
 	if !ended {
 		return
 	}
+	views := c.viewsSnapshot()
 	c.s.mu.Lock()
 	delete(c.s.conns, c)
-	for _, v := range c.viewsSnapshot() {
+	for _, v := range views {
 		if v != nil && c.s.unwaitLocked(v) {
 			v.timer.Stop()
 		}
@@ -487,19 +488,20 @@ func (c *serverConn) fail(err error) {
 	for _, o := range q {
 		o.b.Recycle()
 	}
-	for _, v := range c.viewsSnapshot() {
+	for _, v := range views {
 		if v != nil {
 			v.drop(err, false)
 		}
 	}
 }
 
-// viewsSnapshot is the views. Once the link has ended (link.err set) the
-// reader adds no more, so fail's snapshot holds every view there will be.
+// viewsSnapshot is a copy of the views. Once the link has ended
+// (link.err set) the reader adds no more, so fail's snapshot holds every
+// view there will be.
 func (c *serverConn) viewsSnapshot() []*view {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.views
+	return append([]*view(nil), c.views...)
 }
 
 // read serves the consumer's frames (on the handshake's goroutine, whose
