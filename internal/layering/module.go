@@ -105,8 +105,22 @@ var Rules = []Rule{
 		From:    m("internal/rpc/..."),
 		StdOnly: true,
 		// "C": net imports cgo's pseudo-package when cgo is on.
-		Allow: append(m("internal/protocol"), "connectrpc.com/connect/...", "google.golang.org/protobuf/...",
+		Allow: append(m("internal/protocol", "internal/tcpopt"), "connectrpc.com/connect/...", "google.golang.org/protobuf/...",
 			"golang.org/x/sys/unix", "C"),
+	},
+	{
+		Name:    "tcpopt is a leaf",
+		Why:     "the socket options both transports share (control plane and data plane): the standard library and x/sys only, so either may import it",
+		From:    m("internal/tcpopt"),
+		StdOnly: true,
+		Allow:   []string{"golang.org/x/sys/unix", "C"},
+	},
+	{
+		Name:    "network/tcp is a transport",
+		Why:     "the data plane's transport carries internal/network's buffers in network/wire's frames: it must not reach the JobManager, the TaskManager or the control plane's transport, so a TaskManager wires it and a simulator can drive it alone",
+		From:    m("internal/network/tcp"),
+		StdOnly: true,
+		Allow:   append(m("internal/network", "internal/network/wire", "internal/memory", "internal/tcpopt"), "golang.org/x/sys/unix", "C"),
 	},
 	{
 		Name:    "pure cores stay pure",

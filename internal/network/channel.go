@@ -12,7 +12,26 @@ type Subpartition struct {
 	mu       sync.Mutex // guards ledger and scratch; held while delivering, so deliveries stay in order
 	ledger   ledger
 	scratch  []*Buffer
-	receiver *InputChannel
+	receiver Receiver
+}
+
+// Receiver is where a Subpartition hands its buffers: the InputChannel it
+// was connected to in this process (Connect), or a transport that carries
+// them to another process (internal/network/tcp). Both methods run with
+// the subpartition's lock held, in the channel's order, and must not block.
+type Receiver interface {
+	// Deliver takes b, in order; it now owns b.
+	Deliver(b *Buffer)
+	// DeliverPriority takes the event b ahead of what it has not yet
+	// handed on (an unaligned barrier).
+	DeliverPriority(b *Buffer)
+}
+
+// Sender is where an InputChannel's credits go: its Subpartition in this
+// process, or a transport that carries them to another.
+type Sender interface {
+	// Grant gives the producer n more credits (free receiver slots).
+	Grant(n int)
 }
 
 // Add hands a finished buffer or an event to the channel. It never blocks:
@@ -81,9 +100,9 @@ func (s *Subpartition) send(b *Buffer) {
 	f := b.onSent
 	b.onSent = nil
 	if b.priority {
-		s.receiver.deliverPriority(b)
+		s.receiver.DeliverPriority(b)
 	} else {
-		s.receiver.deliver(b)
+		s.receiver.Deliver(b)
 	}
 	if f != nil {
 		f()
@@ -118,7 +137,7 @@ type InputChannel struct {
 	// Index is the channel's position among all channels of the gate, used
 	// for barrier alignment.
 	Input, Channel, Index int
-	sender                *Subpartition // where credits go (local transport)
+	sender                Sender // where credits go: the Subpartition (local) or a transport
 
 	// guarded by gate.mu
 	queue    []*Buffer
@@ -131,10 +150,10 @@ type InputChannel struct {
 // with a data buffer of this channel (events cost no credit).
 func (c *InputChannel) ReturnCredit() { c.sender.Grant(1) }
 
-// deliver queues b. Watermarks and statuses right behind queued ones
+// Deliver queues b. Watermarks and statuses right behind queued ones
 // coalesce (coalesceProgress), so a consumer that does not read cannot pile
 // up events.
-func (c *InputChannel) deliver(b *Buffer) {
+func (c *InputChannel) Deliver(b *Buffer) {
 	g := c.gate
 	g.mu.Lock()
 	if n := len(c.queue); b.isProgress() && n > c.prio && c.queue[n-1].isProgress() {
@@ -157,12 +176,12 @@ func (c *InputChannel) deliver(b *Buffer) {
 	}
 }
 
-// deliverPriority puts the event b ahead of every buffer queued in the
+// DeliverPriority puts the event b ahead of every buffer queued in the
 // channel (behind earlier priority events), and records in it how many
 // data buffers, watermarks and statuses it overtook: those came before it
 // in the channel's order, so an unaligned checkpoint stores them as
 // channel state.
-func (c *InputChannel) deliverPriority(b *Buffer) {
+func (c *InputChannel) DeliverPriority(b *Buffer) {
 	g := c.gate
 	g.mu.Lock()
 	overtaken := 0
@@ -432,11 +451,30 @@ func (c *InputChannel) Queued() int {
 // Connect links a producer subpartition to a new input channel of this gate
 // and grants the producer initialCredits. It is the in-process transport.
 func Connect(s *Subpartition, g *InputGate, input, channel, initialCredits int) *InputChannel {
-	c := &InputChannel{gate: g, Input: input, Channel: channel, Index: len(g.channels), sender: s}
+	c := g.AddChannel(input, channel, s)
 	s.receiver = c
-	g.channels = append(g.channels, c)
 	s.Grant(initialCredits)
 	return c
+}
+
+// AddChannel adds an input channel to the gate whose credits go to
+// sender: for a transport, whose buffers arrive through the channel's
+// Deliver. Like Connect, it is called while the gate is set up, before
+// the gate is polled.
+func (g *InputGate) AddChannel(input, channel int, sender Sender) *InputChannel {
+	c := &InputChannel{gate: g, Input: input, Channel: channel, Index: len(g.channels), sender: sender}
+	g.channels = append(g.channels, c)
+	return c
+}
+
+// Attach makes r the subpartition's receiver and grants it initialCredits
+// (a transport's remote input channel; Connect does this for a local
+// one). A subpartition has one receiver: attach it once, before any grant.
+func (s *Subpartition) Attach(r Receiver, initialCredits int) {
+	s.mu.Lock()
+	s.receiver = r
+	s.mu.Unlock()
+	s.Grant(initialCredits)
 }
 
 // ResultPartition is a producer subtask's output on one edge: one subpartition

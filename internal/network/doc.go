@@ -13,6 +13,11 @@
 // stops handing buffers back, its producer's pool runs dry and the producer
 // blocks in BufferPool.Request: backpressure, with memory bounded by the pools.
 //
-// The local transport (one process) hands buffer pointers across; a TCP
-// transport will frame the same buffers onto a connection.
+// The local transport (one process) hands buffer pointers across
+// (Connect); a TCP transport (internal/network/tcp) frames the same
+// buffers onto a connection. Either end of a channel reaches its peer
+// through a small interface, so a transport can stand there: a
+// Subpartition delivers to a Receiver (Attach), an InputChannel grants
+// credit to a Sender (InputGate.AddChannel): one interface call per
+// buffer, none per record.
 package network

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/weirhq/weir/internal/tcpopt"
 )
 
 // trackedConn remembers the first error its reads returned, which says how
@@ -61,7 +63,7 @@ func connEnd(err error, peer string) (cause error, byPeer bool) {
 // the keepalive and TCP_USER_TIMEOUT of t.
 func Dialer(t TCP) func(ctx context.Context, network, address string) (net.Conn, error) {
 	t = t.withDefaults()
-	d := &net.Dialer{KeepAliveConfig: t.KeepAlive, Control: userTimeoutControl(t.UserTimeout)}
+	d := &net.Dialer{KeepAliveConfig: t.KeepAlive, Control: tcpopt.UserTimeoutControl(t.UserTimeout)}
 	return d.DialContext
 }
 
@@ -69,7 +71,7 @@ func Dialer(t TCP) func(ctx context.Context, network, address string) (net.Conn,
 // accepts has the keepalive and TCP_USER_TIMEOUT of t.
 func Listen(ctx context.Context, address string, t TCP) (net.Listener, error) {
 	t = t.withDefaults()
-	lc := net.ListenConfig{KeepAliveConfig: t.KeepAlive, Control: userTimeoutControl(t.UserTimeout)}
+	lc := net.ListenConfig{KeepAliveConfig: t.KeepAlive, Control: tcpopt.UserTimeoutControl(t.UserTimeout)}
 	l, err := lc.Listen(ctx, "tcp", address)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: listening on %s: %w", address, err)
@@ -90,7 +92,7 @@ func (l *userTimeoutListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
-		if err := setUserTimeout(tc, l.timeout); err != nil {
+		if err := tcpopt.SetUserTimeout(tc, l.timeout); err != nil {
 			c.Close()
 			return nil, err
 		}

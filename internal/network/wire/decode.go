@@ -29,7 +29,8 @@ import (
 //
 // Errors name the frame type, the field and the bound. A stream that ends
 // cleanly between frames gives io.EOF; one that ends inside a frame gives
-// an error wrapping io.ErrUnexpectedEOF. After an error the stream is out
+// an error wrapping io.ErrUnexpectedEOF; one whose read fails (a reset, a
+// timeout), an error wrapping that cause. After an error the stream is out
 // of step: the connection must be closed.
 type Decoder struct {
 	r         *bufio.Reader
@@ -96,10 +97,14 @@ func (d *Decoder) Next() (Type, error) {
 		}
 	}
 	if k, err := io.ReadFull(d.r, d.hdr[:HeaderSize]); err != nil {
-		if err == io.EOF {
+		switch err {
+		case io.EOF:
 			return 0, io.EOF
+		case io.ErrUnexpectedEOF:
+			return 0, fmt.Errorf("wire: the stream ends inside a frame header, after %d of %d bytes: %w", k, HeaderSize, io.ErrUnexpectedEOF)
 		}
-		return 0, fmt.Errorf("wire: the stream ends inside a frame header, after %d of %d bytes: %w", k, HeaderSize, io.ErrUnexpectedEOF)
+		// A reset or a timeout: the caller names it by the cause.
+		return 0, fmt.Errorf("wire: reading a frame header, after %d of %d bytes: %w", k, HeaderSize, err)
 	}
 	n, t := int64(le.Uint32(d.hdr[:])), Type(d.hdr[4])
 	if t == TypeBuffer {

@@ -1,0 +1,420 @@
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/weirhq/weir/internal/network"
+	"github.com/weirhq/weir/internal/network/wire"
+)
+
+// Conn is the consumer side of one connection to a producer TaskManager:
+// its remote input channels, dense by id in request order.
+type Conn struct {
+	*link
+	cfg Config
+	dec *wire.Decoder
+
+	// guarded by link.mu
+	chans []*Channel // by id; nil once ended, cancelled or failed (frames still in flight are skipped)
+	dirty []*Channel // channels with credit to announce, each once
+
+	// the writer's own
+	credits []wire.Credit
+	buf     []byte
+}
+
+// Channel is one remote input channel: the consuming end of a
+// subpartition in another TaskManager, whose buffers arrive in the
+// channel's own pool (BuffersPerChannel buffers: its exclusive credit).
+type Channel struct {
+	c    *Conn
+	id   uint32
+	req  Request
+	in   *network.InputChannel
+	pool *network.BufferPool
+
+	// guarded by link.mu
+	state    chanState
+	credit   int // granted and not yet used by a data BUFFER
+	announce int // granted and not yet sent in ADD_CREDIT
+	dirty    bool
+
+	seq wire.Sequence // the reader's
+}
+
+type chanState uint8
+
+const (
+	chanOpen      chanState = iota
+	chanEnded               // end-of-partition arrived
+	chanCancelled           // Cancel: frames still in flight are dropped
+	chanFailed
+)
+
+// Request asks for one subpartition of a partition in the peer.
+type Request struct {
+	Key          network.PartitionKey
+	Subpartition int
+	// Gate, Input and Channel place the new input channel, as
+	// network.Connect does; the gate must not be polled yet.
+	Gate           *network.InputGate
+	Input, Channel int
+	// Fail, if set, is called once if the channel fails: the connection
+	// ended, the producer refused the request or its partition did not
+	// appear in time. It runs on the connection's goroutines and must not
+	// block.
+	Fail func(error)
+}
+
+// Dial connects to peer's Server and exchanges HELLO: a peer of another
+// build, epoch or session, or another TaskManager than peer.ID, is
+// refused naming both values.
+func Dial(ctx context.Context, cfg Config, d Dialer, peer Peer) (*Conn, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	nc, err := d.DialContext(dctx, "tcp", peer.Addr)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("tcp: connecting to %s (taskmanager.network.netty.client.connectTimeoutSec %v): %w", peer, cfg.ConnectTimeout, err)
+	}
+	c, err := handshake(cfg, nc, peer)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.wg.Add(2)
+	go c.read()
+	go c.write()
+	return c, nil
+}
+
+func handshake(cfg Config, nc net.Conn, peer Peer) (*Conn, error) {
+	setNoDelay(nc)
+	handshakeDeadline(nc, cfg.HelloTimeout)
+	hello, _ := wire.AppendHello(nil, cfg.hello())
+	if _, err := nc.Write(hello); err != nil {
+		return nil, cause(peer, fmt.Errorf("sending HELLO: %w", err))
+	}
+	dec, err := wire.NewDecoder(bufio.NewReaderSize(nc, cfg.ReadBufferSize), cfg.BufferSize)
+	if err != nil {
+		return nil, err
+	}
+	h, err := dec.ReadHello()
+	if err != nil {
+		return nil, cause(peer, fmt.Errorf("reading HELLO: %w", err))
+	}
+	want := cfg.hello()
+	want.Session = peer.Session
+	if peer.Session == "" {
+		want.Session = h.Session
+	}
+	err = h.Check(want)
+	if err == nil && peer.ID != "" && h.TaskManager != peer.ID {
+		err = fmt.Errorf("tcp: HELLO from %s: it is TaskManager %q, this TaskManager dialed %q", peer.Addr, h.TaskManager, peer.ID)
+	}
+	if err != nil {
+		err = fmt.Errorf("tcp: data connection to %s refused: %w", peer, err)
+		nc.Write(wire.AppendError(nil, wire.ErrorFrame{Channel: wire.AllChannels, Text: err.Error()}))
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	return &Conn{link: newLink(nc, peer), cfg: cfg, dec: dec}, nil
+}
+
+// Peer is the producer TaskManager at the other end.
+func (c *Conn) Peer() Peer { return c.peer }
+
+// Done is closed when the connection has failed or closed (Err says why).
+func (c *Conn) Done() <-chan struct{} { return c.link.done }
+
+// Close closes the connection, failing its open channels with ErrClosed,
+// and waits for its goroutines.
+func (c *Conn) Close() error {
+	c.fail(ErrClosed)
+	c.wg.Wait()
+	return nil
+}
+
+// Request adds an input channel to r.Gate whose buffers come from the
+// peer's subpartition r.Subpartition of r.Key, with BuffersPerChannel
+// exclusive buffers (reserved from cfg.Budget) as its initial credit. The
+// producer need not have published the partition yet: the request waits
+// for it up to PartitionRequestTimeout.
+func (c *Conn) Request(r Request) (*Channel, error) {
+	bpc, size := c.cfg.BuffersPerChannel, c.cfg.BufferSize
+	var pool *network.BufferPool
+	if c.cfg.Budget != nil {
+		var err error
+		if pool, err = c.cfg.Budget.NewPool(bpc, bpc, size); err != nil {
+			return nil, fmt.Errorf("tcp: the input channel for subpartition %d of %+v from %s: %w", r.Subpartition, r.Key, c.peer, err)
+		}
+	} else {
+		pool = network.NewBufferPool(bpc, size)
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		pool.Close()
+		return nil, err
+	}
+	ch := &Channel{c: c, id: uint32(len(c.chans)), req: r, pool: pool, credit: bpc}
+	frame, err := wire.AppendPartitionRequest(c.ctrl, wire.PartitionRequest{Channel: ch.id, Key: wire.PartitionKey(r.Key),
+		Subpartition: uint32(r.Subpartition), Credit: uint32(bpc)})
+	if err != nil {
+		c.mu.Unlock()
+		pool.Close()
+		return nil, fmt.Errorf("tcp: requesting subpartition %d of %+v from %s: %w", r.Subpartition, r.Key, c.peer, err)
+	}
+	c.ctrl = frame
+	ch.in = r.Gate.AddChannel(r.Input, r.Channel, ch)
+	c.chans = append(c.chans, ch)
+	c.mu.Unlock()
+	c.signal()
+	return ch, nil
+}
+
+// Input is the channel's place in its gate.
+func (ch *Channel) Input() *network.InputChannel { return ch.in }
+
+// Grant announces n more credits to the producer: network.Sender, called
+// when the consumer recycles a data buffer (InputChannel.ReturnCredit).
+// Credits of all channels are batched into the writer's next ADD_CREDIT.
+func (ch *Channel) Grant(n int) {
+	c := ch.c
+	c.mu.Lock()
+	if ch.state != chanOpen {
+		c.mu.Unlock()
+		return
+	}
+	ch.credit += n
+	ch.announce += n
+	if !ch.dirty {
+		ch.dirty = true
+		c.dirty = append(c.dirty, ch)
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+// Cancel tells the producer the consumer is done (CANCEL_REQUEST):
+// frames still in flight are dropped. The channel's pool is closed.
+func (ch *Channel) Cancel() {
+	c := ch.c
+	c.mu.Lock()
+	if ch.state != chanOpen && ch.state != chanEnded {
+		c.mu.Unlock()
+		return
+	}
+	open := ch.state == chanOpen
+	ch.state = chanCancelled
+	c.chans[ch.id] = nil
+	if open && c.err == nil {
+		c.ctrl = wire.AppendCancelRequest(c.ctrl, ch.id)
+	}
+	c.mu.Unlock()
+	ch.pool.Close()
+	c.signal()
+}
+
+// failChannel fails one open channel (its producer refused it).
+func (c *Conn) failChannel(ch *Channel, err error) {
+	c.mu.Lock()
+	open := ch.state == chanOpen
+	if open {
+		ch.state = chanFailed
+		c.chans[ch.id] = nil
+	}
+	c.mu.Unlock()
+	if open {
+		ch.pool.Close()
+		if ch.req.Fail != nil {
+			ch.req.Fail(err)
+		}
+	}
+}
+
+// fail ends the connection and fails every open channel at once with the
+// cause, which names the peer.
+func (c *Conn) fail(err error) {
+	err, ended := c.end(cause(c.peer, err))
+	if !ended {
+		return
+	}
+	c.mu.Lock()
+	var failed []*Channel
+	for i, ch := range c.chans {
+		if ch != nil && ch.state == chanOpen {
+			ch.state = chanFailed
+			failed = append(failed, ch)
+		}
+		c.chans[i] = nil
+	}
+	c.mu.Unlock()
+	for _, ch := range failed {
+		ch.pool.Close()
+		if ch.req.Fail != nil {
+			ch.req.Fail(err)
+		}
+	}
+}
+
+func (c *Conn) read() {
+	defer c.wg.Done()
+	for {
+		t, err := c.dec.Next()
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		switch t {
+		case wire.TypeBuffer:
+			err = c.readBuffer()
+		case wire.TypeError:
+			e := c.dec.ErrorFrame()
+			if e.Channel == wire.AllChannels {
+				err = reported(c.peer, e.Text)
+				break
+			}
+			ch, ok := c.channel(e.Channel)
+			if !ok {
+				err = protocolErr(c.peer, "ERROR for channel %d, which was never requested: %s", e.Channel, e.Text)
+				break
+			}
+			if ch == nil {
+				break // ended or cancelled already
+			}
+			c.failChannel(ch, fmt.Errorf("tcp: %s refused channel %d (subpartition %d of %+v): %s", c.peer, e.Channel, ch.req.Subpartition, ch.req.Key, e.Text))
+		default:
+			err = protocolErr(c.peer, "a %s frame, which a producer does not send", t)
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// channel is channel id: nil once it ended, ok false if it was never
+// requested.
+func (c *Conn) channel(id uint32) (ch *Channel, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if int64(id) >= int64(len(c.chans)) {
+		return nil, false
+	}
+	return c.chans[id], true
+}
+
+// readBuffer reads the payload of the BUFFER the decoder stands at into a
+// buffer of its channel's pool and delivers it.
+func (c *Conn) readBuffer() error {
+	h := c.dec.Buffer()
+	c.mu.Lock()
+	if int64(h.Channel) >= int64(len(c.chans)) {
+		c.mu.Unlock()
+		return protocolErr(c.peer, "BUFFER on channel %d, which was never requested", h.Channel)
+	}
+	ch := c.chans[h.Channel]
+	if ch == nil {
+		c.mu.Unlock()
+		return nil // ended, cancelled or failed: the frame is skipped
+	}
+	state := ch.state
+	noCredit := false
+	if state == chanOpen && h.Kind == wire.KindData {
+		if ch.credit == 0 {
+			noCredit = true
+		} else {
+			ch.credit--
+		}
+	}
+	c.mu.Unlock()
+	switch {
+	case noCredit:
+		return protocolErr(c.peer, "a data BUFFER on channel %d without credit (sequence %d)", h.Channel, h.Sequence)
+	case h.Priority:
+		return protocolErr(c.peer, "%v", errUnaligned(h.Channel))
+	}
+	if err := ch.seq.Check(h.Channel, h.Sequence); err != nil {
+		return protocolErr(c.peer, "%v", err)
+	}
+	var b *network.Buffer
+	if h.Kind == wire.KindData {
+		// Credit never exceeds the pool's free buffers, unless a consumer
+		// returned credit before recycling its buffer: then it is on its way.
+		if b = ch.pool.TryRequest(); b == nil {
+			var err error
+			if b, err = ch.pool.Request(c.link.done); err != nil {
+				return err
+			}
+		}
+	} else {
+		b = &network.Buffer{Kind: network.Kind(h.Kind), Data: make([]byte, h.Len)}
+	}
+	data, err := c.dec.ReadPayload(b.Data[:0])
+	if err != nil {
+		b.Recycle()
+		return err
+	}
+	b.Data = data
+	end := b.Kind == network.KindEndOfPartition
+	if end {
+		c.mu.Lock()
+		ch.state = chanEnded
+		c.chans[ch.id] = nil
+		c.mu.Unlock()
+	}
+	ch.in.Deliver(b)
+	if end {
+		ch.pool.Close() // its budget share goes back; buffers still out may come home
+	}
+	return nil
+}
+
+// write sends queued control frames and the batched credits.
+func (c *Conn) write() {
+	defer c.wg.Done()
+	var ctrl []byte
+	for {
+		select {
+		case <-c.wake:
+		case <-c.link.done:
+			return
+		}
+		c.mu.Lock()
+		ctrl, c.ctrl = c.ctrl, ctrl[:0]
+		credits := c.credits[:0]
+		for i, ch := range c.dirty {
+			if ch.state == chanOpen && ch.announce > 0 {
+				credits = append(credits, wire.Credit{Channel: ch.id, Credit: uint32(ch.announce)})
+			}
+			ch.announce, ch.dirty = 0, false
+			c.dirty[i] = nil
+		}
+		c.dirty = c.dirty[:0]
+		c.mu.Unlock()
+		c.credits = credits
+		buf := append(c.buf[:0], ctrl...)
+		for len(credits) > 0 {
+			n := min(len(credits), wire.MaxCredits)
+			buf, _ = wire.AppendAddCredit(buf, credits[:n])
+			credits = credits[n:]
+		}
+		c.buf = buf
+		if len(buf) == 0 {
+			continue
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
