@@ -118,6 +118,9 @@ type JobManager struct {
 	// id; savepointOrder their order (bounded, see maxSavepointRequests).
 	savepoints     map[string]*SavepointRequest
 	savepointOrder []string
+	// hb watches the TaskManagers' heartbeats (heartbeat.go); nil before
+	// MonitorHeartbeats.
+	hb *monitor
 }
 
 // job is the JobManager's record of one job.
@@ -209,6 +212,7 @@ func (jm *JobManager) RegisterTaskManager(reg protocol.TaskManagerRegistration, 
 	defer jm.mu.Unlock()
 	jm.loseLocked(reg.ID, errors.New("it registered again"), time.Time{})
 	jm.tms = append(jm.tms, &taskManager{reg: reg, gw: gw, free: reg.Slots})
+	jm.monitorRegisterLocked(reg.ID)
 	jm.logger.Info("TaskManager registered", "taskmanager", reg.ID, "slots", reg.Slots)
 	jm.wakeWaitingLocked()
 }

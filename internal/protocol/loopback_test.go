@@ -17,6 +17,7 @@ func (f *fakeTM) TriggerCheckpoint(t TriggerCheckpoint) { f.got = append(f.got, 
 func (f *fakeTM) NotifyCheckpoint(n NotifyCheckpoint)   { f.got = append(f.got, n) }
 func (f *fakeTM) SendEvent(e OperatorEvent)             { f.got = append(f.got, e) }
 func (f *fakeTM) ReleaseJob(r ReleaseJob)               { f.got = append(f.got, r) }
+func (f *fakeTM) HeartbeatReply(r HeartbeatReply)       { f.got = append(f.got, r) }
 
 type fakeJM struct{ got []any }
 
@@ -26,6 +27,8 @@ func (f *fakeJM) DeclineCheckpoint(d DeclineCheckpoint)         { f.got = append
 func (f *fakeJM) SendEvent(e OperatorEvent)                     { f.got = append(f.got, e) }
 func (f *fakeJM) SourceEnded(s SourceEnded)                     { f.got = append(f.got, s) }
 func (f *fakeJM) ReportTaskStats(r TaskStatsReport)             { f.got = append(f.got, r) }
+func (f *fakeJM) Heartbeat(h Heartbeat)                         { f.got = append(f.got, h) }
+func (f *fakeJM) Deregister(d Deregister)                       { f.got = append(f.got, d) }
 
 // memory returns the addresses of the pointers' targets and the slices'
 // arrays that v holds.
@@ -97,7 +100,9 @@ func TestLoopbackTaskManager(t *testing.T) {
 		l.SendEvent(ev)
 		rj := random[ReleaseJob](r)
 		l.ReleaseJob(rj)
-		for i, sent := range []any{d, e, tc, nc, ev, rj} {
+		hr := random[HeartbeatReply](r)
+		l.HeartbeatReply(hr)
+		for i, sent := range []any{d, e, tc, nc, ev, rj, hr} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -118,7 +123,10 @@ func TestLoopbackJobManager(t *testing.T) {
 		l.SendEvent(e)
 		l.SourceEnded(s)
 		l.ReportTaskStats(st)
-		for i, sent := range []any{u, a, d, e, s, st} {
+		hb, dr := random[Heartbeat](r), random[Deregister](r)
+		l.Heartbeat(hb)
+		l.Deregister(dr)
+		for i, sent := range []any{u, a, d, e, s, st, hb, dr} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -164,6 +172,8 @@ func (nopJM) DeclineCheckpoint(DeclineCheckpoint)         {}
 func (nopJM) SendEvent(OperatorEvent)                     {}
 func (nopJM) SourceEnded(SourceEnded)                     {}
 func (nopJM) ReportTaskStats(TaskStatsReport)             {}
+func (nopJM) Heartbeat(Heartbeat)                         {}
+func (nopJM) Deregister(Deregister)                       {}
 
 type nopTM struct{}
 
@@ -173,3 +183,4 @@ func (nopTM) TriggerCheckpoint(TriggerCheckpoint) {}
 func (nopTM) NotifyCheckpoint(NotifyCheckpoint)   {}
 func (nopTM) SendEvent(OperatorEvent)             {}
 func (nopTM) ReleaseJob(ReleaseJob)               {}
+func (nopTM) HeartbeatReply(HeartbeatReply)       {}
