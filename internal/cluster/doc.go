@@ -10,6 +10,10 @@
 // side needs of a job beyond the messages (its graph, clock, checkpoint
 // store, settings) is given to it by the launcher, as each process of a
 // distributed job will build its own (RegisterJob for the TaskManagers,
-// jobmanager.JobSpec for the JobManager). CrashTaskManager loses a
-// TaskManager as a crashed process would, for failover tests.
+// jobmanager.JobSpec for the JobManager). The TaskManagers heartbeat every
+// 50 ms (Config.HeartbeatInterval) through the loopback, and the
+// JobManager loses none by silence unless Config.HeartbeatTimeout asks it
+// to: a TaskManager in the JobManager's process cannot be lost alone
+// (decision 11). CrashTaskManager loses a TaskManager as a crashed process
+// would, for failover tests.
 package cluster

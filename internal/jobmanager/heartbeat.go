@@ -27,6 +27,12 @@ import (
 // deployment is known only when the TaskManager's gateway numbers its
 // messages (a Sent method, as rpc.ServerSession has); over the loopback it
 // is not, and nothing is flagged missing.
+//
+// Where it departs from decision 10: a reply acknowledges the heartbeat it
+// answers by the heartbeat's own Seq (the TaskManager's count), not by the
+// last TaskManager message seq the JobManager processed. The Member needs
+// only to know which heartbeat was answered, and so the same holds over
+// the loopback, which numbers no message.
 
 // HeartbeatConfig is heartbeat.interval and heartbeat.timeout on the
 // JobManager's side.
