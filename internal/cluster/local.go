@@ -40,11 +40,12 @@ type Config struct {
 	// Version is reported by the REST API.
 	Version string
 	Logger  *slog.Logger
-	// Heartbeats are heartbeat.interval and heartbeat.timeout between the
-	// JobManager and the TaskManagers (zero: DefaultHeartbeatInterval and
-	// no timeout, decision 11 of docs/distributed-runtime.md: a
-	// TaskManager in the JobManager's process cannot be lost alone), and
-	// the clock that times them (nil: the system clock).
+	// HeartbeatInterval and HeartbeatTimeout are heartbeat.interval and
+	// heartbeat.timeout between the JobManager and the TaskManagers (0:
+	// DefaultHeartbeatInterval, and no timeout: decision 11 of
+	// docs/distributed-runtime.md, a TaskManager in the JobManager's
+	// process cannot be lost alone); HeartbeatClock times them (nil: the
+	// system clock).
 	HeartbeatInterval, HeartbeatTimeout time.Duration
 	HeartbeatClock                      clock.Clock
 }
@@ -89,11 +90,12 @@ func Start(cfg Config) (*Local, error) {
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	if cfg.HeartbeatTimeout == 0 {
-		cfg.HeartbeatTimeout = jobmanager.NoTimeout
+	jmTimeout, tmTimeout := cfg.HeartbeatTimeout, cfg.HeartbeatTimeout
+	if cfg.HeartbeatTimeout <= 0 {
+		jmTimeout, tmTimeout = jobmanager.NoTimeout, taskmanager.NoTimeout
 	}
 	c := &Local{JM: jobmanager.New(cfg.Logger), Shuffle: network.NewLocalShuffle(), logger: cfg.Logger}
-	if err := c.JM.MonitorHeartbeats(jobmanager.HeartbeatConfig{Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
+	if err := c.JM.MonitorHeartbeats(jobmanager.HeartbeatConfig{Interval: cfg.HeartbeatInterval, Timeout: jmTimeout,
 		Clock: cfg.HeartbeatClock}); err != nil {
 		return nil, fmt.Errorf("the local cluster's heartbeats: %w", err)
 	}
@@ -109,7 +111,7 @@ func Start(cfg Config) (*Local, error) {
 		}
 		tm = taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
 			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Logger: cfg.Logger,
-			Heartbeats: taskmanager.Heartbeats{Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout, Clock: cfg.HeartbeatClock,
+			Heartbeats: taskmanager.Heartbeats{Interval: cfg.HeartbeatInterval, Timeout: tmTimeout, Clock: cfg.HeartbeatClock,
 				Seed: uint64(i), Register: register}},
 			protocol.NewLoopbackJobManager(c.JM), c.Shuffle)
 		c.tms = append(c.tms, tm)
