@@ -231,3 +231,58 @@ func TestDeregisterLosesAtOnce(t *testing.T) {
 	<-jm.Done("j")
 	noCallsUnderLock(t, tms...)
 }
+
+// TestSessionEndedLoses: a TaskManager whose session ended is lost at
+// once; when its side did not end it (it may not know yet), its job is
+// deployed again only one heartbeat.interval after it must have fenced
+// itself (its last heartbeat plus heartbeat.timeout), on the spare.
+func TestSessionEndedLoses(t *testing.T) {
+	jm := New(nil)
+	clk := clock.NewManual(1000)
+	if err := jm.MonitorHeartbeats(HeartbeatConfig{Interval: time.Second, Timeout: 5 * time.Second, Clock: clk}); err != nil {
+		t.Fatal(err)
+	}
+	defer jm.StopHeartbeats()
+	g := twoVertexGraph(t, 1)
+	var tms []*fakeTM
+	for i := range 2 {
+		f := newFakeTM(jm, fmt.Sprintf("tm-%d", i))
+		f.srcOp = g.OperatorIDs[0]
+		tms = append(tms, f)
+		jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 1, NetworkMemory: 1 << 30}, f)
+	}
+	spec := &JobSpec{ID: "j", Name: "j", Lineage: "j", Graph: g, Network: testNetwork, Clock: clk,
+		Restart: restart.Config{Type: restart.FixedDelay, FixedDelayAttempts: 1, FixedDelay: restart.Zero}.WithDefaults(false)}
+	if err := jm.Submit(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job running", func() bool { return allTasks(jm, "j", protocol.TaskRunning) })
+	clk.AdvanceDuration(time.Second)
+	jm.Heartbeat(protocol.Heartbeat{TaskManager: "tm-0", Seq: 1}) // last heard at 2000
+	jm.TaskManagerSessionEnded("tm-0", "keepalive timeout", false)
+	info, _ := jm.Job("j")
+	if want := "TaskManager tm-0 lost: session ended (keepalive timeout)"; jm.NumTaskManagers() != 1 || info.Failure == nil || info.Failure.Err.Error() != want {
+		t.Fatalf("%d TaskManagers, failure %+v; want 1, %q", jm.NumTaskManagers(), info.Failure, want)
+	}
+	waitFor(t, "the restart timer", func() bool { return clk.Pending() >= 2 })
+	clk.Set(5000)
+	jm.Heartbeat(protocol.Heartbeat{TaskManager: "tm-1", Seq: 1}) // the spare stays
+	clk.Set(7999)                                                 // 2000 + 5 s + 1 s is 8000
+	time.Sleep(20 * time.Millisecond)
+	if info, _ := jm.Job("j"); info.Restarts != 0 {
+		t.Fatal("restarted before the lost TaskManager must have fenced itself")
+	}
+	clk.Set(8000)
+	waitFor(t, "the job running on the spare", func() bool {
+		info, _ := jm.Job("j")
+		return info.Restarts == 1 && allTasks(jm, "j", protocol.TaskRunning)
+	})
+	if got := tms[1].submits(); len(got) != 2 {
+		t.Errorf("the spare got %q; want attempt 1", got)
+	}
+	if err := jm.Cancel("j"); err != nil {
+		t.Fatal(err)
+	}
+	<-jm.Done("j")
+	noCallsUnderLock(t, tms...)
+}
