@@ -45,7 +45,9 @@ type HeartbeatConfig struct {
 	// TaskManager silent that long is lost. NoTimeout turns loss by
 	// silence off (the embedded cluster, decision 11).
 	Timeout time.Duration
-	// Clock times them (nil: the system clock).
+	// Clock times them (nil: the system clock). The earliest redeployment
+	// after a loss is a time on it, which the restart compares with the
+	// job's clock: give both the same one.
 	Clock clock.Clock
 }
 
