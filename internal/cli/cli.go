@@ -40,6 +40,31 @@ const usage = `weir: a stream processor in the family of Apache Flink.
 Usage:
   weir version                 print the version
   weir run <job> [flags]       run a built-in job on the embedded local cluster
+  weir run <job> --jobmanager ADDR [--detached] [flags]
+                               submit a built-in job to a running JobManager
+                               (session mode) and follow it to its end (Ctrl-C
+                               cancels it; --detached returns once it is
+                               submitted); paths are sent absolute, and every
+                               process must see them
+  weir jobmanager [--rpc-address A] [--rest-address A] [--log-level L]
+                               run a JobManager: TaskManagers and clients reach
+                               it at --rpc-address (default 127.0.0.1:6123), its
+                               REST API at --rest-address (default
+                               127.0.0.1:8081, "" for none); prints
+                               "JobManager ready: rpc A rest A"; SIGTERM cancels
+                               its jobs and exits
+  weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
+                  [--network-memory S] [--heap-state-memory S] [--log-level L]
+                               run a TaskManager of N task slots (default 1)
+                               that registers with the JobManager at ADDR under
+                               ID (Flink's taskmanager.resource-id; default
+                               host:pid), retrying with backoff for up to 5 min;
+                               a TaskManager of another build is refused; when
+                               its session with the JobManager ends it cancels
+                               what it runs and registers again; SIGTERM
+                               deregisters it at once. Until TaskManagers
+                               exchange data, each job runs on one TaskManager
+                               with enough free slots (docs/deployment.md)
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),

@@ -88,7 +88,7 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	jm, err := node.StartJobManager(node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: program(stdout, stderr),
-		Outcome: outcome, LossDelay: time.Second, Version: launch.Version, Logger: logger})
+		Outcome: outcome, Version: launch.Version, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 // belong to every command.
 
 // commands are the commands weir help knows, in usage's order.
-var commands = []string{"version", "run", "bench", "list", "cancel", "savepoint", "stop", "nexmark", "help"}
+var commands = []string{"version", "run", "jobmanager", "taskmanager", "bench", "list", "cancel", "savepoint", "stop", "nexmark", "help"}
 
 // sectionCommands maps a section's first words to the commands it is about.
 var sectionCommands = map[string][]string{

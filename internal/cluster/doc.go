@@ -10,6 +10,10 @@
 // reaches the TaskManagers as a protocol.RegisterJob message, like in a
 // multi-process cluster; their JobBuilder (Local.Jobs) then hands them the
 // graph, clock and checkpoint store the launcher built in this process,
-// where a TaskManager process builds its own. CrashTaskManager loses a
-// TaskManager as a crashed process would, for failover tests.
+// where a TaskManager process builds its own. The TaskManagers heartbeat
+// every 50 ms (Config.HeartbeatInterval) through the loopback, and the
+// JobManager loses none by silence unless Config.HeartbeatTimeout asks it
+// to: a TaskManager in the JobManager's process cannot be lost alone
+// (decision 11). CrashTaskManager loses a TaskManager as a crashed process
+// would, for failover tests.
 package cluster

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/protocol"
@@ -43,7 +44,20 @@ type Config struct {
 	// Version is reported by the REST API.
 	Version string
 	Logger  *slog.Logger
+	// HeartbeatInterval and HeartbeatTimeout are heartbeat.interval and
+	// heartbeat.timeout between the JobManager and the TaskManagers (0:
+	// DefaultHeartbeatInterval, and no timeout: decision 11 of
+	// docs/distributed-runtime.md, a TaskManager in the JobManager's
+	// process cannot be lost alone); HeartbeatClock times them (nil: the
+	// system clock).
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	HeartbeatClock                      clock.Clock
 }
+
+// DefaultHeartbeatInterval is the embedded cluster's heartbeat.interval:
+// the REST API's counters ride the heartbeats, as fresh as the tasks
+// publish them (internal/task).
+const DefaultHeartbeatInterval = 50 * time.Millisecond
 
 // DefaultNetworkMemory is a TaskManager's network memory when none is
 // configured. Buffers are allocated only as data flows, so this bounds memory
@@ -83,16 +97,38 @@ func Start(cfg Config) (*Local, error) {
 	if cfg.NetworkMemory <= 0 {
 		cfg.NetworkMemory = DefaultNetworkMemory
 	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	jmTimeout, tmTimeout := cfg.HeartbeatTimeout, cfg.HeartbeatTimeout
+	if cfg.HeartbeatTimeout <= 0 {
+		jmTimeout, tmTimeout = jobmanager.NoTimeout, taskmanager.NoTimeout
+	}
 	c := &Local{JM: jobmanager.New(cfg.Logger), Shuffle: network.NewLocalShuffle(), logger: cfg.Logger}
+	if err := c.JM.MonitorHeartbeats(jobmanager.HeartbeatConfig{Interval: cfg.HeartbeatInterval, Timeout: jmTimeout,
+		Clock: cfg.HeartbeatClock}); err != nil {
+		return nil, fmt.Errorf("the local cluster's heartbeats: %w", err)
+	}
 	// The JobManager and the TaskManagers reach each other only through the
 	// loopback transport: every message between them is encoded and
-	// decoded, as it will be between processes.
+	// decoded, as it will be between processes. Each TaskManager registers
+	// (at once) and heartbeats from Start on.
 	for i := range cfg.TaskManagers {
-		tm := taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
-			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Jobs: &c.Jobs, Logger: cfg.Logger},
+		var tm *taskmanager.TaskManager
+		register := func() (uint64, string, error) {
+			c.JM.RegisterTaskManager(protocol.LoopbackRegistration(tm.Registration()), protocol.NewLoopbackTaskManager(tm))
+			return 0, "local", nil
+		}
+		tm = taskmanager.New(taskmanager.Config{ID: fmt.Sprintf("taskmanager-%d", i), Slots: cfg.SlotsPerTaskManager,
+			NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory, Jobs: &c.Jobs, Logger: cfg.Logger,
+			Heartbeats: taskmanager.Heartbeats{Interval: cfg.HeartbeatInterval, Timeout: tmTimeout, Clock: cfg.HeartbeatClock,
+				Seed: uint64(i), Register: register}},
 			protocol.NewLoopbackJobManager(c.JM), c.Shuffle)
 		c.tms = append(c.tms, tm)
-		c.JM.RegisterTaskManager(protocol.LoopbackRegistration(tm.Registration()), protocol.NewLoopbackTaskManager(tm))
+		if err := tm.Start(); err != nil {
+			c.Close(context.Background())
+			return nil, fmt.Errorf("the local cluster's heartbeats: %w", err)
+		}
 	}
 	if cfg.RESTAddr != "" {
 		c.rest = rest.NewServer(&view{c: c}, rest.WithVersion(cfg.Version, ""))
@@ -164,6 +200,7 @@ func (c *Local) Close(ctx context.Context) error {
 		for _, tm := range c.tms {
 			tm.Shutdown()
 		}
+		c.JM.StopHeartbeats()
 		if c.rest != nil {
 			if serr := c.rest.Shutdown(ctx); serr != nil && err == nil {
 				err = serr

@@ -24,8 +24,17 @@
 // lock queues its messages in each TaskManager's outbox (outbox.go), which
 // one goroutine at a time delivers in order. What the JobManager must know
 // of a TaskManager it books itself from the registration (slots, network
-// memory); counters are pushed by the TaskManagers (ReportTaskStats) and
-// the view serves the latest, so a REST request asks no TaskManager.
+// memory); counters ride the TaskManagers' heartbeats (an execution's
+// final ones ReportTaskStats) and the view serves the latest, so a REST
+// request asks no TaskManager.
+//
+// Heartbeats (heartbeat.go, decisions 10-13): a heartbeat.Monitor under
+// jm.mu watches every registered TaskManager on HeartbeatConfig's clock
+// (heartbeat.interval, heartbeat.timeout; NoTimeout on the embedded
+// cluster), one goroutine ticks it; each heartbeat is reconciled with what
+// was deployed there (unheld executions cancelled, missing ones failed)
+// and answered with the allocations held there; a TaskManager silent for
+// heartbeat.timeout, or one that deregisters, is lost (TaskManagerLost).
 //
 // TaskManagers are known by their registration id; TaskManagerLost
 // removes one (its executions fail, its jobs restart elsewhere). Each
@@ -36,8 +45,9 @@
 // Files by role: jobmanager.go the types and the job lifecycle calls
 // (Cancel, Fail, Wait); schedule.go scheduling, deployment, task state
 // updates and restarts; slots.go membership, slot allocation per attempt
-// and the wait for slots; outbox.go the messages to TaskManagers; view.go
-// the read-only view the REST layer queries and the counters it shows;
-// coordinators.go the hosting of operator coordinators; checkpoints.go,
-// savepoints.go, restore.go and hygiene.go checkpointing.
+// and the wait for slots; heartbeat.go heartbeats; outbox.go the messages
+// to TaskManagers; view.go the read-only view the REST layer queries and
+// the counters it shows; coordinators.go the hosting of operator
+// coordinators; checkpoints.go, savepoints.go, restore.go and hygiene.go
+// checkpointing.
 package jobmanager

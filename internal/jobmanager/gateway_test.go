@@ -72,6 +72,8 @@ type fakeTM struct {
 	locked    []string // calls made under the JobManager's lock
 	// ackAll: acknowledge each trigger for every execution of its subtask.
 	ackAll bool
+	// replies are the heartbeat replies it got.
+	replies []protocol.HeartbeatReply
 }
 
 func newFakeTM(jm *JobManager, name string) *fakeTM {
@@ -136,6 +138,13 @@ func (f *fakeTM) SendEvent(e protocol.OperatorEvent)           { f.record("event
 func (f *fakeTM) RegisterJob(protocol.RegisterJob)             {}
 func (f *fakeTM) ReleaseJob(r protocol.ReleaseJob) {
 	f.record("release", ExecutionID{Job: r.JobID, Attempt: r.Attempt})
+}
+
+func (f *fakeTM) HeartbeatReply(r protocol.HeartbeatReply) {
+	f.record("reply", ExecutionID{})
+	f.mu.Lock()
+	f.replies = append(f.replies, r)
+	f.mu.Unlock()
 }
 
 // echoCoordinator answers every event of a subtask with one to it.

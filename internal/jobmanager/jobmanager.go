@@ -124,6 +124,9 @@ type JobManager struct {
 	// id; savepointOrder their order (bounded, see maxSavepointRequests).
 	savepoints     map[string]*SavepointRequest
 	savepointOrder []string
+	// hb watches the TaskManagers' heartbeats (heartbeat.go); nil before
+	// MonitorHeartbeats.
+	hb *monitor
 }
 
 // job is the JobManager's record of one job.
@@ -227,6 +230,7 @@ func (jm *JobManager) RegisterTaskManager(reg protocol.TaskManagerRegistration, 
 	jm.loseLocked(reg.ID, errors.New("it registered again"), time.Time{})
 	t := &taskManager{reg: reg, gw: gw, free: reg.Slots}
 	jm.tms = append(jm.tms, t)
+	jm.monitorRegisterLocked(reg.ID)
 	jm.logger.Info("TaskManager registered", "taskmanager", reg.ID, "slots", reg.Slots)
 	// The jobs that run now may be deployed there (a failover onto a
 	// spare): it learns of them first.

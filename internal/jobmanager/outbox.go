@@ -26,13 +26,17 @@ type taskManager struct {
 	// sent to it. Guarded by jm.mu.
 	lost bool
 
-	mu      sync.Mutex // guards queue and sending; never held while delivering
+	mu      sync.Mutex // guards queue, sending and seqs; never held while delivering
 	queue   []envelope
 	sending bool
+	// seqs are the session seqs of the deployments delivered, when the
+	// gateway numbers its messages (heartbeat.go).
+	seqs map[ExecutionID]uint64
 }
 
 // envelope is one queued message: a protocol.Deployment, CancelTask,
-// TriggerCheckpoint, NotifyCheckpoint, OperatorEvent or ReleaseJob.
+// TriggerCheckpoint, NotifyCheckpoint, OperatorEvent, ReleaseJob or
+// HeartbeatReply.
 type envelope struct {
 	msg any
 	// sent, if not nil, is closed once the message was delivered.
@@ -87,6 +91,7 @@ func (t *taskManager) call(msg any) {
 	switch m := msg.(type) {
 	case protocol.Deployment:
 		t.gw.SubmitTask(m)
+		t.noteSent(m.Exec)
 	case protocol.CancelTask:
 		t.gw.CancelTask(m.Exec)
 	case protocol.TriggerCheckpoint:
@@ -99,6 +104,8 @@ func (t *taskManager) call(msg any) {
 		t.gw.ReleaseJob(m)
 	case protocol.RegisterJob:
 		t.gw.RegisterJob(m)
+	case protocol.HeartbeatReply:
+		t.gw.HeartbeatReply(m)
 	default:
 		panic(fmt.Sprintf("jobmanager: no TaskManagerGateway call carries a %T", msg))
 	}

@@ -48,7 +48,9 @@ type slotWait struct {
 func (jm *JobManager) TaskManagerLost(id string, cause error, redeployAt time.Time) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	jm.loseLocked(id, cause, redeployAt)
+	if jm.loseLocked(id, cause, redeployAt) {
+		jm.monitorForgetLocked(id)
+	}
 }
 
 // loseLocked is TaskManagerLost; it reports whether id was registered.

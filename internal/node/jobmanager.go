@@ -13,6 +13,15 @@ import (
 	"github.com/weirhq/weir/internal/rpc"
 )
 
+// DefaultHeartbeatInterval and DefaultHeartbeatTimeout are
+// heartbeat.interval and heartbeat.timeout between processes: Flink's
+// names with defaults for Go, whose pauses are sub-millisecond (decision
+// 11 of docs/distributed-runtime.md), where Flink's are 10 s and 50 s.
+const (
+	DefaultHeartbeatInterval = time.Second
+	DefaultHeartbeatTimeout  = 5 * time.Second
+)
+
 // DefaultRPCAddress is where a JobManager's control plane listens by
 // default: loopback and Flink's jobmanager.rpc.port.
 const DefaultRPCAddress = "127.0.0.1:6123"
@@ -35,13 +44,13 @@ type JobManagerConfig struct {
 	// Outcome classifies a job's error for its client's exit code
 	// (rpc.Jobs.Outcome); nil says "failed" for every error.
 	Outcome func(error) string
-	// LossDelay is how long after a TaskManager's session ended by this
-	// side (its timeouts) its slots' jobs may be deployed again: by then
-	// it has fenced itself (decision 13). An end by the TaskManager's side
-	// frees them at once.
-	LossDelay time.Duration
-	Version   string
-	Logger    *slog.Logger
+	// HeartbeatInterval and HeartbeatTimeout are heartbeat.interval and
+	// heartbeat.timeout (0: DefaultHeartbeatInterval and
+	// DefaultHeartbeatTimeout): a TaskManager silent for the timeout is
+	// lost, and so is one whose session ends.
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	Version                             string
+	Logger                              *slog.Logger
 }
 
 // JobManager is a running JobManager process's server.
@@ -70,7 +79,14 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	if cfg.Outcome == nil {
 		cfg.Outcome = func(error) string { return "failed" }
 	}
-	c, err := cluster.Start(cluster.Config{Remote: true, RESTAddr: cfg.RESTAddress, Version: cfg.Version, Logger: cfg.Logger})
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.HeartbeatTimeout == 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	c, err := cluster.Start(cluster.Config{Remote: true, RESTAddr: cfg.RESTAddress, Version: cfg.Version, Logger: cfg.Logger,
+		HeartbeatInterval: cfg.HeartbeatInterval, HeartbeatTimeout: cfg.HeartbeatTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -104,11 +120,7 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 			if !cur {
 				return // replaced by a new registration, which lost it already
 			}
-			var at time.Time
-			if !e.ByPeer {
-				at = time.Now().Add(cfg.LossDelay)
-			}
-			c.JM.TaskManagerLost(e.TaskManager, fmt.Errorf("its control session ended: %w", e.Cause), at)
+			c.JM.TaskManagerSessionEnded(e.TaskManager, "its control session ended: "+e.Cause.Error(), e.ByPeer)
 		},
 		Jobs: &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome,
 			Run: func(ctx context.Context, program string, args []string, submitted func(string)) error {

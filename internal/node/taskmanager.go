@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirhq/weir/internal/launch"
 	"github.com/weirhq/weir/internal/network"
@@ -32,7 +33,12 @@ type TaskManagerConfig struct {
 	Run Program
 	// Backoff paces registration (rpc.Backoff's defaults when zero).
 	Backoff rpc.Backoff
-	Logger  *slog.Logger
+	// HeartbeatInterval and HeartbeatTimeout are heartbeat.interval and
+	// heartbeat.timeout (0: DefaultHeartbeatInterval and
+	// DefaultHeartbeatTimeout): with no reply to its heartbeats for the
+	// timeout, the TaskManager fences itself and registers again.
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	Logger                              *slog.Logger
 	// Registered, if set, is called each time a session opens.
 	Registered func(session string)
 }
@@ -50,6 +56,12 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.HeartbeatTimeout == 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
@@ -74,8 +86,25 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 	build := BuildID()
 	for {
 		gw := &toJobManager{}
+		// The heartbeat's Member registers through this: the first time
+		// with the session opened below; when it fences itself (no reply
+		// for heartbeat.timeout) it asks again, and closing the session
+		// makes this loop cancel everything and register anew.
+		var session atomic.Pointer[rpc.ClientSession]
+		registered := false
+		register := func() (uint64, string, error) {
+			cs := session.Load()
+			if registered {
+				cs.Close()
+				return 0, "", errors.New("the TaskManager fenced itself: it registers again with a new session")
+			}
+			registered = true
+			return cs.Fence().Epoch, cs.Fence().Session, nil
+		}
 		tm := taskmanager.New(taskmanager.Config{ID: cfg.ID, Slots: cfg.Slots, NetworkMemory: cfg.NetworkMemory,
-			HeapStateMemory: cfg.HeapStateMemory, Jobs: &builder{cfg: cfg}, Logger: cfg.Logger}, gw, network.NewLocalShuffle())
+			HeapStateMemory: cfg.HeapStateMemory, Jobs: &builder{cfg: cfg}, Logger: cfg.Logger,
+			Heartbeats: taskmanager.Heartbeats{Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout, Register: register}},
+			gw, network.NewLocalShuffle())
 		cs, err := rpc.Connect(ctx, rpc.ClientConfig{JobManager: cfg.JobManager,
 			Registration: rpc.Registration{TaskManagerRegistration: tm.Registration(), BuildID: build},
 			TaskManager:  tm, Backoff: cfg.Backoff, Logger: cfg.Logger})
@@ -87,6 +116,12 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 			return fmt.Errorf("TaskManager %s: %w", cfg.ID, err)
 		}
 		gw.cs.Store(cs)
+		session.Store(cs)
+		if err := tm.Start(); err != nil {
+			cs.Close()
+			tm.Shutdown()
+			return fmt.Errorf("TaskManager %s: %w", cfg.ID, err)
+		}
 		cfg.Logger.Info("TaskManager registered", "taskmanager", cfg.ID, "jobmanager", cfg.JobManager, "session", cs.Fence().Session, "slots", cfg.Slots)
 		if cfg.Registered != nil {
 			cfg.Registered(cs.Fence().Session)
@@ -139,6 +174,8 @@ func (g *toJobManager) DeclineCheckpoint(d protocol.DeclineCheckpoint) {
 func (g *toJobManager) SendEvent(e protocol.OperatorEvent)         { g.session().SendEvent(e) }
 func (g *toJobManager) SourceEnded(s protocol.SourceEnded)         { g.session().SourceEnded(s) }
 func (g *toJobManager) ReportTaskStats(r protocol.TaskStatsReport) { g.session().ReportTaskStats(r) }
+func (g *toJobManager) Heartbeat(h protocol.Heartbeat)             { g.session().Heartbeat(h) }
+func (g *toJobManager) Deregister(d protocol.Deregister)           { g.session().Deregister(d) }
 
 // dropped is the gateway before a session opened: nothing can be running.
 type dropped struct{}
@@ -149,6 +186,8 @@ func (dropped) DeclineCheckpoint(protocol.DeclineCheckpoint)         {}
 func (dropped) SendEvent(protocol.OperatorEvent)                     {}
 func (dropped) SourceEnded(protocol.SourceEnded)                     {}
 func (dropped) ReportTaskStats(protocol.TaskStatsReport)             {}
+func (dropped) Heartbeat(protocol.Heartbeat)                         {}
+func (dropped) Deregister(protocol.Deregister)                       {}
 
 // builder builds a TaskManager process's jobs by running their programs.
 type builder struct{ cfg TaskManagerConfig }

@@ -1,6 +1,6 @@
 // Package protocol holds the messages between the JobManager and the
-// TaskManagers (messages.go, calls.go, and the checkpoint handles they carry
-// in handles.go), the two gateway interfaces they travel through
+// TaskManagers (messages.go, calls.go, heartbeat.go, and the checkpoint
+// handles they carry in handles.go), the two gateway interfaces they travel through
 // (gateway.go), their encoding (encoding.go) and the loopback transport of
 // the local cluster (loopback.go). Both sides import this package; neither
 // imports the other.

@@ -67,8 +67,11 @@ const (
 	KindSourceEnded             Kind = 16
 	KindTaskStatsReport         Kind = 17
 	// 18 is reserved for RegistrationReply (internal/rpc's RegisterReply
-	// stands for it now).
-	KindRegisterJob Kind = 19
+	// stands for it now), 20 for DeployAttempt (decision 8).
+	KindRegisterJob    Kind = 19
+	KindHeartbeat      Kind = 21
+	KindHeartbeatReply Kind = 22
+	KindDeregister     Kind = 23
 )
 
 var kindNames = [...]string{
@@ -78,6 +81,7 @@ var kindNames = [...]string{
 	KindTaskManagerRegistration: "TaskManagerRegistration", KindTaskStateUpdate: "TaskStateUpdate",
 	KindAcknowledgeCheckpoint: "AcknowledgeCheckpoint", KindDeclineCheckpoint: "DeclineCheckpoint", KindSourceEnded: "SourceEnded",
 	KindRegisterJob: "RegisterJob",
+	KindHeartbeat:   "Heartbeat", KindHeartbeatReply: "HeartbeatReply", KindDeregister: "Deregister",
 }
 
 // String is the name of the message type of kind k.
@@ -101,6 +105,9 @@ func (DeclineCheckpoint) Kind() Kind       { return KindDeclineCheckpoint }
 func (SourceEnded) Kind() Kind             { return KindSourceEnded }
 func (TaskStatsReport) Kind() Kind         { return KindTaskStatsReport }
 func (RegisterJob) Kind() Kind             { return KindRegisterJob }
+func (Heartbeat) Kind() Kind               { return KindHeartbeat }
+func (HeartbeatReply) Kind() Kind          { return KindHeartbeatReply }
+func (Deregister) Kind() Kind              { return KindDeregister }
 
 // Encode returns the frame of m.
 func Encode(m Message) ([]byte, error) { return AppendEncode(nil, m) }
@@ -132,11 +139,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		w.bytes(m.Payload)
 	case TaskStatsReport:
 		w.str(m.TaskManager)
-		w.count(len(m.Tasks), m.Tasks == nil)
-		for _, t := range m.Tasks {
-			w.exec(t.Exec)
-			w.stats(t.Stats)
-		}
+		w.executionStats(m.Tasks)
 	case ReleaseJob:
 		w.str(m.JobID)
 		w.int(m.Attempt)
@@ -160,6 +163,17 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		w.bools(m.Counts)
 	case SourceEnded:
 		w.exec(m.Exec)
+	case Heartbeat:
+		w.heartbeat(m)
+	case HeartbeatReply:
+		w.u64(m.Acked)
+		w.count(len(m.Held), m.Held == nil)
+		for _, a := range m.Held {
+			w.allocation(a)
+		}
+	case Deregister:
+		w.str(m.TaskManager)
+		w.str(m.Reason)
 	default:
 		return dst, fmt.Errorf("protocol: message type %T (kind %d) has no encoding", m, uint8(m.Kind()))
 	}
@@ -210,6 +224,12 @@ func Decode(b []byte) (Message, error) {
 		m = DeclineCheckpoint{Exec: r.exec("Exec"), ID: r.i64("ID"), Reason: r.str("Reason"), Counts: r.bool("Counts")}
 	case KindSourceEnded:
 		m = SourceEnded{Exec: r.exec("Exec")}
+	case KindHeartbeat:
+		m = r.heartbeat()
+	case KindHeartbeatReply:
+		m = r.heartbeatReply()
+	case KindDeregister:
+		m = Deregister{TaskManager: r.str("TaskManager"), Reason: r.str("Reason")}
 	default:
 		return nil, fmt.Errorf("protocol: decoding a frame of %s (this build knows kinds 1 to %d)", k, len(kindNames)-1)
 	}
@@ -273,13 +293,17 @@ func (w *writer) exec(e ExecutionID) {
 	w.int(e.Attempt)
 }
 
+func (w *writer) allocation(a AllocationID) {
+	w.i64(a.Epoch)
+	w.str(a.Job)
+	w.int(a.Attempt)
+	w.int(a.Slot)
+}
+
 func (w *writer) deployment(d Deployment) {
 	w.exec(d.Exec)
 	w.int(d.Slot)
-	w.i64(d.Allocation.Epoch)
-	w.str(d.Allocation.Job)
-	w.int(d.Allocation.Attempt)
-	w.int(d.Allocation.Slot)
+	w.allocation(d.Allocation)
 	w.b = append(w.b, d.KeyHash)
 	w.present(d.Restore != nil)
 	if r := d.Restore; r != nil {
@@ -391,6 +415,29 @@ func (w *writer) stats(s TaskStats) {
 		w.str(m.Name)
 		w.i64(m.Value)
 	}
+}
+
+func (w *writer) executionStats(ts []ExecutionStats) {
+	w.count(len(ts), ts == nil)
+	for _, t := range ts {
+		w.exec(t.Exec)
+		w.stats(t.Stats)
+	}
+}
+
+func (w *writer) heartbeat(h Heartbeat) {
+	w.str(h.TaskManager)
+	w.u64(h.Seq)
+	w.u64(h.Processed)
+	w.count(len(h.Executions), h.Executions == nil)
+	for _, e := range h.Executions {
+		w.exec(e.Exec)
+		w.allocation(e.Allocation)
+		w.str(string(e.State))
+	}
+	w.i64(h.FreeNetworkMemory)
+	w.i64(h.HeapStateUsed)
+	w.executionStats(h.Stats)
 }
 
 func (w *writer) ack(a AcknowledgeCheckpoint) {
@@ -564,6 +611,9 @@ const (
 	minOperatorMetric   = 3 // Operator, Name, Value
 	// minExecutionStats: Exec (4 varints), Stats (9 varints, a bool byte, a count)
 	minExecutionStats = 15
+	minAllocation     = 4 // Epoch, Job, Attempt, Slot
+	// minExecutionReport: Exec (4), Allocation (4), State
+	minExecutionReport = 9
 )
 
 func (r *reader) bytes(field string) []byte {
@@ -721,14 +771,45 @@ func (r *reader) stats(field string) TaskStats {
 }
 
 func (r *reader) statsReport() TaskStatsReport {
-	m := TaskStatsReport{TaskManager: r.str("TaskManager")}
-	if n, ok := r.count("Tasks", minExecutionStats); ok {
-		m.Tasks = make([]ExecutionStats, n)
-		r.enter("Tasks")
-		for i := range m.Tasks {
-			m.Tasks[i] = ExecutionStats{Exec: r.exec("Exec"), Stats: r.stats("Stats")}
+	return TaskStatsReport{TaskManager: r.str("TaskManager"), Tasks: r.executionStats("Tasks")}
+}
+
+func (r *reader) executionStats(field string) []ExecutionStats {
+	n, ok := r.count(field, minExecutionStats)
+	if !ok {
+		return nil
+	}
+	ts := make([]ExecutionStats, n)
+	r.enter(field)
+	for i := range ts {
+		ts[i] = ExecutionStats{Exec: r.exec("Exec"), Stats: r.stats("Stats")}
+	}
+	r.leave()
+	return ts
+}
+
+func (r *reader) heartbeat() Heartbeat {
+	h := Heartbeat{TaskManager: r.str("TaskManager"), Seq: r.u64("Seq"), Processed: r.u64("Processed")}
+	if n, ok := r.count("Executions", minExecutionReport); ok {
+		h.Executions = make([]ExecutionReport, n)
+		r.enter("Executions")
+		for i := range h.Executions {
+			h.Executions[i] = ExecutionReport{Exec: r.exec("Exec"), Allocation: r.allocation("Allocation"), State: TaskState(r.str("State"))}
 		}
 		r.leave()
+	}
+	h.FreeNetworkMemory, h.HeapStateUsed = r.i64("FreeNetworkMemory"), r.i64("HeapStateUsed")
+	h.Stats = r.executionStats("Stats")
+	return h
+}
+
+func (r *reader) heartbeatReply() HeartbeatReply {
+	m := HeartbeatReply{Acked: r.u64("Acked")}
+	if n, ok := r.count("Held", minAllocation); ok {
+		m.Held = make([]AllocationID, n)
+		for i := range m.Held {
+			m.Held[i] = r.allocation("Held")
+		}
 	}
 	return m
 }

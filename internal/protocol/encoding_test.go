@@ -22,7 +22,8 @@ import (
 // here fails TestEveryTypeEncodes (it parses the package's source).
 var messages = []Message{
 	Deployment{}, CancelTask{}, TriggerCheckpoint{}, NotifyCheckpoint{}, OperatorEvent{},
-	ReleaseJob{}, TaskStatsReport{}, TaskManagerRegistration{}, TaskStateUpdate{}, AcknowledgeCheckpoint{}, DeclineCheckpoint{}, SourceEnded{}, RegisterJob{},
+	ReleaseJob{}, TaskStatsReport{}, TaskManagerRegistration{}, TaskStateUpdate{}, AcknowledgeCheckpoint{}, DeclineCheckpoint{}, SourceEnded{},
+	RegisterJob{}, Heartbeat{}, HeartbeatReply{}, Deregister{},
 }
 
 // nonMessages are the exported struct types that never cross the boundary
@@ -68,6 +69,8 @@ func fill(r *rand.Rand, v reflect.Value) {
 		v.SetString(string(b))
 	case reflect.Bool:
 		v.SetBool(r.IntN(2) == 1)
+	case reflect.Uint64:
+		v.SetUint([]uint64{0, 1, math.MaxUint64, r.Uint64()}[r.IntN(4)])
 	case reflect.Int, reflect.Int64:
 		v.SetInt([]int64{0, -1, 1, math.MaxInt64, math.MinInt64, r.Int64N(1000) - 500, int64(r.Uint64())}[r.IntN(7)])
 	case reflect.Uint8, reflect.Uint32:
@@ -231,6 +234,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"count", []byte{Version, byte(KindAcknowledgeCheckpoint), 0, 0, 0, 0, 0, 100}, "field Operators: 99 elements of at least 8 bytes each with 0 bytes left"},
 		{"bool", []byte{Version, byte(KindTaskStatsReport), 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0}, "field Tasks.Stats.OutputIdle: bool byte 2"},
 		{"crc", frame(OperatorEvent{})[:2], "field Exec.Job: a truncated"},
+		{"heartbeat executions", []byte{Version, byte(KindHeartbeat), 0, 0, 0, 3}, "decoding Heartbeat: field Executions: 2 elements of at least 9 bytes each with 0 bytes left"},
+		{"heartbeat state", frame(Heartbeat{Executions: []ExecutionReport{{State: TaskRunning}}})[:16], "decoding Heartbeat: field Executions.State: a length of 7 with 1 bytes left"},
+		{"reply held", []byte{Version, byte(KindHeartbeatReply), 1, 2, 0, 5, 0, 0}, "decoding HeartbeatReply: field Held.Job: a length of 5 with 2 bytes left"},
 	} {
 		_, err := Decode(c.b)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -287,6 +293,9 @@ func TestMinSizes(t *testing.T) {
 		{"operator metric", size(TaskStatsReport{Tasks: []ExecutionStats{{Stats: TaskStats{Operators: make([]OperatorMetric, 1)}}}},
 			TaskStatsReport{Tasks: []ExecutionStats{{Stats: TaskStats{Operators: []OperatorMetric{}}}}}), minOperatorMetric},
 		{"execution stats", size(TaskStatsReport{Tasks: make([]ExecutionStats, 1)}, TaskStatsReport{Tasks: []ExecutionStats{}}), minExecutionStats},
+		{"heartbeat stats", size(Heartbeat{Stats: make([]ExecutionStats, 1)}, Heartbeat{Stats: []ExecutionStats{}}), minExecutionStats},
+		{"execution report", size(Heartbeat{Executions: make([]ExecutionReport, 1)}, Heartbeat{Executions: []ExecutionReport{}}), minExecutionReport},
+		{"allocation", size(HeartbeatReply{Held: make([]AllocationID, 1)}, HeartbeatReply{Held: []AllocationID{}}), minAllocation},
 	} {
 		if c.got != c.want {
 			t.Errorf("a zero %s encodes to %d bytes, the decoder assumes %d at least", c.name, c.got, c.want)

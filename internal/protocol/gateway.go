@@ -24,6 +24,9 @@ type TaskManagerGateway interface {
 	// executions (their network partitions), of the attempt it names and
 	// earlier ones.
 	ReleaseJob(ReleaseJob)
+	// HeartbeatReply answers a Heartbeat; the TaskManager cancels its
+	// executions under allocations the reply does not hold.
+	HeartbeatReply(HeartbeatReply)
 }
 
 // JobManagerGateway is how TaskManagers report to the JobManager.
@@ -34,7 +37,13 @@ type JobManagerGateway interface {
 	// SendEvent delivers an event to an operator's coordinator.
 	SendEvent(OperatorEvent)
 	SourceEnded(SourceEnded)
-	// ReportTaskStats delivers a TaskManager's periodic report of its
-	// executions' counters.
+	// ReportTaskStats delivers an execution's final counters, before its
+	// terminal state (the periodic ones ride the Heartbeat).
 	ReportTaskStats(TaskStatsReport)
+	// Heartbeat delivers a TaskManager's heartbeat (every
+	// heartbeat.interval): what it runs, for reconciliation, and its
+	// executions' counters.
+	Heartbeat(Heartbeat)
+	// Deregister loses the TaskManager at once (it is leaving).
+	Deregister(Deregister)
 }

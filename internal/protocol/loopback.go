@@ -102,6 +102,9 @@ func (l *LoopbackTaskManager) RegisterJob(j RegisterJob) { l.tm.RegisterJob(must
 // ReleaseJob implements TaskManagerGateway.
 func (l *LoopbackTaskManager) ReleaseJob(r ReleaseJob) { l.tm.ReleaseJob(mustRoundTrip(r)) }
 
+// HeartbeatReply implements TaskManagerGateway.
+func (l *LoopbackTaskManager) HeartbeatReply(r HeartbeatReply) { l.tm.HeartbeatReply(mustRoundTrip(r)) }
+
 // LoopbackJobManager is how a TaskManager reaches the JobManager of its own
 // process: a JobManagerGateway that passes every call through the encoding.
 type LoopbackJobManager struct {
@@ -140,3 +143,9 @@ func (l *LoopbackJobManager) SourceEnded(s SourceEnded) { l.jm.SourceEnded(mustR
 func (l *LoopbackJobManager) ReportTaskStats(r TaskStatsReport) {
 	l.jm.ReportTaskStats(mustRoundTrip(r))
 }
+
+// Heartbeat implements JobManagerGateway.
+func (l *LoopbackJobManager) Heartbeat(h Heartbeat) { l.jm.Heartbeat(mustRoundTrip(h)) }
+
+// Deregister implements JobManagerGateway.
+func (l *LoopbackJobManager) Deregister(d Deregister) { l.jm.Deregister(mustRoundTrip(d)) }

@@ -18,6 +18,7 @@ func (f *fakeTM) NotifyCheckpoint(n NotifyCheckpoint)   { f.got = append(f.got, 
 func (f *fakeTM) SendEvent(e OperatorEvent)             { f.got = append(f.got, e) }
 func (f *fakeTM) ReleaseJob(r ReleaseJob)               { f.got = append(f.got, r) }
 func (f *fakeTM) RegisterJob(j RegisterJob)             { f.got = append(f.got, j) }
+func (f *fakeTM) HeartbeatReply(r HeartbeatReply)       { f.got = append(f.got, r) }
 
 type fakeJM struct{ got []any }
 
@@ -27,6 +28,8 @@ func (f *fakeJM) DeclineCheckpoint(d DeclineCheckpoint)         { f.got = append
 func (f *fakeJM) SendEvent(e OperatorEvent)                     { f.got = append(f.got, e) }
 func (f *fakeJM) SourceEnded(s SourceEnded)                     { f.got = append(f.got, s) }
 func (f *fakeJM) ReportTaskStats(r TaskStatsReport)             { f.got = append(f.got, r) }
+func (f *fakeJM) Heartbeat(h Heartbeat)                         { f.got = append(f.got, h) }
+func (f *fakeJM) Deregister(d Deregister)                       { f.got = append(f.got, d) }
 
 // memory returns the addresses of the pointers' targets and the slices'
 // arrays that v holds.
@@ -100,7 +103,9 @@ func TestLoopbackTaskManager(t *testing.T) {
 		l.ReleaseJob(rj)
 		reg2 := random[RegisterJob](r)
 		l.RegisterJob(reg2)
-		for i, sent := range []any{d, e, tc, nc, ev, rj, reg2} {
+		hr := random[HeartbeatReply](r)
+		l.HeartbeatReply(hr)
+		for i, sent := range []any{d, e, tc, nc, ev, rj, reg2, hr} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -121,7 +126,10 @@ func TestLoopbackJobManager(t *testing.T) {
 		l.SendEvent(e)
 		l.SourceEnded(s)
 		l.ReportTaskStats(st)
-		for i, sent := range []any{u, a, d, e, s, st} {
+		hb, dr := random[Heartbeat](r), random[Deregister](r)
+		l.Heartbeat(hb)
+		l.Deregister(dr)
+		for i, sent := range []any{u, a, d, e, s, st, hb, dr} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -167,6 +175,8 @@ func (nopJM) DeclineCheckpoint(DeclineCheckpoint)         {}
 func (nopJM) SendEvent(OperatorEvent)                     {}
 func (nopJM) SourceEnded(SourceEnded)                     {}
 func (nopJM) ReportTaskStats(TaskStatsReport)             {}
+func (nopJM) Heartbeat(Heartbeat)                         {}
+func (nopJM) Deregister(Deregister)                       {}
 
 type nopTM struct{}
 
@@ -177,3 +187,4 @@ func (nopTM) NotifyCheckpoint(NotifyCheckpoint)   {}
 func (nopTM) SendEvent(OperatorEvent)             {}
 func (nopTM) ReleaseJob(ReleaseJob)               {}
 func (nopTM) RegisterJob(RegisterJob)             {}
+func (nopTM) HeartbeatReply(HeartbeatReply)       {}

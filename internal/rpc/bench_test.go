@@ -104,6 +104,8 @@ func (nopJM) DeclineCheckpoint(protocol.DeclineCheckpoint)         {}
 func (nopJM) SendEvent(protocol.OperatorEvent)                     {}
 func (nopJM) SourceEnded(protocol.SourceEnded)                     {}
 func (nopJM) ReportTaskStats(protocol.TaskStatsReport)             {}
+func (nopJM) Heartbeat(protocol.Heartbeat)                         {}
+func (nopJM) Deregister(protocol.Deregister)                       {}
 
 type nopTM struct{}
 
@@ -114,3 +116,4 @@ func (nopTM) NotifyCheckpoint(protocol.NotifyCheckpoint)   {}
 func (nopTM) SendEvent(protocol.OperatorEvent)             {}
 func (nopTM) ReleaseJob(protocol.ReleaseJob)               {}
 func (nopTM) RegisterJob(protocol.RegisterJob)             {}
+func (nopTM) HeartbeatReply(protocol.HeartbeatReply)       {}

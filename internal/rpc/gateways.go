@@ -24,6 +24,8 @@ func deliverToTaskManager(tm protocol.TaskManagerGateway) func(protocol.Message)
 			tm.ReleaseJob(m)
 		case protocol.RegisterJob:
 			tm.RegisterJob(m)
+		case protocol.HeartbeatReply:
+			tm.HeartbeatReply(m)
 		default:
 			return fmt.Errorf("a %s message, which a JobManager does not send", m.Kind())
 		}
@@ -47,6 +49,10 @@ func deliverToJobManager(jm protocol.JobManagerGateway) func(protocol.Message) e
 			jm.SourceEnded(m)
 		case protocol.TaskStatsReport:
 			jm.ReportTaskStats(m)
+		case protocol.Heartbeat:
+			jm.Heartbeat(m)
+		case protocol.Deregister:
+			jm.Deregister(m)
 		default:
 			return fmt.Errorf("a %s message, which a TaskManager does not send", m.Kind())
 		}
@@ -107,6 +113,17 @@ func (ss *ServerSession) RegisterJob(j protocol.RegisterJob) { ss.s.call(j) }
 // ReleaseJob implements protocol.TaskManagerGateway.
 func (ss *ServerSession) ReleaseJob(r protocol.ReleaseJob) { ss.s.call(r) }
 
+// HeartbeatReply implements protocol.TaskManagerGateway.
+func (ss *ServerSession) HeartbeatReply(r protocol.HeartbeatReply) { ss.s.call(r) }
+
+// Sent is the seq of the last message queued for the TaskManager: right
+// after a call, that call's (when one goroutine makes the calls).
+func (ss *ServerSession) Sent() uint64 {
+	ss.s.mu.Lock()
+	defer ss.s.mu.Unlock()
+	return ss.s.seq
+}
+
 // ClientSession is a TaskManager's session with the JobManager: a
 // protocol.JobManagerGateway whose calls are queued and written in order,
 // with the same rules as ServerSession's.
@@ -165,3 +182,9 @@ func (cs *ClientSession) SourceEnded(s protocol.SourceEnded) { cs.s.call(s) }
 
 // ReportTaskStats implements protocol.JobManagerGateway.
 func (cs *ClientSession) ReportTaskStats(r protocol.TaskStatsReport) { cs.s.call(r) }
+
+// Heartbeat implements protocol.JobManagerGateway.
+func (cs *ClientSession) Heartbeat(h protocol.Heartbeat) { cs.s.call(h) }
+
+// Deregister implements protocol.JobManagerGateway.
+func (cs *ClientSession) Deregister(d protocol.Deregister) { cs.s.call(d) }

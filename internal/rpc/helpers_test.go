@@ -77,6 +77,7 @@ func (f fakeTM) NotifyCheckpoint(n protocol.NotifyCheckpoint)   { f.add(n) }
 func (f fakeTM) SendEvent(e protocol.OperatorEvent)             { f.add(e) }
 func (f fakeTM) ReleaseJob(r protocol.ReleaseJob)               { f.add(r) }
 func (f fakeTM) RegisterJob(j protocol.RegisterJob)             { f.add(j) }
+func (f fakeTM) HeartbeatReply(r protocol.HeartbeatReply)       { f.add(r) }
 
 type fakeJM struct{ *recorder }
 
@@ -86,6 +87,8 @@ func (f fakeJM) DeclineCheckpoint(d protocol.DeclineCheckpoint)         { f.add(
 func (f fakeJM) SendEvent(e protocol.OperatorEvent)                     { f.add(e) }
 func (f fakeJM) SourceEnded(s protocol.SourceEnded)                     { f.add(s) }
 func (f fakeJM) ReportTaskStats(r protocol.TaskStatsReport)             { f.add(r) }
+func (f fakeJM) Heartbeat(h protocol.Heartbeat)                         { f.add(h) }
+func (f fakeJM) Deregister(d protocol.Deregister)                       { f.add(d) }
 
 // pair is a Server on 127.0.0.1:0 and one TaskManager connected to it.
 type pair struct {
@@ -224,6 +227,8 @@ func fill(r *rand.Rand, v reflect.Value) {
 		v.SetBool(r.IntN(2) == 1)
 	case reflect.Int, reflect.Int64:
 		v.SetInt([]int64{0, -1, 1, math.MaxInt64, math.MinInt64, r.Int64N(1000) - 500, int64(r.Uint64())}[r.IntN(7)])
+	case reflect.Uint64:
+		v.SetUint(r.Uint64())
 	case reflect.Uint8, reflect.Uint32:
 		v.SetUint(r.Uint64() & (1<<(8*v.Type().Size()) - 1))
 	default:

@@ -50,7 +50,12 @@ func TestEveryCallArrivesEqual(t *testing.T) {
 		p.ss.ReleaseJob(rj)
 		rg := random[protocol.RegisterJob](r)
 		p.ss.RegisterJob(rg)
-		sentTM = append(sentTM, d, e, tc, nc, ev, rj, rg)
+		hr := random[protocol.HeartbeatReply](r)
+		p.ss.HeartbeatReply(hr)
+		sentTM = append(sentTM, d, e, tc, nc, ev, rj, rg, hr)
+		if p.ss.Sent() != uint64(len(sentTM)) {
+			t.Fatalf("Sent is %d after %d messages", p.ss.Sent(), len(sentTM))
+		}
 
 		u, a, dc := random[protocol.TaskStateUpdate](r), random[protocol.AcknowledgeCheckpoint](r), random[protocol.DeclineCheckpoint](r)
 		oe, se, st := random[protocol.OperatorEvent](r), random[protocol.SourceEnded](r), random[protocol.TaskStatsReport](r)
@@ -60,7 +65,10 @@ func TestEveryCallArrivesEqual(t *testing.T) {
 		p.cs.SendEvent(oe)
 		p.cs.SourceEnded(se)
 		p.cs.ReportTaskStats(st)
-		sentJM = append(sentJM, u, a, dc, oe, se, st)
+		hb, dr := random[protocol.Heartbeat](r), random[protocol.Deregister](r)
+		p.cs.Heartbeat(hb)
+		p.cs.Deregister(dr)
+		sentJM = append(sentJM, u, a, dc, oe, se, st, hb, dr)
 	}
 	for side, c := range map[string]struct {
 		sent []any

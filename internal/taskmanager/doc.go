@@ -6,9 +6,14 @@
 // its own goroutine, forwards checkpoint triggers, notifications and
 // operator events to it, and reports its state changes, acknowledgements
 // and events back through protocol.JobManagerGateway. It registers with
-// its slots and network memory (Registration), and pushes its running
-// tasks' counters to the JobManager every publish period, in one message,
-// and each task's final counters before its terminal state. It admits a
+// its slots and network memory (Registration) and, from Start on,
+// heartbeats through a heartbeat.Member (heartbeat.go: decisions 10-13):
+// every heartbeat.interval a Heartbeat with what it runs (execution,
+// allocation, state), their counters and watermarks and its free memory;
+// on a reply it cancels the executions under allocations the JobManager no
+// longer holds, and with no reply for heartbeat.timeout it fences itself
+// (cancels everything, releases its partitions, registers again). Each
+// task's final counters still precede its terminal state. It admits a
 // deployment only under its allocation (protocol.AllocationID) when that
 // is held already or a slot is free, and refuses one of an attempt older
 // than the newest of its job it was deployed, or one it admitted before,

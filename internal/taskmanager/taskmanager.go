@@ -37,6 +37,8 @@ type Config struct {
 	// (required).
 	Jobs   JobBuilder
 	Logger *slog.Logger
+	// Heartbeats are its registration and heartbeats (heartbeat.go).
+	Heartbeats Heartbeats
 }
 
 // Job is what a TaskManager knows of a job before it runs any of its tasks:
@@ -107,16 +109,18 @@ type TaskManager struct {
 	attempts map[string]*attemptSeen
 	wg       sync.WaitGroup
 
-	// live are the executions whose counters are reported (submitted and
-	// not ended); reporting: the goroutine that reports them runs
-	// (reportStats); stop ends it at Shutdown.
-	live      map[protocol.ExecutionID]*running
-	reporting bool
-	stop      chan struct{}
-	// reportMu is held while counters are reported, and taken before mu:
-	// an execution's final report is its last (no periodic report taken
-	// before it can arrive after it).
+	// live are the executions a heartbeat reports, with their counters
+	// (submitted and not ended); stop ends the heartbeats at Shutdown.
+	live map[protocol.ExecutionID]*running
+	stop chan struct{}
+	// reportMu is held while a heartbeat or a final report is taken and
+	// sent, and taken before mu: an execution's final report is its last
+	// (no heartbeat taken before it can arrive after it).
 	reportMu sync.Mutex
+	// beats drives the heartbeats once Start ran (heartbeat.go), as
+	// heartbeats configures them.
+	beats      atomic.Pointer[beats]
+	heartbeats Heartbeats
 }
 
 type running struct {
@@ -125,6 +129,8 @@ type running struct {
 	cancel chan struct{}
 	once   sync.Once
 	done   chan struct{} // closed when its goroutine has returned
+	// up: the task reported RUNNING (for the heartbeat's state).
+	up atomic.Bool
 }
 
 // attemptSeen is the newest attempt of a job deployed on a TaskManager and
@@ -143,7 +149,7 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 		logger: cfg.Logger, builder: cfg.Jobs, jobs: map[string]*Job{}, unbuilt: map[string]error{}, tasks: map[protocol.ExecutionID]*running{},
 		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{},
 		live: map[protocol.ExecutionID]*running{}, stop: make(chan struct{}),
-		allocs: map[protocol.AllocationID]int{}, attempts: map[string]*attemptSeen{}}
+		allocs: map[protocol.AllocationID]int{}, attempts: map[string]*attemptSeen{}, heartbeats: cfg.Heartbeats}
 	if cfg.HeapStateMemory > 0 {
 		tm.heapMem = budget.New(cfg.HeapStateMemory)
 	}
@@ -240,8 +246,12 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 	if err != nil {
 		return err
 	}
-	spec.Running = func() { tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskRunning}) }
-	r := &running{task: task.New(spec), alloc: d.Allocation, cancel: make(chan struct{}), done: make(chan struct{})}
+	var r *running
+	spec.Running = func() {
+		r.up.Store(true)
+		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskRunning})
+	}
+	r = &running{task: task.New(spec), alloc: d.Allocation, cancel: make(chan struct{}), done: make(chan struct{})}
 	tm.mu.Lock()
 	if tm.closed {
 		tm.mu.Unlock()
@@ -259,11 +269,6 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 	}
 	tm.wg.Add(1) // under mu, so Shutdown's Wait sees it
 	tm.live[d.Exec] = r
-	if !tm.reporting {
-		tm.reporting = true
-		tm.wg.Add(1)
-		go tm.reportStats()
-	}
 	tm.mu.Unlock()
 	go func() {
 		defer tm.wg.Done()
@@ -435,48 +440,6 @@ func (tm *TaskManager) SendEvent(e protocol.OperatorEvent) {
 	if r := tm.running(e.Exec); r != nil {
 		r.task.DeliverEvent(e.OperatorID, e.Payload)
 	}
-}
-
-// statsPeriod is how often a TaskManager reports the counters of its
-// running tasks: as often as the tasks publish them (internal/task).
-const statsPeriod = 50 * time.Millisecond
-
-// reportStats reports the counters of the running tasks every statsPeriod,
-// in one message, until none runs or the TaskManager shuts down.
-func (tm *TaskManager) reportStats() {
-	defer tm.wg.Done()
-	t := time.NewTicker(statsPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-tm.stop:
-			return
-		case <-t.C:
-		}
-		if !tm.reportLive() {
-			return
-		}
-	}
-}
-
-// reportLive reports the counters of the live executions. With none, it
-// ends the reporting and returns false (a later submission starts it again).
-func (tm *TaskManager) reportLive() bool {
-	tm.reportMu.Lock()
-	defer tm.reportMu.Unlock()
-	tm.mu.Lock()
-	if len(tm.live) == 0 {
-		tm.reporting = false
-		tm.mu.Unlock()
-		return false
-	}
-	rep := protocol.TaskStatsReport{TaskManager: tm.id, Tasks: make([]protocol.ExecutionStats, 0, len(tm.live))}
-	for e, r := range tm.live {
-		rep.Tasks = append(rep.Tasks, protocol.ExecutionStats{Exec: e, Stats: statsOf(r.task)})
-	}
-	tm.mu.Unlock()
-	tm.jm.ReportTaskStats(rep)
-	return true
 }
 
 // reportFinal reports the counters an execution ended with, before its

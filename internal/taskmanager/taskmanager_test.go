@@ -20,9 +20,10 @@ import (
 // recordingJM is a JobManager gateway that keeps the state updates and, in
 // order with them, the stats reports.
 type recordingJM struct {
-	mu      sync.Mutex
-	updates []protocol.TaskStateUpdate
-	log     []string
+	mu         sync.Mutex
+	updates    []protocol.TaskStateUpdate
+	log        []string
+	heartbeats []protocol.Heartbeat
 }
 
 func (r *recordingJM) UpdateTaskState(u protocol.TaskStateUpdate) {
@@ -38,6 +39,19 @@ func (r *recordingJM) ReportTaskStats(rep protocol.TaskStatsReport) {
 	for _, t := range rep.Tasks {
 		r.log = append(r.log, fmt.Sprintf("stats %s in=%d wm=%d", rep.TaskManager, t.Stats.RecordsIn, t.Stats.InputWatermark))
 	}
+}
+func (r *recordingJM) Heartbeat(h protocol.Heartbeat) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.heartbeats = append(r.heartbeats, h)
+	for _, t := range h.Stats {
+		r.log = append(r.log, fmt.Sprintf("stats %s in=%d wm=%d", h.TaskManager, t.Stats.RecordsIn, t.Stats.InputWatermark))
+	}
+}
+func (r *recordingJM) Deregister(d protocol.Deregister) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = append(r.log, "deregister "+d.Reason)
 }
 func (r *recordingJM) AcknowledgeCheckpoint(protocol.AcknowledgeCheckpoint) {}
 func (r *recordingJM) DeclineCheckpoint(protocol.DeclineCheckpoint)         {}
