@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/testseed"
 )
 
@@ -68,9 +70,17 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
 	n := 6000
 	want := writeKeyedInput(t, input, r, n, 40)
-	jm, rpcAddr, _ := startJobManager(t)
+	jm, rpcAddr, restAddr := startJobManager(t)
 	first := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 2)
 	spare := startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 2)
+	// The REST API lists both, with their slots and latest heartbeat.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tms, err := rest.NewClient(restAddr, nil).TaskManagers(ctx)
+	if err != nil || len(tms) != 2 || tms[0].ID != "tm-a" || tms[1].ID != "tm-b" || tms[0].SlotsNumber != 2 || tms[0].FreeSlots != 2 ||
+		tms[0].TimeSinceLastHeartbeat < time.Now().Add(-time.Minute).UnixMilli() {
+		t.Fatalf("/taskmanagers: %+v, %v; want tm-a and tm-b with 2 free slots each, heard within a minute", tms, err)
+	}
 
 	// The client runs from another directory: the paths it sends are made
 	// absolute first.

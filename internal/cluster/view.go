@@ -37,6 +37,21 @@ func (v *view) Overview() rest.Overview {
 	return o
 }
 
+// TaskManagers implements rest.TaskManagerLister: the registered
+// TaskManagers with their slots and their latest heartbeat (Flink's
+// timeSinceLastHeartbeat is that time in ms since the epoch).
+func (v *view) TaskManagers() []rest.TaskManager {
+	tms := v.c.JM.TaskManagers()
+	out := make([]rest.TaskManager, len(tms))
+	for i, tm := range tms {
+		out[i] = rest.TaskManager{ID: tm.ID, Path: tm.ID, SlotsNumber: tm.Slots, FreeSlots: tm.FreeSlots}
+		if !tm.LastHeard.IsZero() {
+			out[i].TimeSinceLastHeartbeat = tm.LastHeard.UnixMilli()
+		}
+	}
+	return out
+}
+
 func (v *view) Jobs() []rest.JobSummary {
 	var out []rest.JobSummary
 	for _, id := range v.c.JM.JobIDs() {

@@ -131,3 +131,38 @@ func (jm *JobManager) ReportTaskStats(r protocol.TaskStatsReport) {
 		}
 	}
 }
+
+// TaskManagerInfo is what the JobManager knows of a registered TaskManager.
+type TaskManagerInfo struct {
+	ID                string
+	Slots, FreeSlots  int
+	NetworkMemory     int64
+	LastHeard         time.Time // its latest heartbeat, or its registration (zero: unknown)
+	Heartbeats        int
+	RunningExecutions int
+}
+
+// TaskManagers lists the registered TaskManagers in registration order.
+func (jm *JobManager) TaskManagers() []TaskManagerInfo {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	out := make([]TaskManagerInfo, 0, len(jm.tms))
+	for _, tm := range jm.tms {
+		info := TaskManagerInfo{ID: tm.reg.ID, Slots: tm.reg.Slots, FreeSlots: tm.free, NetworkMemory: tm.reg.NetworkMemory}
+		if jm.hb != nil {
+			if st, ok := jm.hb.m.Target(tm.reg.ID); ok {
+				info.LastHeard, info.Heartbeats = time.UnixMilli(st.LastHeard), st.Heartbeats
+			}
+		}
+		for _, id := range jm.ids {
+			j := jm.jobs[id]
+			for i, t := range j.tmOf {
+				if t == tm && !j.state.tasks[i].Terminal() {
+					info.RunningExecutions++
+				}
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}
