@@ -47,14 +47,19 @@ Usage:
                                submitted); paths are sent absolute, and every
                                process must see them
   weir jobmanager [--rpc-address A] [--rest-address A] [--log-level L]
+                  [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
                                run a JobManager: TaskManagers and clients reach
                                it at --rpc-address (default 127.0.0.1:6123), its
                                REST API at --rest-address (default
                                127.0.0.1:8081, "" for none); prints
-                               "JobManager ready: rpc A rest A"; SIGTERM cancels
+                               "JobManager ready: rpc A rest A"; a TaskManager
+                               silent for heartbeat.timeout (default 5s;
+                               heartbeats every heartbeat.interval, 1s; give
+                               every process the same) is lost; SIGTERM cancels
                                its jobs and exits
   weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
                   [--network-memory S] [--heap-state-memory S] [--log-level L]
+                  [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
                                run a TaskManager of N task slots (default 1)
                                that registers with the JobManager at ADDR under
                                ID (Flink's taskmanager.resource-id; default

@@ -52,6 +52,37 @@ func outcome(err error) string {
 	return "failed"
 }
 
+// heartbeatSettings reads the -D settings of jobmanager and taskmanager:
+// heartbeat.interval and heartbeat.timeout (Flink's keys; durations), 0
+// for the defaults. Both sides of a cluster should use the same values.
+func heartbeatSettings(props propsFlag) (interval, timeout time.Duration, err error) {
+	for _, p := range props {
+		d, perr := time.ParseDuration(p[1])
+		switch {
+		case p[0] != "heartbeat.interval" && p[0] != "heartbeat.timeout":
+			return 0, 0, usagef("-D %s: unknown setting (jobmanager and taskmanager take heartbeat.interval and heartbeat.timeout)", p[0])
+		case perr != nil || d < 10*time.Millisecond:
+			return 0, 0, usagef("-D %s=%s: want a duration of at least 10ms, such as 1s", p[0], p[1])
+		case p[0] == "heartbeat.interval":
+			interval = d
+		default:
+			timeout = d
+		}
+	}
+	iv, to := cmpOr(interval, node.DefaultHeartbeatInterval), cmpOr(timeout, node.DefaultHeartbeatTimeout)
+	if to <= iv {
+		return 0, 0, usagef("heartbeat.timeout %v must be longer than heartbeat.interval %v", to, iv)
+	}
+	return interval, timeout, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
 // logLevel parses --log-level.
 func logLevel(s string) (slog.Level, error) {
 	var level slog.Level
@@ -67,12 +98,18 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	restAddr := rest.DefaultAddr
 	fs.Var(optionalString{&restAddr}, "rest-address", "")
 	level := fs.String("log-level", "info", "")
-	pos, err := parseArgs(fs, args)
+	var props propsFlag
+	fs.Var(&props, "D", "")
+	pos, err := parseArgs(fs, splitDashD(args))
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return usagef("jobmanager takes no arguments, got %q", pos)
+	}
+	hbInterval, hbTimeout, err := heartbeatSettings(props)
+	if err != nil {
+		return err
 	}
 	lv, err := logLevel(*level)
 	if err != nil {
@@ -88,7 +125,7 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	jm, err := node.StartJobManager(node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: program(stdout, stderr),
-		Outcome: outcome, Version: launch.Version, Logger: logger})
+		Outcome: outcome, HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Version: launch.Version, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -113,7 +150,13 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	var netMem, heapMem sizeFlag
 	fs.Var(&netMem, "network-memory", "")
 	fs.Var(&heapMem, "heap-state-memory", "")
-	pos, err := parseArgs(fs, args)
+	var props propsFlag
+	fs.Var(&props, "D", "")
+	pos, err := parseArgs(fs, splitDashD(args))
+	if err != nil {
+		return err
+	}
+	hbInterval, hbTimeout, err := heartbeatSettings(props)
 	if err != nil {
 		return err
 	}
@@ -136,6 +179,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, NetworkMemory: netMem.bytes,
 		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, Run: program(stdout, stderr), Logger: logger,
+		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout,
 		Registered: func(session string) {
 			fmt.Fprintf(stdout, "TaskManager registered with %s (session %s)\n", *jmAddr, session)
 		}})

@@ -25,18 +25,18 @@ var jobManagerReady = regexp.MustCompile(`JobManager ready: rpc (\S+) rest (\S+)
 
 // startJobManager starts `weir jobmanager` on free ports and returns it
 // with its RPC and REST addresses.
-func startJobManager(t *testing.T) (p *proc, rpcAddr, restAddr string) {
+func startJobManager(t *testing.T, flags ...string) (p *proc, rpcAddr, restAddr string) {
 	t.Helper()
-	p = startWeir(t, "", "jobmanager", "--rpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0")
+	p = startWeir(t, "", append([]string{"jobmanager", "--rpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0"}, flags...)...)
 	m := waitOutput(t, p, jobManagerReady)
 	return p, m[1], m[2]
 }
 
 // startTaskManager starts `weir taskmanager` of program (this binary when
 // it is os.Args[0]) and waits until it registered.
-func startTaskManager(t *testing.T, program, jm, id string, slots int) *proc {
+func startTaskManager(t *testing.T, program, jm, id string, slots int, flags ...string) *proc {
 	t.Helper()
-	p := startProgram(t, program, "", "taskmanager", "--jobmanager", jm, "--id", id, "--slots", fmt.Sprint(slots))
+	p := startProgram(t, program, "", append([]string{"taskmanager", "--jobmanager", jm, "--id", id, "--slots", fmt.Sprint(slots)}, flags...)...)
 	waitOutput(t, p, regexp.MustCompile(`TaskManager registered with`))
 	return p
 }
@@ -113,6 +113,59 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
 			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
 		}
+	}
+}
+
+// TestClusterSilentTaskManager: a TaskManager frozen (SIGSTOP: its
+// connections stay open and the kernel still acknowledges, so nothing but
+// the heartbeats tells) is lost after heartbeat.timeout and its job
+// resumes on a spare; thawed, it finds its heartbeats unanswered, cancels
+// what it ran and registers again. The output stays exactly once.
+func TestClusterSilentTaskManager(t *testing.T) {
+	r := testseed.Rand(t, 37)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	want := writeKeyedInput(t, input, r, 6000, 40)
+	hb := []string{"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
+	jm, rpcAddr, _ := startJobManager(t, hb...)
+	frozen := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 2, hb...)
+	startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 2, hb...) // the spare
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+	time.Sleep(time.Duration(300+r.IntN(1200)) * time.Millisecond)
+	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	waitFor := func(what string, p *proc, text string) time.Duration {
+		t.Helper()
+		for time.Since(stopped) < 30*time.Second {
+			if strings.Contains(p.stderr.String(), text) {
+				return time.Since(stopped)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("%s: no %q within 30s; stderr:\n%s", what, text, p.stderr.String())
+		return 0
+	}
+	lost := waitFor("the JobManager", jm, "TaskManager tm-a lost: no heartbeat")
+	t.Logf("tm-a frozen; lost after %v (heartbeat.timeout 1s)", lost)
+	// Silence counts from its last heartbeat, up to one interval before
+	// it froze.
+	if lost < 800*time.Millisecond {
+		t.Errorf("tm-a lost %v after it froze, before heartbeat.timeout less one heartbeat.interval", lost)
+	}
+	time.Sleep(500 * time.Millisecond)
+	frozen.cmd.Process.Signal(syscall.SIGCONT)
+	waitFor("the thawed TaskManager", frozen, "TaskManager fenced itself")
+	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
+		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
+	}
+	if got := committedLines(t, output); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	if strings.Count(frozen.stdout.String(), "TaskManager registered") != 2 {
+		t.Errorf("the thawed TaskManager did not register again; stdout:\n%s", frozen.stdout.String())
 	}
 }
 
