@@ -222,3 +222,34 @@ func TestClusterRefusals(t *testing.T) {
 	}
 	t.Logf("the TaskManager exited %v after SIGTERM", time.Since(start))
 }
+
+// TestClusterUnsharedStorageRefused: a TaskManager that does not see the
+// JobManager's checkpoint directory (here its own mount namespace hides it
+// under an empty tmpfs, as another machine's disk would) refuses the job
+// when it builds it, naming the storage, and the job fails at once.
+func TestClusterUnsharedStorageRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+			t.Fatal("CI: this test needs root (a mount namespace), and CI runs as root")
+		}
+		t.Skip("needs root: the TaskManager runs in its own mount namespace")
+	}
+	dir := t.TempDir()
+	cp := filepath.Join(dir, "cp")
+	if err := os.Mkdir(cp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	input := filepath.Join(dir, "in.tsv")
+	writeKeyedInput(t, input, testseed.Rand(t, 2), 10, 2)
+	_, rpcAddr, _ := startJobManager(t)
+	tm := startProgram(t, "unshare", "", "--mount", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs tmpfs "$1" && exec "$2" taskmanager --jobmanager "$3" --id tm-elsewhere`, "sh", cp, os.Args[0], rpcAddr)
+	waitOutput(t, tm, regexp.MustCompile(`TaskManager registered with`))
+	code, _, stderr := runWeir(t, 60*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input,
+		"--output", filepath.Join(dir, "out"), "--checkpoint-dir", cp)
+	if code != ExitFailed || !strings.Contains(stderr, "tm-elsewhere") || !strings.Contains(stderr, "is not the JobManager's") ||
+		!strings.Contains(stderr, cp) {
+		t.Fatalf("a job whose storage a TaskManager cannot see: exit %d; want 1 naming the TaskManager and %s; stderr:\n%s", code, cp, stderr)
+	}
+	t.Logf("refused: %s", stderr)
+}

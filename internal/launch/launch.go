@@ -89,8 +89,9 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 		drop()
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
 	}
+	var probe, token string
 	if shared != nil {
-		if err := checkShareable(spec); err != nil {
+		if probe, token, err = shareStorage(ctx, spec, res); err != nil {
 			drop()
 			res.close()
 			return nil, fmt.Errorf("weir: job %q: %w", name, err)
@@ -133,6 +134,9 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	spec.Register = registration(tmJob, writeMemory(cfg))
 	if shared != nil {
 		spec.Register.Program, spec.Register.Args = shared.sub.Program, shared.sub.Args
+		if c := spec.Register.Checkpoints; c != nil {
+			c.Probe, c.ProbeToken = probe, token
+		}
 	}
 	j := &Job{id: spec.ID, c: c, started: time.Now(), done: make(chan struct{}), restoredFrom: spec.Restore}
 	if spec.RestoreStore != nil {

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,6 +126,10 @@ func BuildJob(m protocol.RegisterJob, run func(ctx context.Context) error, state
 			store.Close()
 			return nil, failure.Permanent(fmt.Errorf("job %q: checkpoint write memory: %w", m.Name, err))
 		}
+		if err := checkProbe(store, c); err != nil {
+			store.Close()
+			return nil, err
+		}
 		bm := barrier.ExactlyOnce
 		if c.AtLeastOnce {
 			bm = barrier.AtLeastOnce
@@ -142,10 +147,43 @@ func BuildJob(m protocol.RegisterJob, run func(ctx context.Context) error, state
 	return j, nil
 }
 
-// checkShareable refuses what a job on a multi-process cluster cannot do:
+// shareStorage refuses what a job on a multi-process cluster cannot do:
 // checkpoint storage only this process can read (mem://), and savepoints
 // staged in this process's temporary directory (a job without
-// checkpointing). Decision 24 of docs/distributed-runtime.md.
+// checkpointing). For storage it accepts, it writes a probe object that
+// each TaskManager must read back (BuildJob), so a file:// path that is
+// not shared fails the job naming the TaskManager and the path; res
+// deletes the probe when the job ends. Decision 24 of
+// docs/distributed-runtime.md.
+func shareStorage(ctx context.Context, spec *jobmanager.JobSpec, res *jobResources) (probe, token string, err error) {
+	if err := checkShareable(spec); err != nil || spec.Checkpoints == nil {
+		return "", "", err
+	}
+	store := spec.Checkpoints.Store
+	probe, token = "_weir-probe-"+spec.ID, rand.Text()
+	if err := store.Put(ctx, probe, []byte(token)); err != nil {
+		return "", "", fmt.Errorf("writing a probe into the checkpoint storage %s: %w", store.URL(), err)
+	}
+	res.beforeClose = append(res.beforeClose, func() { store.Delete(context.Background(), probe) })
+	return probe, token, nil
+}
+
+// checkProbe reads the JobManager's probe back from store.
+func checkProbe(store *storage.Store, c *protocol.JobCheckpoints) error {
+	if c.Probe == "" {
+		return nil
+	}
+	b, err := store.Get(context.Background(), c.Probe)
+	if err == nil && string(b) == c.ProbeToken {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("it holds %d other bytes", len(b))
+	}
+	return failure.Permanent(fmt.Errorf("the checkpoint storage %s is not the JobManager's: this TaskManager cannot read back %s, which the JobManager wrote there (%v); "+
+		"give every process a path they share (a shared file system) or s3://", c.StorageURL, c.Probe, err))
+}
+
 func checkShareable(spec *jobmanager.JobSpec) error {
 	cp := spec.Checkpoints
 	switch {

@@ -123,6 +123,7 @@ type jobResources struct {
 	stopKeeping context.CancelFunc
 	kept        chan struct{} // closed when Keep returned
 	after       []func()      // run last, after the stores are closed
+	beforeClose []func()      // run first, while the stores are open
 }
 
 // keepLease renews the lease until close, calling lost if another run takes
@@ -142,6 +143,9 @@ func (r *jobResources) keepLease(lost func(error)) {
 // close stops renewing and releases the lease, closes the stores, then
 // runs after.
 func (r *jobResources) close() {
+	for _, f := range r.beforeClose {
+		f()
+	}
 	if r.stopKeeping != nil {
 		r.stopKeeping()
 		<-r.kept // a heartbeat in flight must not overwrite the release

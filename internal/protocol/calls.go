@@ -69,4 +69,9 @@ type JobCheckpoints struct {
 	Lineage            string
 	// SavepointsOnly: no checkpoints, savepoints only.
 	SavepointsOnly bool
+	// Probe, when set, is the key of an object the JobManager wrote into
+	// the storage with the bytes ProbeToken: a TaskManager that cannot
+	// read them back does not share the storage, and refuses the job
+	// (decision 24 of docs/distributed-runtime.md).
+	Probe, ProbeToken string
 }

@@ -344,6 +344,8 @@ func (w *writer) registerJob(j RegisterJob) {
 		w.i64(c.ChannelStateMemory)
 		w.str(c.Lineage)
 		w.bools(c.SavepointsOnly)
+		w.str(c.Probe)
+		w.str(c.ProbeToken)
 	}
 }
 
@@ -662,7 +664,7 @@ func (r *reader) registerJob() RegisterJob {
 	defer r.leave()
 	j.Checkpoints = &JobCheckpoints{StorageURL: r.str("StorageURL"), WriteMemory: r.i64("WriteMemory"), AtLeastOnce: r.bool("AtLeastOnce"),
 		Incremental: r.bool("Incremental"), Interval: r.i64("Interval"), ChannelStateMemory: r.i64("ChannelStateMemory"),
-		Lineage: r.str("Lineage"), SavepointsOnly: r.bool("SavepointsOnly")}
+		Lineage: r.str("Lineage"), SavepointsOnly: r.bool("SavepointsOnly"), Probe: r.str("Probe"), ProbeToken: r.str("ProbeToken")}
 	return j
 }
 
