@@ -191,8 +191,9 @@ func checkShareable(spec *jobmanager.JobSpec) error {
 		return nil
 	case cp.SavepointsOnly:
 		return failure.Permanent(errors.New("a job without checkpointing stages its savepoints in the JobManager's temporary directory, " +
-			"which TaskManagers in other processes cannot reach: give it checkpointing with a checkpoint directory every process shares " +
-			"(weir run --checkpoint-dir), or run it on the embedded cluster (without --jobmanager)"))
+			"which TaskManagers in other processes cannot reach, so it cannot run on this cluster yet: give it checkpointing with a " +
+			"checkpoint directory every process shares (Config.Checkpointing.Dir; weir run --checkpoint-dir for the jobs that take it), " +
+			"or run it on the embedded cluster (weir run without --jobmanager)"))
 	case strings.HasPrefix(cp.Store.URL(), "mem://"):
 		return failure.Permanent(fmt.Errorf("checkpoint storage %s is this process's memory, which TaskManagers in other processes cannot reach: "+
 			"give a file:// path every process shares, or s3://", cp.Store.URL()))
