@@ -58,7 +58,8 @@ Usage:
                                every process the same) is lost; SIGTERM cancels
                                its jobs and exits
   weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
-                  [--network-memory S] [--heap-state-memory S] [--log-level L]
+                  [--process-memory S] [--network-memory S] [--heap-state-memory S]
+                  [--log-level L]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
                                run a TaskManager of N task slots (default 1)
                                that registers with the JobManager at ADDR under
@@ -67,9 +68,12 @@ Usage:
                                a TaskManager of another build is refused; when
                                its session with the JobManager ends it cancels
                                what it runs and registers again; SIGTERM
-                               deregisters it at once. Until TaskManagers
-                               exchange data, each job runs on one TaskManager
-                               with enough free slots (docs/deployment.md)
+                               deregisters it at once. --process-memory,
+                               --network-memory and --heap-state-memory mean
+                               what they mean for weir run (weir help run), for
+                               this process. Until TaskManagers exchange data,
+                               each job runs on one TaskManager with enough
+                               free slots (docs/deployment.md)
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),

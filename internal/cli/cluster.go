@@ -147,7 +147,8 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	id := fs.String("id", "", "")
 	stateDir := fs.String("state-dir", "", "")
 	level := fs.String("log-level", "info", "")
-	var netMem, heapMem sizeFlag
+	var netMem, heapMem, procMem sizeFlag
+	fs.Var(&procMem, "process-memory", "")
 	fs.Var(&netMem, "network-memory", "")
 	fs.Var(&heapMem, "heap-state-memory", "")
 	var props propsFlag
@@ -171,13 +172,15 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return usagef("--network-memory must be at least 1mb, got %d bytes", netMem.bytes)
 	case setFlag(fs, "heap-state-memory") && heapMem.bytes < 1<<20:
 		return usagef("--heap-state-memory must be at least 1mb, got %d bytes", heapMem.bytes)
+	case setFlag(fs, "process-memory") && procMem.bytes < 32<<20:
+		return usagef("--process-memory must be at least 32mb (the Go runtime and a small job), got %d bytes", procMem.bytes)
 	}
 	lv, err := logLevel(*level)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, NetworkMemory: netMem.bytes,
+	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
 		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, Run: program(stdout, stderr), Logger: logger,
 		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout,
 		Registered: func(session string) {

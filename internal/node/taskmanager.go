@@ -24,8 +24,11 @@ type TaskManagerConfig struct {
 	// <hostname>:<pid>.
 	ID    string
 	Slots int
-	// NetworkMemory and HeapStateMemory: see taskmanager.Config.
-	NetworkMemory, HeapStateMemory int64
+	// ProcessMemory is the memory the whole process may use (0: the
+	// cgroup's limit, else the machine's memory); NetworkMemory and
+	// HeapStateMemory (see taskmanager.Config) default to their shares of
+	// it, and the live heap is guarded against it (memory.go).
+	ProcessMemory, NetworkMemory, HeapStateMemory int64
 	// StateDir holds its jobs' on-disk state, a folder per job ("" means
 	// a new temporary directory, removed at the end).
 	StateDir string
@@ -66,9 +69,19 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
 	}
-	if cfg.NetworkMemory <= 0 {
-		cfg.NetworkMemory = taskmanagerNetworkMemory
+	guard, err := processMemory(&cfg, cfg.Logger)
+	if err != nil {
+		return err
 	}
+	// The guard ends the process's work when the live heap outgrows its
+	// bound: its sessions end, and its jobs restart elsewhere.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopGuard := guard(ctx, func(err error) {
+		cfg.Logger.Error("memory guard: stopping the TaskManager", "taskmanager", cfg.ID, "err", err)
+		cancel(err)
+	})
+	defer stopGuard()
 	if cfg.ID == "" {
 		host, _ := os.Hostname()
 		cfg.ID = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -111,7 +124,7 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 		if err != nil {
 			tm.Shutdown()
 			if ctx.Err() != nil {
-				return nil
+				return ended(ctx, cfg.ID)
 			}
 			return fmt.Errorf("TaskManager %s: %w", cfg.ID, err)
 		}
@@ -137,10 +150,10 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 			// by its peer), then stop what runs here.
 			cs.Close()
 			tm.Shutdown()
-			return nil
+			return ended(ctx, cfg.ID)
 		}
 		if ctx.Err() != nil {
-			return nil
+			return ended(ctx, cfg.ID)
 		}
 	}
 }
@@ -198,4 +211,13 @@ func (b *builder) BuildJob(m protocol.RegisterJob) (*taskmanager.Job, error) {
 	}
 	return launch.BuildJob(m, func(ctx context.Context) error { return b.cfg.Run(ctx, m.Program, m.Args) },
 		b.cfg.StateDir, b.cfg.Logger)
+}
+
+// ended is what RunTaskManager returns once ctx ended: nil when it was
+// canceled (a signal), the memory guard's error when that stopped it.
+func ended(ctx context.Context, id string) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return fmt.Errorf("TaskManager %s: %w", id, c)
+	}
+	return nil
 }

@@ -1,0 +1,61 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/weirhq/weir/internal/memory"
+)
+
+// processMemory sizes a TaskManager process from its process memory (the
+// given bytes, else the cgroup's limit or the machine's memory), as the
+// embedded cluster sizes itself: network and heap state memory default to
+// their shares of it, and the two set may not add up to more. It returns
+// the sizes to use and a guard to run: the Go soft limit lowered to its
+// share and, when the live heap stays above its bound over two garbage
+// collections, exceeded called with an error naming the setting (the
+// TaskManager then stops rather than be killed by the operating system).
+func processMemory(cfg *TaskManagerConfig, logger *slog.Logger) (guard func(ctx context.Context, exceeded func(error)) (stop func()), err error) {
+	p, from := cfg.ProcessMemory, "--process-memory"
+	if p == 0 {
+		sz := memory.Detect()
+		p, from = sz.Bytes, sz.From
+	}
+	if p > 0 {
+		if cfg.NetworkMemory > 0 && cfg.HeapStateMemory > 0 && cfg.NetworkMemory+cfg.HeapStateMemory > p {
+			return nil, fmt.Errorf("network memory %d bytes (--network-memory) plus heap state memory %d bytes (--heap-state-memory) is more than the process memory of %d bytes (--process-memory, from %s): lower them, or raise the process memory",
+				cfg.NetworkMemory, cfg.HeapStateMemory, p, from)
+		}
+		if cfg.NetworkMemory <= 0 {
+			cfg.NetworkMemory = memory.NetworkDefault(p)
+		}
+		if cfg.HeapStateMemory <= 0 {
+			cfg.HeapStateMemory = memory.HeapStateDefault(p)
+		}
+	}
+	if cfg.NetworkMemory <= 0 {
+		cfg.NetworkMemory = taskmanagerNetworkMemory
+	}
+	logger.Info("TaskManager memory", "process_memory", p, "from", from, "network_memory", cfg.NetworkMemory,
+		"heap_state_memory", cfg.HeapStateMemory)
+	return func(ctx context.Context, exceeded func(error)) func() {
+		if p <= 0 {
+			return func() {}
+		}
+		restore := memory.SetSoftLimit(memory.SoftLimit(p))
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			w := &memory.Watch{Bound: memory.GuardBound(p)}
+			memory.Run(stop, memory.Interval, w, memory.NewReader().Read, func(s memory.Sample) {
+				exceeded(memory.ExceededError(s, p, "weir taskmanager --process-memory"))
+			})
+		}()
+		return func() {
+			close(stop)
+			<-done
+			restore()
+		}
+	}, nil
+}
