@@ -169,6 +169,46 @@ func TestClusterSilentTaskManager(t *testing.T) {
 	}
 }
 
+// TestClusterWaitsForANewTaskManager: with its only TaskManager killed,
+// the job waits for slots (tasks SCHEDULED) and resumes from its latest
+// checkpoint once a new TaskManager process registers; exactly once.
+func TestClusterWaitsForANewTaskManager(t *testing.T) {
+	r := testseed.Rand(t, 38)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	want := writeKeyedInput(t, input, r, 4000, 30)
+	jm, rpcAddr, restAddr := startJobManager(t)
+	only := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 2)
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+	time.Sleep(time.Duration(300+r.IntN(1000)) * time.Millisecond)
+	only.cmd.Process.Signal(syscall.SIGKILL)
+	only.wait(t, 10*time.Second)
+	// The job waits: nothing can run it until a TaskManager registers.
+	c := rest.NewClient(restAddr, nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		jobs, err := c.JobsOverview(ctx)
+		cancel()
+		if err == nil && len(jobs) == 1 && jobs[0].State == "RUNNING" && jobs[0].Tasks.Scheduled == jobs[0].Tasks.Total {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not wait for slots after its TaskManager died: %+v, %v", jobs, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	startTaskManager(t, os.Args[0], rpcAddr, "tm-new", 2)
+	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
+		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
+	}
+	if got := committedLines(t, output); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+}
+
 // firstDiff is the first index where a and b differ.
 func firstDiff(a, b []string) int {
 	for i := range min(len(a), len(b)) {
