@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/clustertest"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/testseed"
 )
@@ -207,6 +208,81 @@ func TestClusterWaitsForANewTaskManager(t *testing.T) {
 	if got := committedLines(t, output); !slices.Equal(got, want) {
 		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
 	}
+}
+
+// TestClusterDelayedLink: 50-200 ms of delay with jitter on the control
+// link between the JobManager and its TaskManager (each chunk each way)
+// neither loses the TaskManager nor stops checkpoints from completing, and
+// the job ends exactly once.
+func TestClusterDelayedLink(t *testing.T) {
+	r := testseed.Rand(t, 39)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	want := writeKeyedInput(t, input, r, 4000, 30)
+	jm, rpcAddr, _ := startJobManager(t, "--log-level", "info")
+	link, err := clustertest.NewProxy(rpcAddr, r.Uint64())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	link.SetDelay(50*time.Millisecond, 150*time.Millisecond)
+	startTaskManager(t, os.Args[0], link.Addr(), "tm-a", 2)
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "200ms", "--rate", "1000")
+	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
+		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
+	}
+	if got := committedLines(t, output); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	log := jm.stderr.String()
+	if strings.Contains(log, "lost") || strings.Contains(log, "restarting") {
+		t.Fatalf("a delayed link caused a failover; JobManager:\n%s", log)
+	}
+	if n := strings.Count(log, "checkpoint completed"); n < 5 {
+		t.Fatalf("%d checkpoints completed over a delayed link, want at least 5; JobManager:\n%s", n, log)
+	}
+}
+
+// TestClusterSilentLink: the control link of the TaskManager running a job
+// goes silent (the proxy forwards nothing and closes nothing): the
+// JobManager loses it by silence and resumes the job on a spare, the
+// TaskManager fences itself, and once the link heals it registers again.
+// Exactly once.
+func TestClusterSilentLink(t *testing.T) {
+	r := testseed.Rand(t, 40)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	want := writeKeyedInput(t, input, r, 6000, 40)
+	hb := []string{"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
+	jm, rpcAddr, _ := startJobManager(t, hb...)
+	link, err := clustertest.NewProxy(rpcAddr, r.Uint64())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	cut := startTaskManager(t, os.Args[0], link.Addr(), "tm-a", 2, hb...)
+	startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 2, hb...) // the spare
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+	time.Sleep(time.Duration(300+r.IntN(1200)) * time.Millisecond)
+	link.Silence()
+	silenced := time.Now()
+	for !strings.Contains(cut.stderr.String(), "TaskManager fenced itself") || !strings.Contains(jm.stderr.String(), "TaskManager tm-a lost") {
+		if time.Since(silenced) > 30*time.Second {
+			t.Fatalf("30s after the link went silent: TaskManager:\n%s\nJobManager:\n%s", cut.stderr.String(), jm.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("both sides gave the link up within %v", time.Since(silenced))
+	link.Heal()
+	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
+		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
+	}
+	if got := committedLines(t, output); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	waitOutput(t, cut, regexp.MustCompile(`(?s)TaskManager registered.*TaskManager registered`))
 }
 
 // firstDiff is the first index where a and b differ.
