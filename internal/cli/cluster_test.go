@@ -87,14 +87,22 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 	// absolute first.
 	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
 		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
-	// tm-a registered first, so it holds the job's slots (one TaskManager
-	// per job until the data plane).
+	// The REST API says where the sink's subtasks run: kill the
+	// TaskManager of one of them.
 	kill := time.Duration(300+r.IntN(1500)) * time.Millisecond
 	time.Sleep(kill)
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	holder := sinkHolder(t, restAddr, "Committed counts", r)
+	victim := map[string]*proc{"tm-a": first, "tm-b": spare}[holder]
+	if victim == nil {
+		t.Fatalf("the sink runs on %q, not a TaskManager this test started", holder)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("killed tm-a %v after submitting", kill)
+	if victim == spare {
+		spare = first
+	}
+	t.Logf("killed %s, which runs a subtask of the sink, %v after submitting", holder, kill)
 	code, took, _ := client.wait(t, 90*time.Second)
 	if code != ExitOK {
 		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
@@ -106,8 +114,8 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
 	}
-	if !strings.Contains(jm.stderr.String(), "TaskManager tm-a lost") {
-		t.Errorf("the JobManager did not log tm-a's loss; stderr:\n%s", jm.stderr.String())
+	if !strings.Contains(jm.stderr.String(), "TaskManager "+holder+" lost") {
+		t.Errorf("the JobManager did not log %s's loss; stderr:\n%s", holder, jm.stderr.String())
 	}
 	for _, p := range []*proc{spare, jm} {
 		p.cmd.Process.Signal(syscall.SIGTERM)
@@ -283,6 +291,36 @@ func TestClusterSilentLink(t *testing.T) {
 		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
 	}
 	waitOutput(t, cut, regexp.MustCompile(`(?s)TaskManager registered.*TaskManager registered`))
+}
+
+// sinkHolder returns the TaskManager id of a random subtask of the job's
+// vertex whose name contains sink, once every subtask of it is placed.
+func sinkHolder(t *testing.T, restAddr, sink string, r interface{ IntN(int) int }) string {
+	t.Helper()
+	c := rest.NewClient(restAddr, nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		jobs, err := c.JobsOverview(ctx)
+		if err == nil && len(jobs) == 1 {
+			if job, err := c.Job(ctx, jobs[0].ID); err == nil {
+				for _, v := range job.Vertices {
+					if !strings.Contains(v.Name, sink) {
+						continue
+					}
+					d, err := c.VertexDetails(ctx, job.ID, v.ID)
+					if err == nil && len(d.Subtasks) > 0 && !slices.ContainsFunc(d.Subtasks, func(s rest.SubtaskDetail) bool { return s.TaskManagerID == "" }) {
+						cancel()
+						return d.Subtasks[r.IntN(len(d.Subtasks))].TaskManagerID
+					}
+				}
+			}
+		}
+		cancel()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the REST API never placed every subtask of %q", sink)
+	return ""
 }
 
 // firstDiff is the first index where a and b differ.

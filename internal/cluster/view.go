@@ -167,6 +167,21 @@ func (v *view) vertex(id, vertexID string) (jobmanager.VertexInfo, bool) {
 	return jobmanager.VertexInfo{}, false
 }
 
+// VertexDetails implements rest.VertexDetailer: each subtask's state and
+// the TaskManager its current execution is placed on.
+func (v *view) VertexDetails(id, vertexID string) (rest.VertexDetails, bool) {
+	vx, ok := v.vertex(id, vertexID)
+	if !ok {
+		return rest.VertexDetails{}, false
+	}
+	d := rest.VertexDetails{ID: vx.ID, Name: vx.Name, Parallelism: vx.Parallelism, MaxParallelism: vx.MaxParallelism,
+		Now: time.Now().UnixMilli(), Subtasks: make([]rest.SubtaskDetail, len(vx.Tasks))}
+	for i, st := range vx.Tasks {
+		d.Subtasks[i] = rest.SubtaskDetail{Subtask: i, Status: st, Attempt: vx.Attempt, TaskManagerID: vx.TaskManagers[i], Endpoint: vx.TaskManagers[i]}
+	}
+	return d, true
+}
+
 // watermarkStatus is the value of currentOutputWatermarkStatus: the names
 // of Flink's WatermarkStatus (docs/windows.md, decision 24).
 func watermarkStatus(idle bool) string {

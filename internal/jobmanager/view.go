@@ -50,9 +50,14 @@ type VertexInfo struct {
 	Watermarks [][2]int64
 	// Subtasks are each subtask's published counters, nil for a subtask
 	// whose execution no TaskManager reported yet (ReportTaskStats).
-	Subtasks  []*protocol.TaskStats
-	Operators []string // node names of the chain
-	Inputs    []InputInfo
+	Subtasks []*protocol.TaskStats
+	// TaskManagers are the ids of the TaskManagers each subtask's current
+	// execution is placed on ("" while it waits for a slot), and Attempt
+	// the job's current attempt.
+	TaskManagers []string
+	Attempt      int
+	Operators    []string // node names of the chain
+	Inputs       []InputInfo
 }
 
 // InputInfo describes a network edge into a vertex.
@@ -86,11 +91,18 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 	}
 	tasks := append([]protocol.TaskState(nil), j.state.tasks...)
 	stats := append([]*protocol.TaskStats(nil), j.stats...)
+	placed := make([]string, len(j.tmOf))
+	for i, t := range j.tmOf {
+		if t != nil {
+			placed[i] = t.reg.ID
+		}
+	}
+	attempt := j.attempt
 	jm.mu.Unlock()
 
 	k := 0
 	for _, v := range g.Vertices {
-		vi := VertexInfo{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism}
+		vi := VertexInfo{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism, Attempt: attempt}
 		for _, n := range v.Nodes {
 			vi.Operators = append(vi.Operators, n.Name)
 		}
@@ -112,6 +124,7 @@ func (jm *JobManager) Job(id string) (JobInfo, bool) {
 			}
 			vi.Watermarks = append(vi.Watermarks, wm)
 			vi.Subtasks = append(vi.Subtasks, stats[k])
+			vi.TaskManagers = append(vi.TaskManagers, placed[k])
 			k++
 		}
 		info.Vertices = append(info.Vertices, vi)

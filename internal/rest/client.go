@@ -138,6 +138,13 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 }
 
 // TaskManagers fetches GET /taskmanagers.
+// VertexDetails returns where each subtask of a job's vertex runs.
+func (c *Client) VertexDetails(ctx context.Context, id, vertexID string) (VertexDetails, error) {
+	var d VertexDetails
+	err := c.do(ctx, http.MethodGet, "/jobs/"+id+"/vertices/"+vertexID, &d)
+	return d, err
+}
+
 func (c *Client) TaskManagers(ctx context.Context) ([]TaskManager, error) {
 	var l TaskManagerList
 	err := c.do(ctx, http.MethodGet, "/taskmanagers", &l)

@@ -57,6 +57,7 @@ type handler struct {
 	wms  WatermarkReporter  // nil when c does not implement it
 	mets MetricReporter     // nil when c does not implement it
 	sps  SavepointOperator  // nil when c does not implement it (savepoints.go)
+	vds  VertexDetailer     // nil when c does not implement it (vertex.go)
 	opts options
 }
 
@@ -74,6 +75,7 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 	h.wms, _ = c.(WatermarkReporter)
 	h.mets, _ = c.(MetricReporter)
 	h.sps, _ = c.(SavepointOperator)
+	h.vds, _ = c.(VertexDetailer)
 
 	routes := map[string]byMethod{
 		"/config":                  {http.MethodGet: h.config},
@@ -91,6 +93,9 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 		routes["/jobs/{jobid}/checkpoints/config"] = byMethod{http.MethodGet: h.withJobID(h.checkpointConfig)}
 		routes["/jobs/{jobid}/checkpoints/details/{checkpointid}"] = byMethod{http.MethodGet: h.withJobID(h.checkpointDetails)}
 		routes["/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}"] = byMethod{http.MethodGet: h.withJobID(h.checkpointSubtasks)}
+	}
+	if h.vds != nil {
+		routes["/jobs/{jobid}/vertices/{vertexid}"] = byMethod{http.MethodGet: h.withJobID(h.vertexDetails)}
 	}
 	if h.wms != nil {
 		routes["/jobs/{jobid}/vertices/{vertexid}/watermarks"] = byMethod{http.MethodGet: h.withJobID(h.watermarks)}
