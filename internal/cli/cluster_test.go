@@ -75,7 +75,7 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 	first := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 2)
 	spare := startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 2)
 	// The REST API lists both, with their slots and latest heartbeat.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tms, err := rest.NewClient(restAddr, nil).TaskManagers(ctx)
 	if err != nil || len(tms) != 2 || tms[0].ID != "tm-a" || tms[1].ID != "tm-b" || tms[0].SlotsNumber != 2 || tms[0].FreeSlots != 2 ||
@@ -116,6 +116,13 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 	}
 	if !strings.Contains(jm.stderr.String(), "TaskManager "+holder+" lost") {
 		t.Errorf("the JobManager did not log %s's loss; stderr:\n%s", holder, jm.stderr.String())
+	}
+	// The job's exceptions name the TaskManager its failure came from.
+	c := rest.NewClient(restAddr, nil)
+	if jobs, err := c.JobsOverview(ctx); err != nil || len(jobs) != 1 {
+		t.Errorf("/jobs/overview: %+v, %v", jobs, err)
+	} else if ex, err := c.Exceptions(ctx, jobs[0].ID); err != nil || len(ex.AllExceptions) == 0 || ex.AllExceptions[0].TaskManagerID != holder {
+		t.Errorf("/jobs/%s/exceptions: %+v, %v; want the failure on %s", jobs[0].ID, ex, err, holder)
 	}
 	for _, p := range []*proc{spare, jm} {
 		p.cmd.Process.Signal(syscall.SIGTERM)

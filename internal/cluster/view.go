@@ -129,7 +129,7 @@ func (v *view) Exceptions(id string) (rest.JobExceptions, bool) {
 	// Newest first, as Flink lists them; restarts leave one entry each.
 	for k := len(info.Exceptions) - 1; k >= 0; k-- {
 		f := info.Exceptions[k]
-		ex.AllExceptions = append(ex.AllExceptions, rest.TaskException{Exception: f.Err.Error(), Task: f.TaskName, Timestamp: f.Time.UnixMilli()})
+		ex.AllExceptions = append(ex.AllExceptions, rest.TaskException{Exception: f.Err.Error(), Task: f.TaskName, Timestamp: f.Time.UnixMilli(), TaskManagerID: f.TaskManager})
 		trace, name := f.Err.Error(), "error"
 		if f.TaskName != "" {
 			name = "operator failure"

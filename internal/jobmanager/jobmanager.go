@@ -197,7 +197,10 @@ type Failure struct {
 	TaskName string       // "" when not caused by a task
 	Exec     *ExecutionID // the failed execution, if a task failed
 	Stack    string       // where a panic happened, the user's frames first; "" for errors
-	Time     time.Time
+	// TaskManager is the id of the TaskManager the failed execution ran
+	// on ("" when none was placed).
+	TaskManager string
+	Time        time.Time
 }
 
 // New returns a JobManager without TaskManagers.

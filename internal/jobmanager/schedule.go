@@ -220,6 +220,9 @@ func (jm *JobManager) updateLocked(j *job, i int, u protocol.TaskStateUpdate) {
 		name := j.taskName(u.Exec)
 		exec := u.Exec
 		f := Failure{Err: err, TaskName: name, Exec: &exec, Time: now}
+		if t := j.tmOf[i]; t != nil {
+			f.TaskManager = t.reg.ID
+		}
 		if u.Failure != nil {
 			f.Stack = u.Failure.Stack
 		}
