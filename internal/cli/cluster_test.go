@@ -300,6 +300,52 @@ func TestClusterSilentLink(t *testing.T) {
 	waitOutput(t, cut, regexp.MustCompile(`(?s)TaskManager registered.*TaskManager registered`))
 }
 
+// TestClusterStopAndResume: weir stop takes a savepoint of a job running
+// in a TaskManager process (its subtasks write the savepoint, the
+// JobManager completes it) and the client exits 0; the job resumed from
+// the savepoint at parallelism 3 on the pebble backend, on another
+// TaskManager process, completes the output exactly once.
+func TestClusterStopAndResume(t *testing.T) {
+	r := testseed.Rand(t, 41)
+	dir := t.TempDir()
+	in, out, cps, sps := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out"), filepath.Join(dir, "cps"), filepath.Join(dir, "sps")
+	want := writeKeyedInput(t, in, r, 6000, 50)
+	jm, rpcAddr, restAddr := startJobManager(t)
+	first := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 2)
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out, "--checkpoint-dir", cps,
+		"--checkpoint-interval", "200ms", "--rate", "3000", "--parallelism", "2")
+	sinkHolder(t, restAddr, "Committed counts", r) // running
+	time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jobs, err := rest.NewClient(restAddr, nil).JobsOverview(ctx)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("/jobs/overview: %+v, %v", jobs, err)
+	}
+	code, stdout, stderr := runWeir(t, 60*time.Second, "stop", jobs[0].ID, "--address", restAddr, "--dir", sps)
+	m := stoppedLine.FindStringSubmatch(stdout)
+	if code != ExitOK || m == nil {
+		t.Fatalf("weir stop: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
+		t.Fatalf("the stopped job's client exited %d, want 0 (FINISHED); stderr:\n%s", code, client.stderr.String())
+	}
+	stopped := len(committedLines(t, out))
+	// Another TaskManager, with three slots, resumes it; the first leaves.
+	first.cmd.Process.Signal(syscall.SIGTERM)
+	first.wait(t, 20*time.Second)
+	startTaskManager(t, os.Args[0], rpcAddr, "tm-c", 3)
+	code, _, stderr = runWeir(t, 120*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out,
+		"--checkpoint-dir", cps, "--from", m[1], "--parallelism", "3", "--state-backend", "pebble")
+	if code != ExitOK {
+		t.Fatalf("resumed run: exit %d, %s\nJobManager:\n%s", code, stderr, jm.stderr.String())
+	}
+	if got := committedLines(t, out); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines after the resume, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	t.Logf("stopped with %d of %d lines committed; savepoint %s", stopped, len(want), m[1])
+}
+
 // sinkHolder returns the TaskManager id of a random subtask of the job's
 // vertex whose name contains sink, once every subtask of it is placed.
 func sinkHolder(t *testing.T, restAddr, sink string, r interface{ IntN(int) int }) string {
