@@ -90,8 +90,6 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Until the data plane joins TaskManager processes, a job runs on one.
-	c.JM.PlaceJobsOnOneTaskManager()
 	n := &JobManager{c: c, log: cfg.Logger, current: map[string]string{}}
 	build := BuildID()
 	srv, err := rpc.NewServer(rpc.ServerConfig{
