@@ -166,8 +166,20 @@ func (tm *TaskManager) publish(w *wiring, place []protocol.SlotPlacement, e *gra
 // connect adds to gate the input channel from subpartition sub of the
 // partition of key (n subpartitions): local through the shuffle when its
 // producer runs here, else requested from the producer's TaskManager. A
-// remote channel's failure fails d's task (w).
+// remote channel's failure fails d's task (w). With a data plane the
+// channels are added, in order, when the task's goroutine starts
+// (wiring.run): a dial must not hold up the control messages the
+// TaskManager receives on the goroutine that deploys.
 func (tm *TaskManager) connect(w *wiring, job *Job, place []protocol.SlotPlacement, e *graph.JobEdge, key network.PartitionKey, n, sub int,
+	gate *network.InputGate, input, channel int) error {
+	if place == nil {
+		return tm.connectNow(w, job, place, e, key, n, sub, gate, input, channel)
+	}
+	w.pending = append(w.pending, func() error { return tm.connectNow(w, job, place, e, key, n, sub, gate, input, channel) })
+	return nil
+}
+
+func (tm *TaskManager) connectNow(w *wiring, job *Job, place []protocol.SlotPlacement, e *graph.JobEdge, key network.PartitionKey, n, sub int,
 	gate *network.InputGate, input, channel int) error {
 	if place == nil || place[key.Producer].TaskManager == tm.id {
 		rp, err := tm.shuffle.Consume(key, n)
@@ -241,10 +253,26 @@ func (tm *TaskManager) closeData() {
 // channels, and the failures of its remote channels (either side), which
 // fail its task as soon as the task exists.
 type wiring struct {
+	// pending adds the input channels when the task's goroutine starts;
+	// only that goroutine touches it.
+	pending []func() error
+
 	mu     sync.Mutex // guards all below
 	t      *task.Task
 	err    error // the first failure
 	remote []*tcp.Channel
+}
+
+// run adds the pending input channels, then runs t, on the task's own
+// goroutine.
+func (w *wiring) run(t *task.Task, cancel <-chan struct{}) error {
+	for _, connect := range w.pending {
+		if err := connect(); err != nil {
+			return err
+		}
+	}
+	w.pending = nil
+	return t.Run(cancel)
 }
 
 // fail fails the execution's task with err (the first failure only).

@@ -287,7 +287,7 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 		defer tm.wg.Done()
 		defer close(r.done)
 		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskInitializing})
-		err := r.task.Run(r.cancel)
+		err := w.run(r.task, r.cancel)
 		w.close()
 		tm.reportFinal(d.Exec, r)
 		switch {
