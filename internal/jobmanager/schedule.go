@@ -177,6 +177,9 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []*taskManager) (
 // owns BuffersPerChannel buffers, decision 20).
 func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []*taskManager) (bytes, channels, remote map[*taskManager]int64) {
 	bytes, channels, remote = map[*taskManager]int64{}, map[*taskManager]int64{}, map[*taskManager]int64{}
+	// Without data planes (the embedded cluster) no channel is remote:
+	// the per-channel loop below is skipped.
+	data := slices.ContainsFunc(slotTM, func(t *taskManager) bool { return t.reg.DataAddress != "" })
 	for _, v := range g.Vertices {
 		for _, e := range v.Outputs {
 			for s := range v.Parallelism {
@@ -184,7 +187,7 @@ func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []*taskManager) (
 				fewest, _ := cfg.PoolBounds(hi - lo)
 				bytes[slotTM[s]] += int64(fewest) * int64(cfg.BufferSize)
 				channels[slotTM[s]] += int64(hi - lo)
-				for c := lo; c < hi; c++ {
+				for c := lo; data && c < hi; c++ {
 					if from, to := slotTM[s], slotTM[c]; from != to && to.reg.DataAddress != "" {
 						bytes[to] += int64(cfg.BuffersPerChannel) * int64(cfg.BufferSize)
 						remote[to]++
