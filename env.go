@@ -390,7 +390,7 @@ func (e *Environment) launchConfig(name string, jg *graph.JobGraph) launch.Confi
 		TaskManagers: cfg.TaskManagers, SlotsPerTaskManager: cfg.SlotsPerTaskManager, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback,
 		StateBackend: cfg.StateBackend, StateDir: cfg.StateDir, Logger: cfg.Logger, Clock: cfg.Clock,
 		SavepointDir: cfg.SavepointDir, Restart: cfg.Restart, SlotRequestTimeout: cfg.SlotRequestTimeout, ResumeFrom: cfg.ResumeFrom, AllowNonRestoredState: cfg.AllowNonRestoredState,
-		OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart, Canceled: ErrCanceled}
+		OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart, Canceled: ErrCanceled, CollectSinks: len(e.collects)}
 	if cp := cfg.Checkpointing; cp != nil {
 		lc.Checkpointing = &launch.Checkpointing{Interval: cp.Interval, Timeout: cp.Timeout, MinPause: cp.MinPause,
 			MaxConcurrent: cp.MaxConcurrent, TolerableFailures: cp.TolerableFailures, AtLeastOnce: cp.Mode == AtLeastOnce,

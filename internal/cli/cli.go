@@ -58,8 +58,8 @@ Usage:
                                every process the same) is lost; SIGTERM cancels
                                its jobs and exits
   weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
-                  [--process-memory S] [--network-memory S] [--heap-state-memory S]
-                  [--log-level L]
+                  [--data-address A] [--process-memory S] [--network-memory S]
+                  [--heap-state-memory S] [--log-level L]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
                                run a TaskManager of N task slots (default 1)
                                that registers with the JobManager at ADDR under
@@ -71,9 +71,13 @@ Usage:
                                deregisters it at once. --process-memory,
                                --network-memory and --heap-state-memory mean
                                what they mean for weir run (weir help run), for
-                               this process. Until TaskManagers exchange data,
-                               each job runs on one TaskManager with enough
-                               free slots (docs/deployment.md)
+                               this process. Other TaskManagers fetch its
+                               subtasks' output at --data-address (default
+                               127.0.0.1:0; with no host, as ":0", it listens
+                               everywhere and advertises the address it
+                               reaches the JobManager from), so one job's
+                               subtasks run on several TaskManagers
+                               (docs/deployment.md)
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),

@@ -146,6 +146,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	slots := fs.Int("slots", 1, "")
 	id := fs.String("id", "", "")
 	stateDir := fs.String("state-dir", "", "")
+	dataAddr := fs.String("data-address", node.DefaultDataAddress, "")
 	level := fs.String("log-level", "info", "")
 	var netMem, heapMem, procMem sizeFlag
 	fs.Var(&procMem, "process-memory", "")
@@ -179,9 +180,12 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	if err := checkAddress("data-address", *dataAddr); err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
-		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, Run: program(stdout, stderr), Logger: logger,
+		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, Run: program(stdout, stderr), Logger: logger,
 		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout,
 		Registered: func(session string) {
 			fmt.Fprintf(stdout, "TaskManager registered with %s (session %s)\n", *jmAddr, session)

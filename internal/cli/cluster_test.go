@@ -389,8 +389,8 @@ func firstDiff(a, b []string) int {
 // TestClusterRefusals: a TaskManager of another build is refused at
 // registration naming both builds, and exits 1 without retrying; a job
 // whose checkpoint storage is the JobManager's memory is refused naming
-// it; a client of another build is refused; SIGTERM of a TaskManager
-// deregisters it at once.
+// it, and one with unaligned checkpoints saying why; a client of another
+// build is refused; SIGTERM of a TaskManager deregisters it at once.
 func TestClusterRefusals(t *testing.T) {
 	_, rpcAddr, _ := startJobManager(t)
 	dir := t.TempDir()
@@ -421,6 +421,11 @@ func TestClusterRefusals(t *testing.T) {
 		"--output", filepath.Join(dir, "out"), "--checkpoint-dir", "mem://cp")
 	if code != ExitFailed || !strings.Contains(stderr, "mem://cp") || !strings.Contains(stderr, "other processes") {
 		t.Fatalf("a job with mem:// storage: exit %d; want 1 naming mem://cp; stderr:\n%s", code, stderr)
+	}
+	code, _, stderr = runWeir(t, 30*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input,
+		"--output", filepath.Join(dir, "out"), "--checkpoint-dir", filepath.Join(dir, "cp"), "--unaligned")
+	if code != ExitFailed || !strings.Contains(stderr, "unaligned checkpoints need barriers that overtake in-flight data") {
+		t.Fatalf("a job with unaligned checkpoints: exit %d; want 1 saying why; stderr:\n%s", code, stderr)
 	}
 	start := time.Now()
 	tm.cmd.Process.Signal(syscall.SIGTERM)
@@ -459,4 +464,129 @@ func TestClusterUnsharedStorageRefused(t *testing.T) {
 		t.Fatalf("a job whose storage a TaskManager cannot see: exit %d; want 1 naming the TaskManager and %s; stderr:\n%s", code, cp, stderr)
 	}
 	t.Logf("refused: %s", stderr)
+}
+
+// TestClusterKeyedCountAcrossTaskManagers: keyed-count at parallelism 2 on
+// two TaskManager processes of one slot each runs to the end, its keyBy
+// shuffle crossing the processes over the data plane (each process holds
+// one subtask of every vertex), and commits every count exactly once.
+func TestClusterKeyedCountAcrossTaskManagers(t *testing.T) {
+	r := testseed.Rand(t, 361)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	want := writeKeyedInput(t, input, r, 5000, 40)
+	jm, rpcAddr, _ := startJobManager(t)
+	tms := []*proc{startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
+	code, _, stderr := runWeir(t, 90*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "5000")
+	if code != ExitOK {
+		t.Fatalf("the client exited %d; stderr:\n%s\nJobManager:\n%s\ntm-a:\n%s\ntm-b:\n%s", code, stderr, jm.stderr.String(),
+			tms[0].stderr.String(), tms[1].stderr.String())
+	}
+	if got := committedLines(t, output); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	if n := strings.Count(jm.stderr.String(), "checkpoint completed"); n < 3 {
+		t.Errorf("the job completed %d checkpoints across the processes, want several; JobManager:\n%s", n, jm.stderr.String())
+	}
+	for _, p := range append(tms, jm) {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
+			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
+		}
+	}
+}
+
+// TestClusterKeyedCountAcrossTaskManagersSurvivesKill: the same job on two
+// one-slot TaskManagers, one of them killed with SIGKILL at a seeded random
+// moment: the job fails over onto a spare third TaskManager (its channels
+// to the survivor crossing processes again) and commits every count
+// exactly once.
+func TestClusterKeyedCountAcrossTaskManagersSurvivesKill(t *testing.T) {
+	r := testseed.Rand(t, 362)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	want := writeKeyedInput(t, input, r, 6000, 40)
+	jm, rpcAddr, _ := startJobManager(t)
+	tms := []*proc{startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
+	spare := startTaskManager(t, os.Args[0], rpcAddr, "tm-c", 1)
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+	victim := r.IntN(2)
+	kill := time.Duration(300+r.IntN(1500)) * time.Millisecond
+	time.Sleep(kill)
+	if err := tms[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	name := []string{"tm-a", "tm-b"}[victim]
+	t.Logf("killed %s %v after submitting", name, kill)
+	code, took, _ := client.wait(t, 90*time.Second)
+	if code != ExitOK {
+		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
+	}
+	if got := committedLines(t, output); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	if !strings.Contains(jm.stderr.String(), "TaskManager "+name+" lost") {
+		t.Errorf("the JobManager did not log %s's loss; stderr:\n%s", name, jm.stderr.String())
+	}
+	for _, p := range []*proc{tms[1-victim], spare, jm} {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
+			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
+		}
+	}
+}
+
+// TestClusterWindowAggAcrossTaskManagers: window-agg at parallelism 2 on
+// two one-slot TaskManager processes commits the same results and late
+// elements as the embedded cluster's run of the same input (punctuated
+// watermarks make both deterministic).
+func TestClusterWindowAggAcrossTaskManagers(t *testing.T) {
+	r := testseed.Rand(t, 363)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "events.jsonl")
+	var b strings.Builder
+	ts := int64(0)
+	for range 4000 {
+		ts += r.Int64N(20)
+		e := ts - r.Int64N(80)
+		if r.IntN(4) == 0 {
+			e = ts - r.Int64N(2000) // far behind: late
+		}
+		fmt.Fprintf(&b, "{\"ts\": %d, \"key\": \"k%d\", \"value\": %d}\n", e, r.IntN(12), r.Int64N(1000)-500)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	window := []string{"tumbling:200ms", "sliding:300ms,70ms", "session:40ms"}[r.IntN(3)]
+	t.Logf("window %s", window)
+	args := func(out string) []string {
+		return []string{"run", "window-agg", "--input", in, "--window", window, "--out-of-orderness", "30ms", "--allowed-lateness", "300ms",
+			"--output", filepath.Join(out, "results"), "--late-output", filepath.Join(out, "late"),
+			"--checkpoint-dir", filepath.Join(out, "checkpoints"), "--checkpoint-interval", "100ms", "--parallelism", "2"}
+	}
+	embedded := filepath.Join(dir, "embedded")
+	if code, _, stderr := runWeir(t, 90*time.Second, append(args(embedded), "--rest-address", "")...); code != ExitOK {
+		t.Fatalf("the embedded run exited %d: %s", code, stderr)
+	}
+	jm, rpcAddr, _ := startJobManager(t)
+	tms := []*proc{startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
+	clustered := filepath.Join(dir, "cluster")
+	if code, _, stderr := runWeir(t, 90*time.Second, append(args(clustered), "--jobmanager", rpcAddr)...); code != ExitOK {
+		t.Fatalf("the cluster's run exited %d; stderr:\n%s\nJobManager:\n%s", code, stderr, jm.stderr.String())
+	}
+	for _, out := range []string{"results", "late"} {
+		want, got := committedLines(t, filepath.Join(embedded, out)), committedLines(t, filepath.Join(clustered, out))
+		if len(want) == 0 && out == "results" {
+			t.Fatal("the embedded run committed no results")
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d lines on two TaskManagers, %d on the embedded cluster (first difference at %d)", out, len(got), len(want), firstDiff(got, want))
+		}
+	}
+	for _, p := range append(tms, jm) {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.wait(t, 30*time.Second)
+	}
 }

@@ -136,6 +136,21 @@ func (f *fakeTM) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 func (f *fakeTM) NotifyCheckpoint(n protocol.NotifyCheckpoint) { f.record("notify", n.Exec) }
 func (f *fakeTM) SendEvent(e protocol.OperatorEvent)           { f.record("event", e.Exec) }
 func (f *fakeTM) RegisterJob(protocol.RegisterJob)             {}
+func (f *fakeTM) DeployAttempt(a protocol.DeployAttempt) {
+	f.record(fmt.Sprintf("place %d slots on %s", len(a.Slots), placedOn(a)), ExecutionID{Job: a.JobID, Attempt: a.Attempt})
+}
+
+// placedOn lists where each slot of a is: "tm@address,...".
+func placedOn(a protocol.DeployAttempt) string {
+	var b strings.Builder
+	for i, p := range a.Slots {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s@%s", p.TaskManager, p.DataAddress)
+	}
+	return b.String()
+}
 func (f *fakeTM) ReleaseJob(r protocol.ReleaseJob) {
 	f.record("release", ExecutionID{Job: r.JobID, Attempt: r.Attempt})
 }

@@ -109,9 +109,6 @@ const DefaultSlotRequestTimeout = 5 * time.Minute
 // them after failures and drives their checkpoints.
 type JobManager struct {
 	logger *slog.Logger
-	// oneTaskManager places each attempt's slots on one TaskManager
-	// (PlaceJobsOnOneTaskManager).
-	oneTaskManager bool
 
 	mu mutex // guards everything below and every job's fields
 	// tms are the registered TaskManagers, in registration order, each
@@ -209,17 +206,6 @@ func New(logger *slog.Logger) *JobManager {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &JobManager{logger: logger, jobs: map[string]*job{}}
-}
-
-// PlaceJobsOnOneTaskManager makes every attempt take all its slots from a
-// single TaskManager, and wait until one has enough free. A cluster whose
-// TaskManagers are processes without a data plane between them needs it:
-// a subtask's channels reach only subtasks of its own process. Call it
-// before any job is submitted.
-func (jm *JobManager) PlaceJobsOnOneTaskManager() {
-	jm.mu.Lock()
-	defer jm.mu.Unlock()
-	jm.oneTaskManager = true
 }
 
 // RegisterTaskManager adds a TaskManager, its slots and its network

@@ -106,6 +106,8 @@ func (t *taskManager) call(msg any) {
 		t.gw.RegisterJob(m)
 	case protocol.HeartbeatReply:
 		t.gw.HeartbeatReply(m)
+	case protocol.DeployAttempt:
+		t.gw.DeployAttempt(m)
 	default:
 		panic(fmt.Sprintf("jobmanager: no TaskManagerGateway call carries a %T", msg))
 	}

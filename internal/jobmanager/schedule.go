@@ -3,6 +3,7 @@ package jobmanager
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -103,6 +104,7 @@ func (jm *JobManager) deployLocked(j *job, plan map[ExecutionID]*protocol.TaskRe
 		deps[i] = protocol.Deployment{Exec: e, Slot: e.Subtask, Allocation: jm.allocation(j, e.Subtask), KeyHash: uint8(j.keyHash), Restore: plan[e]}
 	}
 	j.deployed = make([]bool, len(deps))
+	jm.placeAttemptLocked(j)
 	go jm.deploy(j, j.attempt, deps)
 }
 
@@ -140,7 +142,7 @@ func (jm *JobManager) deploy(j *job, attempt int, deps []protocol.Deployment) {
 // that says what to change. It returns what the job needs on each
 // TaskManager, to book.
 func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []*taskManager) (map[*taskManager]int64, error) {
-	need, channels := networkNeeds(spec.Graph, spec.Network, slotTM)
+	need, channels, remote := networkNeeds(spec.Graph, spec.Network, slotTM)
 	for _, tm := range jm.tms { // in registration order, for a stable message
 		n, ok := need[tm]
 		if !ok {
@@ -155,19 +157,29 @@ func (jm *JobManager) checkNetworkMemory(spec *JobSpec, slotTM []*taskManager) (
 		if free < capacity {
 			have += fmt.Sprintf(", of which %s are free", memory.FormatBytes(free))
 		}
-		return nil, fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (one %s buffer for each of its %d output channels) but %s; "+
+		why := fmt.Sprintf("one %s buffer for each of its %d output channels", memory.FormatBytes(int64(spec.Network.BufferSize)), channels[tm])
+		if r := remote[tm]; r > 0 {
+			why += fmt.Sprintf(", and %d for each of its %d input channels from other TaskManagers (taskmanager.network.memory.buffers-per-channel)",
+				spec.Network.BuffersPerChannel, r)
+		}
+		return nil, fmt.Errorf("not enough network memory: the job needs %s on TaskManager %s (%s) but %s; "+
 			"raise taskmanager.memory.network.max (weir.Config.NetworkMemory, weir run --network-memory), lower the parallelism, or use smaller network buffers (--buffer-size)",
-			memory.FormatBytes(n), tm.reg.ID, memory.FormatBytes(int64(spec.Network.BufferSize)), channels[tm], have)
+			memory.FormatBytes(n), tm.reg.ID, why, have)
 	}
 	return need, nil
 }
 
-// networkNeeds returns, per TaskManager, the bytes of buffers that the result
-// partitions of the subtasks placed on it need at least (slot s is on
-// TaskManager slotTM[s]; subtask s of every vertex runs in slot s), and their
-// number of output channels.
-func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []*taskManager) (bytes, channels map[*taskManager]int64) {
-	bytes, channels = map[*taskManager]int64{}, map[*taskManager]int64{}
+// networkNeeds returns, per TaskManager, the bytes of buffers that the
+// subtasks placed on it need at least (slot s is on TaskManager slotTM[s];
+// subtask s of every vertex runs in slot s): their result partitions' (of
+// channels output channels) and their remote input channels' (remote of
+// them, whose producers run in another TaskManager with a data plane; each
+// owns BuffersPerChannel buffers, decision 20).
+func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []*taskManager) (bytes, channels, remote map[*taskManager]int64) {
+	bytes, channels, remote = map[*taskManager]int64{}, map[*taskManager]int64{}, map[*taskManager]int64{}
+	// Without data planes (the embedded cluster) no channel is remote:
+	// the per-channel loop below is skipped.
+	data := slices.ContainsFunc(slotTM, func(t *taskManager) bool { return t.reg.DataAddress != "" })
 	for _, v := range g.Vertices {
 		for _, e := range v.Outputs {
 			for s := range v.Parallelism {
@@ -175,10 +187,16 @@ func networkNeeds(g *graph.JobGraph, cfg NetworkConfig, slotTM []*taskManager) (
 				fewest, _ := cfg.PoolBounds(hi - lo)
 				bytes[slotTM[s]] += int64(fewest) * int64(cfg.BufferSize)
 				channels[slotTM[s]] += int64(hi - lo)
+				for c := lo; data && c < hi; c++ {
+					if from, to := slotTM[s], slotTM[c]; from != to && to.reg.DataAddress != "" {
+						bytes[to] += int64(cfg.BuffersPerChannel) * int64(cfg.BufferSize)
+						remote[to]++
+					}
+				}
 			}
 		}
 	}
-	return bytes, channels
+	return bytes, channels, remote
 }
 
 // failLocked fails a job that could not be scheduled or restarted.
@@ -399,4 +417,25 @@ func (jm *JobManager) finishLocked(j *job) {
 	close(j.done)
 	jm.logger.Info("job ended", "job", j.spec.ID, "status", j.state.status)
 	jm.wakeWaitingLocked() // its slots may be what another job waits for
+}
+
+// placeAttemptLocked tells each TaskManager holding a slot of the current
+// attempt where every slot of it runs (protocol.DeployAttempt), ahead of
+// its deployments there, when the slots are on TaskManagers with a data
+// plane: their channels to subtasks elsewhere go over it. The embedded
+// cluster's TaskManagers have none (their shuffle is shared): nothing is
+// sent.
+func (jm *JobManager) placeAttemptLocked(j *job) {
+	if !slices.ContainsFunc(j.slotTM, func(t *taskManager) bool { return t.reg.DataAddress != "" }) {
+		return
+	}
+	m := protocol.DeployAttempt{JobID: j.spec.ID, Attempt: j.attempt, Slots: make([]protocol.SlotPlacement, len(j.slotTM))}
+	for s, t := range j.slotTM {
+		m.Slots[s] = protocol.SlotPlacement{TaskManager: t.reg.ID, DataAddress: t.reg.DataAddress, Allocation: jm.allocation(j, s)}
+	}
+	for s, t := range j.slotTM {
+		if slices.Index(j.slotTM, t) == s { // once per TaskManager
+			t.send(m)
+		}
+	}
 }

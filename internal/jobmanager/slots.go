@@ -95,25 +95,9 @@ func lossText(id string, cause error) string {
 
 // pickSlotsLocked chooses need free slots over the registered TaskManagers,
 // in registration order: slotTM[s] holds job slot s. It returns nil and the
-// free slots there are when they are fewer than need. With oneTaskManager
-// all come from the first TaskManager with need free, and free counts the
-// most one TaskManager has.
+// free slots there are when they are fewer than need.
 func (jm *JobManager) pickSlotsLocked(need int) (slotTM []*taskManager, free int) {
 	slotTM = make([]*taskManager, 0, need)
-	if jm.oneTaskManager {
-		for _, tm := range jm.tms {
-			free = max(free, tm.free)
-			if tm.free >= need && len(slotTM) == 0 {
-				for range need {
-					slotTM = append(slotTM, tm)
-				}
-			}
-		}
-		if len(slotTM) < need {
-			return nil, free
-		}
-		return slotTM, free
-	}
 	for _, tm := range jm.tms {
 		free += tm.free
 		for range tm.free {
@@ -226,9 +210,6 @@ func (jm *JobManager) slotRequestTimedOut(j *job, w *slotWait) {
 	}
 	_, free := jm.pickSlotsLocked(j.need)
 	where := fmt.Sprintf("%d are free on %d TaskManagers", free, len(jm.tms))
-	if jm.oneTaskManager {
-		where = fmt.Sprintf("the job's slots must be on one TaskManager until TaskManager processes exchange data, and the most free on one of the %d is %d", len(jm.tms), free)
-	}
 	err := fmt.Errorf("could not get the %d task slots the job needs (its largest parallelism) within slot.request.timeout (%v): %s; "+
 		"start TaskManagers with more slots, lower the parallelism, or raise slot.request.timeout (weir.Config.SlotRequestTimeout, weir run -D slot.request.timeout=10min)",
 		j.need, j.slotRequestTimeout(), where)

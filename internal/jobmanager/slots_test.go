@@ -187,39 +187,6 @@ func TestAttemptWaitsForSlots(t *testing.T) {
 	noCallsUnderLock(t, first, second)
 }
 
-// TestPlaceJobsOnOneTaskManager: two TaskManagers of one slot each do not
-// run a job of parallelism 2 when its slots must be on one TaskManager; a
-// third with two slots does, alone.
-func TestPlaceJobsOnOneTaskManager(t *testing.T) {
-	jm := New(nil)
-	jm.PlaceJobsOnOneTaskManager()
-	g := twoVertexGraph(t, 2)
-	var tms []*fakeTM
-	for i, slots := range []int{1, 1, 2} {
-		f := newFakeTM(jm, fmt.Sprintf("tm-%d", i))
-		f.srcOp = g.OperatorIDs[0]
-		tms = append(tms, f)
-		jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: slots, NetworkMemory: 1 << 30}, f)
-		if i == 1 {
-			clk := clock.NewManual(1000)
-			if err := jm.Submit(&JobSpec{ID: "j", Name: "j", Lineage: "j", Graph: g, Network: testNetwork, Clock: clk, Restart: noRestart}); err != nil {
-				t.Fatal(err)
-			}
-			if !allTasks(jm, "j", protocol.TaskScheduled) {
-				t.Fatal("the job was deployed over two TaskManagers of one slot each")
-			}
-		}
-	}
-	waitFor(t, "the job running", func() bool { return allTasks(jm, "j", protocol.TaskRunning) })
-	if len(tms[0].submits())+len(tms[1].submits()) > 0 || len(tms[2].submits()) != 4 {
-		t.Fatalf("deployed %q, %q and %q; want all four executions on tm-2", tms[0].submits(), tms[1].submits(), tms[2].submits())
-	}
-	if err := jm.Cancel("j"); err != nil {
-		t.Fatal(err)
-	}
-	<-jm.Done("j")
-}
-
 // TestSlotRequestTimeout: an attempt that waited slot.request.timeout for
 // slots fails through the restart strategy: restarted once (it waits
 // again), then failed with an error naming the setting, the slots needed

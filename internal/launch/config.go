@@ -67,6 +67,9 @@ type Config struct {
 	ResumeFrom         string
 	// AllowNonRestoredState: see weir.Config.
 	AllowNonRestoredState bool
+	// CollectSinks counts the job's Collect sinks, which hand elements to
+	// a Go channel of this process: a multi-process cluster refuses them.
+	CollectSinks int
 
 	// OnSubmit is called once the job is submitted, before it runs.
 	OnSubmit     func(*Job)

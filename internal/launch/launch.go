@@ -91,7 +91,7 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	}
 	var probe, token string
 	if shared != nil {
-		if probe, token, err = shareStorage(ctx, spec, res); err != nil {
+		if probe, token, err = shareStorage(ctx, spec, res, cfg.CollectSinks); err != nil {
 			drop()
 			res.close()
 			return nil, fmt.Errorf("weir: job %q: %w", name, err)

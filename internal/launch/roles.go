@@ -147,16 +147,14 @@ func BuildJob(m protocol.RegisterJob, run func(ctx context.Context) error, state
 	return j, nil
 }
 
-// shareStorage refuses what a job on a multi-process cluster cannot do:
-// checkpoint storage only this process can read (mem://), and savepoints
-// staged in this process's temporary directory (a job without
-// checkpointing). For storage it accepts, it writes a probe object that
+// shareStorage refuses what a job on a multi-process cluster cannot do
+// (checkShareable). For storage it accepts, it writes a probe object that
 // each TaskManager must read back (BuildJob), so a file:// path that is
 // not shared fails the job naming the TaskManager and the path; res
 // deletes the probe when the job ends. Decision 24 of
 // docs/distributed-runtime.md.
-func shareStorage(ctx context.Context, spec *jobmanager.JobSpec, res *jobResources) (probe, token string, err error) {
-	if err := checkShareable(spec); err != nil || spec.Checkpoints == nil {
+func shareStorage(ctx context.Context, spec *jobmanager.JobSpec, res *jobResources, collects int) (probe, token string, err error) {
+	if err := checkShareable(spec, collects); err != nil || spec.Checkpoints == nil {
 		return "", "", err
 	}
 	store := spec.Checkpoints.Store
@@ -184,11 +182,25 @@ func checkProbe(store *storage.Store, c *protocol.JobCheckpoints) error {
 		"give every process a path they share (a shared file system) or s3://", c.StorageURL, c.Probe, err))
 }
 
-func checkShareable(spec *jobmanager.JobSpec) error {
+// checkShareable refuses what a job on a multi-process cluster cannot do:
+// checkpoint storage only this process can read (mem://), savepoints
+// staged in this process's temporary directory (a job without
+// checkpointing), Collect sinks (collects of them; they hand elements to
+// this process) and unaligned checkpoints (their barriers overtake data,
+// which the data plane between processes does not carry yet).
+// Decisions 24 and 25 of docs/distributed-runtime.md.
+func checkShareable(spec *jobmanager.JobSpec, collects int) error {
 	cp := spec.Checkpoints
 	switch {
+	case collects > 0:
+		return failure.Permanent(errors.New("Collect hands elements to this process; in a cluster its subtasks run in TaskManagers: " +
+			"write to a sink, or use the embedded cluster (without --jobmanager)"))
 	case cp == nil:
 		return nil
+	case cp.Settings.Unaligned:
+		return failure.Permanent(errors.New("unaligned checkpoints need barriers that overtake in-flight data, which the data plane " +
+			"between TaskManager processes does not carry yet: take aligned checkpoints (drop --unaligned, weir.CheckpointConfig.Unaligned), " +
+			"or run the job on the embedded cluster (without --jobmanager)"))
 	case cp.SavepointsOnly:
 		return failure.Permanent(errors.New("a job without checkpointing stages its savepoints in the JobManager's temporary directory, " +
 			"which TaskManagers in other processes cannot reach, so it cannot run on this cluster yet: give it checkpointing with a " +

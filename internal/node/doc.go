@@ -11,7 +11,11 @@
 //     session mode's submissions: each job runs its program (a job compiled
 //     into the binary) under launch.OnCluster, so the program's checks and
 //     Execute run unchanged;
-//   - TaskManager: registration with backoff under a stable id, a
+//   - TaskManager: its data plane (one internal/network/tcp listener and
+//     Server for the process's life, listening on --data-address and
+//     registered with its advertised address: the bound one, or with an
+//     unspecified host the local address of a connection to the
+//     JobManager), registration with backoff under a stable id, a
 //     taskmanager.TaskManager per session whose JobBuilder builds each job
 //     by running its program under launch.Building (BuildJob checks the
 //     graph's fingerprint against the JobManager's), fencing (a session
@@ -31,8 +35,7 @@
 //     submission compare build ids, and the graph's fingerprint is compared
 //     when a TaskManager builds a job.
 //
-// Not yet (later slices of the design record): the data plane between
-// TaskManagers (every subtask of a job runs on one TaskManager's local
-// shuffle until internal/network/tcp is wired), heartbeats (a session's end
-// is the only loss detected), application mode, and the storage probe.
+// Not yet (later slices of the design record): heartbeats (a session's end,
+// and a task's data-plane error, are the only losses detected),
+// application mode, and the storage probe.
 package node

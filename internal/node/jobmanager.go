@@ -90,12 +90,10 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Until the data plane joins TaskManager processes, a job runs on one.
-	c.JM.PlaceJobsOnOneTaskManager()
 	n := &JobManager{c: c, log: cfg.Logger, current: map[string]string{}}
 	build := BuildID()
 	srv, err := rpc.NewServer(rpc.ServerConfig{
-		Epoch:      1, // until high availability gives the epoch a meaning
+		Epoch:      leaderEpoch,
 		JobManager: c.JM,
 		Admit: func(reg rpc.Registration) error {
 			if reg.BuildID != build {

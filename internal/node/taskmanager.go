@@ -29,6 +29,10 @@ type TaskManagerConfig struct {
 	// HeapStateMemory (see taskmanager.Config) default to their shares of
 	// it, and the live heap is guarded against it (memory.go).
 	ProcessMemory, NetworkMemory, HeapStateMemory int64
+	// DataAddress is where its data plane listens for other TaskManagers
+	// (host:port; "" means DefaultDataAddress). With an unspecified host
+	// it advertises the local address of its connection to the JobManager.
+	DataAddress string
 	// StateDir holds its jobs' on-disk state, a folder per job ("" means
 	// a new temporary directory, removed at the end).
 	StateDir string
@@ -97,6 +101,17 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 		return fmt.Errorf("the TaskManager's state directory (--state-dir): %w", err)
 	}
 	build := BuildID()
+	if cfg.DataAddress == "" {
+		cfg.DataAddress = DefaultDataAddress
+	}
+	dp, err := startDataPlane(ctx, cfg, build)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("TaskManager %s: %w", cfg.ID, err)
+	}
+	defer dp.close() // after the last session's TaskManager shut down
 	for {
 		gw := &toJobManager{}
 		// The heartbeat's Member registers through this: the first time
@@ -115,11 +130,11 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 			return cs.Fence().Epoch, cs.Fence().Session, nil
 		}
 		tm := taskmanager.New(taskmanager.Config{ID: cfg.ID, Slots: cfg.Slots, NetworkMemory: cfg.NetworkMemory,
-			HeapStateMemory: cfg.HeapStateMemory, Jobs: &builder{cfg: cfg}, Logger: cfg.Logger,
+			HeapStateMemory: cfg.HeapStateMemory, Jobs: &builder{cfg: cfg}, Logger: cfg.Logger, Data: dp.forTaskManager(),
 			Heartbeats: taskmanager.Heartbeats{Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout, Register: register}},
 			gw, network.NewLocalShuffle())
 		cs, err := rpc.Connect(ctx, rpc.ClientConfig{JobManager: cfg.JobManager,
-			Registration: rpc.Registration{TaskManagerRegistration: tm.Registration(), BuildID: build},
+			Registration: rpc.Registration{TaskManagerRegistration: tm.Registration(), DataAddress: dp.addr, BuildID: build},
 			TaskManager:  tm, Backoff: cfg.Backoff, Logger: cfg.Logger})
 		if err != nil {
 			tm.Shutdown()
@@ -135,7 +150,7 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 			tm.Shutdown()
 			return fmt.Errorf("TaskManager %s: %w", cfg.ID, err)
 		}
-		cfg.Logger.Info("TaskManager registered", "taskmanager", cfg.ID, "jobmanager", cfg.JobManager, "session", cs.Fence().Session, "slots", cfg.Slots)
+		cfg.Logger.Info("TaskManager registered", "taskmanager", cfg.ID, "jobmanager", cfg.JobManager, "session", cs.Fence().Session, "slots", cfg.Slots, "data", dp.addr)
 		if cfg.Registered != nil {
 			cfg.Registered(cs.Fence().Session)
 		}

@@ -22,6 +22,30 @@ type ReleaseJob struct {
 	Ended   bool
 }
 
+// DeployAttempt tells a TaskManager where each job slot of one attempt of
+// a job runs (TaskManagerGateway.DeployAttempt), so that it can request
+// the input channels whose producers run in another TaskManager over the
+// data plane and publish its partitions to remote consumers. The
+// JobManager sends it, ahead of the attempt's deployments there, to each
+// TaskManager that holds a slot of the attempt, when the attempt's slots
+// are on TaskManagers with a data plane (an embedded cluster's have none:
+// their shared shuffle is every channel's).
+type DeployAttempt struct {
+	JobID   string
+	Attempt int
+	// Slots[s] is where job slot s runs: subtask s of every vertex (slot
+	// sharing).
+	Slots []SlotPlacement
+}
+
+// SlotPlacement is the TaskManager holding one job slot of an attempt.
+type SlotPlacement struct {
+	// TaskManager is its registration id; DataAddress where its data
+	// plane listens (TaskManagerRegistration.DataAddress).
+	TaskManager, DataAddress string
+	Allocation               AllocationID
+}
+
 // RegisterJob makes a job known to a TaskManager before any of its
 // deployments (TaskManagerGateway.RegisterJob): what the TaskManager's
 // process needs to build the job's graph itself and to run its subtasks.

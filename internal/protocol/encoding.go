@@ -27,7 +27,8 @@ import (
 // Version is the version of the encoding, the first byte of every frame.
 // Version 2: Deployment carries its Allocation, ReleaseJob its Attempt.
 // Version 3: ReleaseJob carries Ended; RegisterJob.
-const Version = 3
+// Version 4: TaskManagerRegistration carries DataAddress; DeployAttempt.
+const Version = 4
 
 // MaxFrameSize bounds an encoded message. Control messages are far smaller;
 // the largest are deployments that carry a subtask's operator state.
@@ -67,8 +68,9 @@ const (
 	KindSourceEnded             Kind = 16
 	KindTaskStatsReport         Kind = 17
 	// 18 is reserved for RegistrationReply (internal/rpc's RegisterReply
-	// stands for it now), 20 for DeployAttempt (decision 8).
+	// stands for it now).
 	KindRegisterJob    Kind = 19
+	KindDeployAttempt  Kind = 20
 	KindHeartbeat      Kind = 21
 	KindHeartbeatReply Kind = 22
 	KindDeregister     Kind = 23
@@ -80,8 +82,8 @@ var kindNames = [...]string{
 	KindReleaseJob: "ReleaseJob", KindTaskStatsReport: "TaskStatsReport",
 	KindTaskManagerRegistration: "TaskManagerRegistration", KindTaskStateUpdate: "TaskStateUpdate",
 	KindAcknowledgeCheckpoint: "AcknowledgeCheckpoint", KindDeclineCheckpoint: "DeclineCheckpoint", KindSourceEnded: "SourceEnded",
-	KindRegisterJob: "RegisterJob",
-	KindHeartbeat:   "Heartbeat", KindHeartbeatReply: "HeartbeatReply", KindDeregister: "Deregister",
+	KindRegisterJob: "RegisterJob", KindDeployAttempt: "DeployAttempt",
+	KindHeartbeat: "Heartbeat", KindHeartbeatReply: "HeartbeatReply", KindDeregister: "Deregister",
 }
 
 // String is the name of the message type of kind k.
@@ -105,6 +107,7 @@ func (DeclineCheckpoint) Kind() Kind       { return KindDeclineCheckpoint }
 func (SourceEnded) Kind() Kind             { return KindSourceEnded }
 func (TaskStatsReport) Kind() Kind         { return KindTaskStatsReport }
 func (RegisterJob) Kind() Kind             { return KindRegisterJob }
+func (DeployAttempt) Kind() Kind           { return KindDeployAttempt }
 func (Heartbeat) Kind() Kind               { return KindHeartbeat }
 func (HeartbeatReply) Kind() Kind          { return KindHeartbeatReply }
 func (Deregister) Kind() Kind              { return KindDeregister }
@@ -146,10 +149,20 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		w.bools(m.Ended)
 	case RegisterJob:
 		w.registerJob(m)
+	case DeployAttempt:
+		w.str(m.JobID)
+		w.int(m.Attempt)
+		w.count(len(m.Slots), m.Slots == nil)
+		for _, p := range m.Slots {
+			w.str(p.TaskManager)
+			w.str(p.DataAddress)
+			w.allocation(p.Allocation)
+		}
 	case TaskManagerRegistration:
 		w.str(m.ID)
 		w.int(m.Slots)
 		w.i64(m.NetworkMemory)
+		w.str(m.DataAddress)
 	case TaskStateUpdate:
 		w.exec(m.Exec)
 		w.str(string(m.State))
@@ -214,8 +227,10 @@ func Decode(b []byte) (Message, error) {
 		m = ReleaseJob{JobID: r.str("JobID"), Attempt: r.int("Attempt"), Ended: r.bool("Ended")}
 	case KindRegisterJob:
 		m = r.registerJob()
+	case KindDeployAttempt:
+		m = r.deployAttempt()
 	case KindTaskManagerRegistration:
-		m = TaskManagerRegistration{ID: r.str("ID"), Slots: r.int("Slots"), NetworkMemory: r.i64("NetworkMemory")}
+		m = TaskManagerRegistration{ID: r.str("ID"), Slots: r.int("Slots"), NetworkMemory: r.i64("NetworkMemory"), DataAddress: r.str("DataAddress")}
 	case KindTaskStateUpdate:
 		m = TaskStateUpdate{Exec: r.exec("Exec"), State: TaskState(r.str("State")), Failure: r.failure("Failure")}
 	case KindAcknowledgeCheckpoint:
@@ -616,6 +631,7 @@ const (
 	minAllocation     = 4 // Epoch, Job, Attempt, Slot
 	// minExecutionReport: Exec (4), Allocation (4), State
 	minExecutionReport = 9
+	minSlotPlacement   = 6 // TaskManager, DataAddress, Allocation (4 varints)
 )
 
 func (r *reader) bytes(field string) []byte {
@@ -666,6 +682,19 @@ func (r *reader) registerJob() RegisterJob {
 		Incremental: r.bool("Incremental"), Interval: r.i64("Interval"), ChannelStateMemory: r.i64("ChannelStateMemory"),
 		Lineage: r.str("Lineage"), SavepointsOnly: r.bool("SavepointsOnly"), Probe: r.str("Probe"), ProbeToken: r.str("ProbeToken")}
 	return j
+}
+
+func (r *reader) deployAttempt() DeployAttempt {
+	m := DeployAttempt{JobID: r.str("JobID"), Attempt: r.int("Attempt")}
+	if n, ok := r.count("Slots", minSlotPlacement); ok {
+		m.Slots = make([]SlotPlacement, n)
+		r.enter("Slots")
+		for i := range m.Slots {
+			m.Slots[i] = SlotPlacement{TaskManager: r.str("TaskManager"), DataAddress: r.str("DataAddress"), Allocation: r.allocation("Allocation")}
+		}
+		r.leave()
+	}
+	return m
 }
 
 func (r *reader) deployment() Deployment {

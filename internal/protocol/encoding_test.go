@@ -23,7 +23,7 @@ import (
 var messages = []Message{
 	Deployment{}, CancelTask{}, TriggerCheckpoint{}, NotifyCheckpoint{}, OperatorEvent{},
 	ReleaseJob{}, TaskStatsReport{}, TaskManagerRegistration{}, TaskStateUpdate{}, AcknowledgeCheckpoint{}, DeclineCheckpoint{}, SourceEnded{},
-	RegisterJob{}, Heartbeat{}, HeartbeatReply{}, Deregister{},
+	RegisterJob{}, Heartbeat{}, HeartbeatReply{}, Deregister{}, DeployAttempt{},
 }
 
 // nonMessages are the exported struct types that never cross the boundary
@@ -296,6 +296,7 @@ func TestMinSizes(t *testing.T) {
 		{"heartbeat stats", size(Heartbeat{Stats: make([]ExecutionStats, 1)}, Heartbeat{Stats: []ExecutionStats{}}), minExecutionStats},
 		{"execution report", size(Heartbeat{Executions: make([]ExecutionReport, 1)}, Heartbeat{Executions: []ExecutionReport{}}), minExecutionReport},
 		{"allocation", size(HeartbeatReply{Held: make([]AllocationID, 1)}, HeartbeatReply{Held: []AllocationID{}}), minAllocation},
+		{"slot placement", size(DeployAttempt{Slots: make([]SlotPlacement, 1)}, DeployAttempt{Slots: []SlotPlacement{}}), minSlotPlacement},
 	} {
 		if c.got != c.want {
 			t.Errorf("a zero %s encodes to %d bytes, the decoder assumes %d at least", c.name, c.got, c.want)

@@ -11,6 +11,9 @@ type TaskManagerGateway interface {
 	// TaskManager that cannot build it fails the job's deployments with
 	// the reason.
 	RegisterJob(RegisterJob)
+	// DeployAttempt says where each job slot of an attempt runs, ahead of
+	// the attempt's deployments on a TaskManager with a data plane.
+	DeployAttempt(DeployAttempt)
 	// SubmitTask starts an execution; its state changes come back through
 	// JobManagerGateway.UpdateTaskState, a failure to start as FAILED.
 	SubmitTask(Deployment)

@@ -99,6 +99,9 @@ func (l *LoopbackTaskManager) SendEvent(e OperatorEvent) { l.tm.SendEvent(mustRo
 // RegisterJob implements TaskManagerGateway.
 func (l *LoopbackTaskManager) RegisterJob(j RegisterJob) { l.tm.RegisterJob(mustRoundTrip(j)) }
 
+// DeployAttempt implements TaskManagerGateway.
+func (l *LoopbackTaskManager) DeployAttempt(a DeployAttempt) { l.tm.DeployAttempt(mustRoundTrip(a)) }
+
 // ReleaseJob implements TaskManagerGateway.
 func (l *LoopbackTaskManager) ReleaseJob(r ReleaseJob) { l.tm.ReleaseJob(mustRoundTrip(r)) }
 

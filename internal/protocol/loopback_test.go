@@ -17,6 +17,7 @@ func (f *fakeTM) TriggerCheckpoint(t TriggerCheckpoint) { f.got = append(f.got, 
 func (f *fakeTM) NotifyCheckpoint(n NotifyCheckpoint)   { f.got = append(f.got, n) }
 func (f *fakeTM) SendEvent(e OperatorEvent)             { f.got = append(f.got, e) }
 func (f *fakeTM) ReleaseJob(r ReleaseJob)               { f.got = append(f.got, r) }
+func (f *fakeTM) DeployAttempt(a DeployAttempt)         { f.got = append(f.got, a) }
 func (f *fakeTM) RegisterJob(j RegisterJob)             { f.got = append(f.got, j) }
 func (f *fakeTM) HeartbeatReply(r HeartbeatReply)       { f.got = append(f.got, r) }
 
@@ -105,7 +106,9 @@ func TestLoopbackTaskManager(t *testing.T) {
 		l.RegisterJob(reg2)
 		hr := random[HeartbeatReply](r)
 		l.HeartbeatReply(hr)
-		for i, sent := range []any{d, e, tc, nc, ev, rj, reg2, hr} {
+		da := random[DeployAttempt](r)
+		l.DeployAttempt(da)
+		for i, sent := range []any{d, e, tc, nc, ev, rj, reg2, hr, da} {
 			checkCopy(t, reflect.TypeOf(sent).Name(), sent, f.got[i])
 		}
 	}
@@ -186,5 +189,6 @@ func (nopTM) TriggerCheckpoint(TriggerCheckpoint) {}
 func (nopTM) NotifyCheckpoint(NotifyCheckpoint)   {}
 func (nopTM) SendEvent(OperatorEvent)             {}
 func (nopTM) ReleaseJob(ReleaseJob)               {}
+func (nopTM) DeployAttempt(DeployAttempt)         {}
 func (nopTM) RegisterJob(RegisterJob)             {}
 func (nopTM) HeartbeatReply(HeartbeatReply)       {}

@@ -10,6 +10,10 @@ type TaskManagerRegistration struct {
 	// NetworkMemory is its network memory budget in bytes
 	// (taskmanager.memory.network.max).
 	NetworkMemory int64
+	// DataAddress is where its data plane accepts other TaskManagers'
+	// connections (host:port; internal/network/tcp); "" for a TaskManager
+	// without one, whose channels are all local (the embedded cluster's).
+	DataAddress string
 }
 
 // TaskStatsReport is a TaskManager's report of the counters of its

@@ -115,5 +115,6 @@ func (nopTM) TriggerCheckpoint(protocol.TriggerCheckpoint) {}
 func (nopTM) NotifyCheckpoint(protocol.NotifyCheckpoint)   {}
 func (nopTM) SendEvent(protocol.OperatorEvent)             {}
 func (nopTM) ReleaseJob(protocol.ReleaseJob)               {}
+func (nopTM) DeployAttempt(protocol.DeployAttempt)         {}
 func (nopTM) RegisterJob(protocol.RegisterJob)             {}
 func (nopTM) HeartbeatReply(protocol.HeartbeatReply)       {}

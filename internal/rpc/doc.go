@@ -65,8 +65,10 @@
 //     address and build id travel as protobuf fields beside the
 //     registration's frame: the epoch and session are the envelope's own
 //     fields, and protocol.TaskManagerRegistration does not carry the
-//     address and build id yet. When it does (with protocol.Version
-//     bumped), those two fields go.
+//     build id yet. It carries the data address since protocol version 4
+//     (the JobManager reads it there), so the data_address field is
+//     redundant; both fields go when the registration carries the build
+//     id too.
 //   - A refusal is a Connect error (FAILED_PRECONDITION) with the reason
 //     as text, not a field of the reply.
 //

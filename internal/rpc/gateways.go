@@ -26,6 +26,8 @@ func deliverToTaskManager(tm protocol.TaskManagerGateway) func(protocol.Message)
 			tm.RegisterJob(m)
 		case protocol.HeartbeatReply:
 			tm.HeartbeatReply(m)
+		case protocol.DeployAttempt:
+			tm.DeployAttempt(m)
 		default:
 			return fmt.Errorf("a %s message, which a JobManager does not send", m.Kind())
 		}
@@ -123,6 +125,9 @@ func (ss *ServerSession) Sent() uint64 {
 	defer ss.s.mu.Unlock()
 	return ss.s.seq
 }
+
+// DeployAttempt implements protocol.TaskManagerGateway.
+func (ss *ServerSession) DeployAttempt(a protocol.DeployAttempt) { ss.s.call(a) }
 
 // ClientSession is a TaskManager's session with the JobManager: a
 // protocol.JobManagerGateway whose calls are queued and written in order,

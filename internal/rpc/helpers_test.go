@@ -76,6 +76,7 @@ func (f fakeTM) TriggerCheckpoint(t protocol.TriggerCheckpoint) { f.add(t) }
 func (f fakeTM) NotifyCheckpoint(n protocol.NotifyCheckpoint)   { f.add(n) }
 func (f fakeTM) SendEvent(e protocol.OperatorEvent)             { f.add(e) }
 func (f fakeTM) ReleaseJob(r protocol.ReleaseJob)               { f.add(r) }
+func (f fakeTM) DeployAttempt(a protocol.DeployAttempt)         { f.add(a) }
 func (f fakeTM) RegisterJob(j protocol.RegisterJob)             { f.add(j) }
 func (f fakeTM) HeartbeatReply(r protocol.HeartbeatReply)       { f.add(r) }
 

@@ -52,7 +52,9 @@ func TestEveryCallArrivesEqual(t *testing.T) {
 		p.ss.RegisterJob(rg)
 		hr := random[protocol.HeartbeatReply](r)
 		p.ss.HeartbeatReply(hr)
-		sentTM = append(sentTM, d, e, tc, nc, ev, rj, rg, hr)
+		da := random[protocol.DeployAttempt](r)
+		p.ss.DeployAttempt(da)
+		sentTM = append(sentTM, d, e, tc, nc, ev, rj, rg, hr, da)
 		if p.ss.Sent() != uint64(len(sentTM)) {
 			t.Fatalf("Sent is %d after %d messages", p.ss.Sent(), len(sentTM))
 		}

@@ -198,6 +198,17 @@ func New(spec Spec) *Task {
 // Name is the task's display name, "chain (i/n)".
 func (t *Task) Name() string { return t.name }
 
+// Fail fails the task from another goroutine (a remote channel of its
+// failed, say): the task loop returns err at its next turn, also while it
+// waits for input or output. It reports false when the task has ended.
+func (t *Task) Fail(err error) bool {
+	return t.Mailbox.Put(func() {
+		if t.failed == nil {
+			t.failed = err
+		}
+	})
+}
+
 // Run builds the chain and runs it until its input ends (and, with
 // checkpointing, its final checkpoint completed), it fails, or cancel is
 // closed. It returns nil when the task finished, ErrCanceled when it was

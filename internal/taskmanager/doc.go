@@ -19,4 +19,17 @@
 // than the newest of its job it was deployed, or one it admitted before,
 // so late and duplicate deployments are harmless (admitLocked). Crash
 // stops it as a crashed process stops, for the embedded cluster to lose it.
+//
+// With a data plane (Config.Data, a TaskManager process; dataplane.go) it
+// learns where each job slot of an attempt runs from DeployAttempt, ahead
+// of the attempt's deployments: an input channel whose producer runs in
+// another TaskManager is requested over internal/network/tcp (its buffers
+// from this TaskManager's network memory; the input channels are added on
+// the task's goroutine, so a slow dial never holds up the JobManager's
+// messages), a result partition with a
+// consumer elsewhere is published on the process's tcp.Server, and a
+// failure of a remote channel, on either side, fails the task at once
+// (task.Task.Fail) naming the peer TaskManager. Channels between subtasks
+// of one TaskManager stay local (network.Connect); without a data plane
+// (the embedded cluster) every channel is.
 package taskmanager

@@ -48,6 +48,7 @@ func (tm *TaskManager) RegisterJob(m protocol.RegisterJob) {
 // once they have returned, calls the job's Release.
 func (tm *TaskManager) ReleaseJob(r protocol.ReleaseJob) {
 	tm.shuffle.Release(r.JobID, r.Attempt)
+	tm.releaseData(r)
 	if !r.Ended {
 		return
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Heartbeats are its registration and heartbeats (heartbeat.go).
 	Heartbeats Heartbeats
+	// Data, if set, carries channels to and from other TaskManager
+	// processes (dataplane.go); nil: every channel is local.
+	Data *DataPlane
 }
 
 // Job is what a TaskManager knows of a job before it runs any of its tasks:
@@ -83,6 +86,7 @@ type TaskManager struct {
 	heapMem *budget.Budget  // its subtasks' heap state tables (nil: unbounded)
 	builder JobBuilder
 	logger  *slog.Logger
+	data    *dataState // nil: no data plane
 
 	mu     sync.Mutex // guards jobs, tasks, early, stores, closed, live and reporting
 	closed bool       // Shutdown was called: no more submissions
@@ -149,7 +153,8 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 		logger: cfg.Logger, builder: cfg.Jobs, jobs: map[string]*Job{}, unbuilt: map[string]error{}, tasks: map[protocol.ExecutionID]*running{},
 		early: map[protocol.ExecutionID]bool{}, stores: map[string]*storage.Store{}, errs: map[protocol.ExecutionID]error{},
 		live: map[protocol.ExecutionID]*running{}, stop: make(chan struct{}),
-		allocs: map[protocol.AllocationID]int{}, attempts: map[string]*attemptSeen{}, heartbeats: cfg.Heartbeats}
+		allocs: map[protocol.AllocationID]int{}, attempts: map[string]*attemptSeen{}, heartbeats: cfg.Heartbeats,
+		data: newDataState(cfg.Data)}
 	if cfg.HeapStateMemory > 0 {
 		tm.heapMem = budget.New(cfg.HeapStateMemory)
 	}
@@ -160,9 +165,13 @@ func New(cfg Config, gw protocol.JobManagerGateway, shuffle *network.LocalShuffl
 func (tm *TaskManager) ID() string { return tm.id }
 
 // Registration is what the TaskManager tells the JobManager it registers
-// with: its name, slots and network memory.
+// with: its name, slots, network memory and data address.
 func (tm *TaskManager) Registration() protocol.TaskManagerRegistration {
-	return protocol.TaskManagerRegistration{ID: tm.id, Slots: tm.slots, NetworkMemory: tm.budget.Capacity()}
+	r := protocol.TaskManagerRegistration{ID: tm.id, Slots: tm.slots, NetworkMemory: tm.budget.Capacity()}
+	if tm.data != nil {
+		r.DataAddress = tm.data.cfg.Address
+	}
+	return r
 }
 
 // SubmitTask implements protocol.TaskManagerGateway. An execution that
@@ -242,8 +251,9 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 	if job == nil {
 		return fmt.Errorf("taskmanager %s: job %s is not registered", tm.id, d.Exec.Job)
 	}
-	spec, err := tm.taskSpec(job, d)
+	spec, w, err := tm.taskSpec(job, d)
 	if err != nil {
+		w.close()
 		return err
 	}
 	var r *running
@@ -252,13 +262,16 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskRunning})
 	}
 	r = &running{task: task.New(spec), alloc: d.Allocation, cancel: make(chan struct{}), done: make(chan struct{})}
+	w.bind(r.task)
 	tm.mu.Lock()
 	if tm.closed {
 		tm.mu.Unlock()
+		w.close()
 		return fmt.Errorf("taskmanager %s is shut down", tm.id)
 	}
 	if _, dup := tm.tasks[d.Exec]; dup {
 		tm.mu.Unlock()
+		w.close()
 		return fmt.Errorf("taskmanager %s: %s is already running", tm.id, d.Exec)
 	}
 	tm.tasks[d.Exec] = r
@@ -274,7 +287,8 @@ func (tm *TaskManager) submit(d protocol.Deployment) error {
 		defer tm.wg.Done()
 		defer close(r.done)
 		tm.jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: d.Exec, State: protocol.TaskInitializing})
-		err := r.task.Run(r.cancel)
+		err := w.run(r.task, r.cancel)
+		w.close()
 		tm.reportFinal(d.Exec, r)
 		switch {
 		case err == nil:
@@ -315,16 +329,22 @@ func failureOf(err error) *protocol.Failure {
 	return f
 }
 
-// taskSpec wires one execution's outputs and inputs.
-func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (task.Spec, error) {
+// taskSpec wires one execution's outputs and inputs; its remote channels
+// are w's (to close, also after an error).
+func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (_ task.Spec, w *wiring, _ error) {
+	w = &wiring{}
 	g := job.Graph
 	if d.Exec.Vertex < 0 || d.Exec.Vertex >= len(g.Vertices) {
-		return task.Spec{}, fmt.Errorf("taskmanager %s: job %s has no vertex %d", tm.id, d.Exec.Job, d.Exec.Vertex)
+		return task.Spec{}, w, fmt.Errorf("taskmanager %s: job %s has no vertex %d", tm.id, d.Exec.Job, d.Exec.Vertex)
 	}
 	v := g.Vertices[d.Exec.Vertex]
 	keyHash := keygroup.HashVersion(d.KeyHash)
 	if !keyHash.Valid() {
-		return task.Spec{}, fmt.Errorf("taskmanager %s: %s: key hash version %d is unknown to this build", tm.id, d.Exec, d.KeyHash)
+		return task.Spec{}, w, fmt.Errorf("taskmanager %s: %s: key hash version %d is unknown to this build", tm.id, d.Exec, d.KeyHash)
+	}
+	place, err := tm.placement(job, d)
+	if err != nil {
+		return task.Spec{}, w, err
 	}
 	spec := task.Spec{
 		Exec: d.Exec, Vertex: v, OperatorIDs: g.OperatorIDs, MaxParallelism: v.MaxParallelism, KeyHash: keyHash, Mode: job.Mode, Clock: job.Clock,
@@ -334,7 +354,7 @@ func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (task.Spec, err
 	if d.Restore != nil {
 		st, err := tm.store(d.Restore.StorageURL)
 		if err != nil {
-			return task.Spec{}, err
+			return task.Spec{}, w, err
 		}
 		spec.RestoreStore = st
 	}
@@ -347,12 +367,15 @@ func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (task.Spec, err
 		fewest, most := job.PoolBounds(n)
 		pool, err := tm.budget.NewPool(fewest, most, job.BufferSize)
 		if err != nil {
-			return task.Spec{}, fmt.Errorf("taskmanager %s: the output of %q to %q: %w (taskmanager.memory.network.max)", tm.id, v.Name, e.Target.Name, err)
+			return task.Spec{}, w, fmt.Errorf("taskmanager %s: the output of %q to %q: %w (taskmanager.memory.network.max)", tm.id, v.Name, e.Target.Name, err)
 		}
 		rp, err := tm.shuffle.Produce(key(e, d.Exec.Subtask), n, pool)
 		if err != nil {
 			pool.Close()
-			return task.Spec{}, err
+			return task.Spec{}, w, err
+		}
+		if err := tm.publish(w, place, e, key(e, d.Exec.Subtask), rp); err != nil {
+			return task.Spec{}, w, err
 		}
 		spec.Outputs = append(spec.Outputs, task.Output{Edge: e, Partition: rp})
 	}
@@ -363,18 +386,16 @@ func (tm *TaskManager) taskSpec(job *Job, d protocol.Deployment) (task.Spec, err
 			plo, phi := graph.Sources(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, d.Exec.Subtask)
 			for producer := plo; producer < phi; producer++ {
 				lo, hi := graph.Targets(e.Pattern, e.Source.Parallelism, e.Target.Parallelism, producer)
-				rp, err := tm.shuffle.Consume(key(e, producer), hi-lo)
-				if err != nil {
-					return task.Spec{}, err
-				}
 				sub := d.Exec.Subtask - lo
 				ch := spec.ChannelsPerInput[e.Input]
-				network.Connect(rp.Subs[sub], spec.Gate, e.Input, ch, job.BuffersPerChannel)
+				if err := tm.connect(w, job, place, e, key(e, producer), hi-lo, sub, spec.Gate, e.Input, ch); err != nil {
+					return task.Spec{}, w, err
+				}
 				spec.ChannelsPerInput[e.Input]++
 			}
 		}
 	}
-	return spec, nil
+	return spec, w, nil
 }
 
 // store returns the checkpoint store at url, opening it once.
@@ -536,6 +557,7 @@ func (tm *TaskManager) Shutdown() {
 	tm.jobs = map[string]*Job{}
 	tm.mu.Unlock()
 	tm.wg.Wait()
+	tm.closeData()
 	for _, s := range stores {
 		s.Close()
 	}
