@@ -118,7 +118,7 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 			if !cur {
 				return // replaced by a new registration, which lost it already
 			}
-			c.JM.TaskManagerSessionEnded(e.TaskManager, "its control session ended: "+e.Cause.Error(), e.ByPeer)
+			c.JM.TaskManagerSessionEnded(e.TaskManager, e.Cause.Error(), e.ByPeer)
 		},
 		Jobs: &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome,
 			Run: func(ctx context.Context, program string, args []string, submitted func(string)) error {
