@@ -67,10 +67,14 @@ func (p *Proxy) setSilent(s bool) {
 func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Linger 0 on every socket first: a pipe that sees its other side
+	// closed closes this one too, and that close must be a reset as well.
 	for c := range p.conns {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetLinger(0)
 		}
+	}
+	for c := range p.conns {
 		c.Close()
 		delete(p.conns, c)
 	}
