@@ -3,6 +3,7 @@
 package tcpopt
 
 import (
+	"errors"
 	"net"
 	"syscall"
 	"time"
@@ -16,3 +17,8 @@ func UserTimeoutControl(time.Duration) func(network, address string, c syscall.R
 
 // SetUserTimeout does nothing where TCP_USER_TIMEOUT does not exist.
 func SetUserTimeout(*net.TCPConn, time.Duration) error { return nil }
+
+// Read is implemented on Linux only.
+func Read(*net.TCPConn) (Options, error) {
+	return Options{}, errors.New("tcpopt: reading socket options is implemented on Linux only")
+}
