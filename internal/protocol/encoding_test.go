@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -33,56 +32,9 @@ var nonMessages = map[string]string{
 	"LoopbackJobManager":  "a transport: it carries messages",
 }
 
-// fill sets v (settable) to random values: nil, empty and full slices and
-// pointers, extreme and small integers, strings of any bytes.
-func fill(r *rand.Rand, v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Struct:
-		for i := range v.NumField() {
-			fill(r, v.Field(i))
-		}
-	case reflect.Pointer:
-		if r.IntN(3) > 0 {
-			v.Set(reflect.New(v.Type().Elem()))
-			fill(r, v.Elem())
-		} else {
-			v.SetZero()
-		}
-	case reflect.Slice:
-		switch r.IntN(4) {
-		case 0:
-			v.SetZero()
-		case 1:
-			v.Set(reflect.MakeSlice(v.Type(), 0, r.IntN(2)))
-		default:
-			n := 1 + r.IntN(4)
-			v.Set(reflect.MakeSlice(v.Type(), n, n))
-			for i := range n {
-				fill(r, v.Index(i))
-			}
-		}
-	case reflect.String:
-		b := make([]byte, r.IntN(4)*r.IntN(6))
-		for i := range b {
-			b[i] = byte(r.IntN(256))
-		}
-		v.SetString(string(b))
-	case reflect.Bool:
-		v.SetBool(r.IntN(2) == 1)
-	case reflect.Uint64:
-		v.SetUint([]uint64{0, 1, math.MaxUint64, r.Uint64()}[r.IntN(4)])
-	case reflect.Int, reflect.Int64:
-		v.SetInt([]int64{0, -1, 1, math.MaxInt64, math.MinInt64, r.Int64N(1000) - 500, int64(r.Uint64())}[r.IntN(7)])
-	case reflect.Uint8, reflect.Uint32:
-		v.SetUint(r.Uint64() & (1<<(8*v.Type().Size()) - 1))
-	default:
-		panic("fill: no random values for " + v.Type().String())
-	}
-}
-
 func randomMessage(r *rand.Rand, m Message) Message {
 	v := reflect.New(reflect.TypeOf(m)).Elem()
-	fill(r, v)
+	testseed.Fill(r, v)
 	return v.Interface().(Message)
 }
 

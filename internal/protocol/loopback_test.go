@@ -77,7 +77,7 @@ func checkCopy(t *testing.T, call string, sent, got any) {
 
 func random[M Message](r *rand.Rand) M {
 	var m M
-	fill(r, reflect.ValueOf(&m).Elem())
+	testseed.Fill(r, reflect.ValueOf(&m).Elem())
 	return m
 }
 

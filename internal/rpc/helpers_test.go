@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"net"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/testseed"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -191,54 +191,8 @@ func waitEnd(t *testing.T, ch chan SessionEnd, side string) SessionEnd {
 	return SessionEnd{}
 }
 
-// fill sets v to a random value (protocol's encoding_test.go's filler).
-func fill(r *rand.Rand, v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Struct:
-		for i := range v.NumField() {
-			fill(r, v.Field(i))
-		}
-	case reflect.Pointer:
-		if r.IntN(3) > 0 {
-			v.Set(reflect.New(v.Type().Elem()))
-			fill(r, v.Elem())
-		} else {
-			v.SetZero()
-		}
-	case reflect.Slice:
-		switch r.IntN(4) {
-		case 0:
-			v.SetZero()
-		case 1:
-			v.Set(reflect.MakeSlice(v.Type(), 0, r.IntN(2)))
-		default:
-			n := 1 + r.IntN(4)
-			v.Set(reflect.MakeSlice(v.Type(), n, n))
-			for i := range n {
-				fill(r, v.Index(i))
-			}
-		}
-	case reflect.String:
-		b := make([]byte, r.IntN(4)*r.IntN(6))
-		for i := range b {
-			b[i] = byte(r.IntN(256))
-		}
-		v.SetString(string(b))
-	case reflect.Bool:
-		v.SetBool(r.IntN(2) == 1)
-	case reflect.Int, reflect.Int64:
-		v.SetInt([]int64{0, -1, 1, math.MaxInt64, math.MinInt64, r.Int64N(1000) - 500, int64(r.Uint64())}[r.IntN(7)])
-	case reflect.Uint64:
-		v.SetUint(r.Uint64())
-	case reflect.Uint8, reflect.Uint32:
-		v.SetUint(r.Uint64() & (1<<(8*v.Type().Size()) - 1))
-	default:
-		panic("fill: no random values for " + v.Type().String())
-	}
-}
-
 func random[M protocol.Message](r *rand.Rand) M {
 	var m M
-	fill(r, reflect.ValueOf(&m).Elem())
+	testseed.Fill(r, reflect.ValueOf(&m).Elem())
 	return m
 }
