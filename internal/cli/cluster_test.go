@@ -103,16 +103,9 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 		spare = first
 	}
 	t.Logf("killed %s, which runs a subtask of the sink, %v after submitting", holder, kill)
-	code, took, _ := client.wait(t, 90*time.Second)
-	if code != ExitOK {
-		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
-	}
+	wantExactlyOnce(t, client, output, want, jm)
 	if !strings.Contains(client.stderr.String(), "submitted to "+rpcAddr) {
 		t.Errorf("the client did not say where it submitted; stderr:\n%s", client.stderr.String())
-	}
-	got := committedLines(t, output)
-	if !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
 	}
 	if !strings.Contains(jm.stderr.String(), "TaskManager "+holder+" lost") {
 		t.Errorf("the JobManager did not log %s's loss; stderr:\n%s", holder, jm.stderr.String())
@@ -124,12 +117,7 @@ func TestClusterKeyedCountSurvivesTaskManagerKill(t *testing.T) {
 	} else if ex, err := c.Exceptions(ctx, jobs[0].ID); err != nil || len(ex.AllExceptions) == 0 || ex.AllExceptions[0].TaskManagerID != holder {
 		t.Errorf("/jobs/%s/exceptions: %+v, %v; want the failure on %s", jobs[0].ID, ex, err, holder)
 	}
-	for _, p := range []*proc{spare, jm} {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
-			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
-		}
-	}
+	stopAll(t, spare, jm)
 }
 
 // TestClusterSilentTaskManager: a TaskManager frozen (SIGSTOP: its
@@ -174,12 +162,7 @@ func TestClusterSilentTaskManager(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	frozen.cmd.Process.Signal(syscall.SIGCONT)
 	waitFor("the thawed TaskManager", frozen, "TaskManager fenced itself")
-	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
-		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
-	}
-	if got := committedLines(t, output); !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
-	}
+	wantExactlyOnce(t, client, output, want, jm)
 	if strings.Count(frozen.stdout.String(), "TaskManager registered") != 2 {
 		t.Errorf("the thawed TaskManager did not register again; stdout:\n%s", frozen.stdout.String())
 	}
@@ -217,12 +200,7 @@ func TestClusterWaitsForANewTaskManager(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	startTaskManager(t, os.Args[0], rpcAddr, "tm-new", 2)
-	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
-		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
-	}
-	if got := committedLines(t, output); !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
-	}
+	wantExactlyOnce(t, client, output, want, jm)
 }
 
 // TestClusterDelayedLink: 50-200 ms of delay with jitter on the control
@@ -244,12 +222,7 @@ func TestClusterDelayedLink(t *testing.T) {
 	startTaskManager(t, os.Args[0], link.Addr(), "tm-a", 2)
 	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
 		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "200ms", "--rate", "1000")
-	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
-		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
-	}
-	if got := committedLines(t, output); !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
-	}
+	wantExactlyOnce(t, client, output, want, jm)
 	log := jm.stderr.String()
 	if strings.Contains(log, "lost") || strings.Contains(log, "restarting") {
 		t.Fatalf("a delayed link caused a failover; JobManager:\n%s", log)
@@ -291,12 +264,7 @@ func TestClusterSilentLink(t *testing.T) {
 	}
 	t.Logf("both sides gave the link up within %v", time.Since(silenced))
 	link.Heal()
-	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
-		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
-	}
-	if got := committedLines(t, output); !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
-	}
+	wantExactlyOnce(t, client, output, want, jm)
 	waitOutput(t, cut, regexp.MustCompile(`(?s)TaskManager registered.*TaskManager registered`))
 }
 
@@ -335,14 +303,9 @@ func TestClusterStopAndResume(t *testing.T) {
 	first.cmd.Process.Signal(syscall.SIGTERM)
 	first.wait(t, 20*time.Second)
 	startTaskManager(t, os.Args[0], rpcAddr, "tm-c", 3)
-	code, _, stderr = runWeir(t, 120*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out,
+	resumed := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out,
 		"--checkpoint-dir", cps, "--from", m[1], "--parallelism", "3", "--state-backend", "pebble")
-	if code != ExitOK {
-		t.Fatalf("resumed run: exit %d, %s\nJobManager:\n%s", code, stderr, jm.stderr.String())
-	}
-	if got := committedLines(t, out); !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines after the resume, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
-	}
+	wantExactlyOnce(t, resumed, out, want, jm)
 	t.Logf("stopped with %d of %d lines committed; savepoint %s", stopped, len(want), m[1])
 }
 
@@ -374,6 +337,36 @@ func sinkHolder(t *testing.T, restAddr, sink string, r interface{ IntN(int) int 
 	}
 	t.Fatalf("the REST API never placed every subtask of %q", sink)
 	return ""
+}
+
+// wantExactlyOnce waits for the client of a keyed-count job to exit 0 and
+// checks that the job committed want to output exactly once (per key,
+// counts 1..N once each, right sums). On failure it shows the stderr of
+// the client and of logs (the cluster's processes).
+func wantExactlyOnce(t *testing.T, client *proc, output string, want []string, logs ...*proc) {
+	t.Helper()
+	if code, took, _ := client.wait(t, 90*time.Second); code != ExitOK {
+		var b strings.Builder
+		for _, p := range logs {
+			fmt.Fprintf(&b, "\n%v:\n%s", p.cmd.Args[1:], p.stderr.String())
+		}
+		t.Fatalf("the client exited %d after %v; stderr:\n%s%s", code, took, client.stderr.String(), b.String())
+	}
+	if got := committedLines(t, output); !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+}
+
+// stopAll sends SIGTERM to each process in turn and checks that it exits
+// 0 (or as canceled).
+func stopAll(t *testing.T, procs ...*proc) {
+	t.Helper()
+	for _, p := range procs {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
+			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
+		}
+	}
 }
 
 // firstDiff is the first index where a and b differ.
@@ -477,24 +470,13 @@ func TestClusterKeyedCountAcrossTaskManagers(t *testing.T) {
 	want := writeKeyedInput(t, input, r, 5000, 40)
 	jm, rpcAddr, _ := startJobManager(t)
 	tms := []*proc{startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
-	code, _, stderr := runWeir(t, 90*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
 		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "5000")
-	if code != ExitOK {
-		t.Fatalf("the client exited %d; stderr:\n%s\nJobManager:\n%s\ntm-a:\n%s\ntm-b:\n%s", code, stderr, jm.stderr.String(),
-			tms[0].stderr.String(), tms[1].stderr.String())
-	}
-	if got := committedLines(t, output); !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
-	}
+	wantExactlyOnce(t, client, output, want, jm, tms[0], tms[1])
 	if n := strings.Count(jm.stderr.String(), "checkpoint completed"); n < 3 {
 		t.Errorf("the job completed %d checkpoints across the processes, want several; JobManager:\n%s", n, jm.stderr.String())
 	}
-	for _, p := range append(tms, jm) {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
-			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
-		}
-	}
+	stopAll(t, append(tms, jm)...)
 }
 
 // TestClusterKeyedCountAcrossTaskManagersSurvivesKill: the same job on two
@@ -520,22 +502,11 @@ func TestClusterKeyedCountAcrossTaskManagersSurvivesKill(t *testing.T) {
 	}
 	name := []string{"tm-a", "tm-b"}[victim]
 	t.Logf("killed %s %v after submitting", name, kill)
-	code, took, _ := client.wait(t, 90*time.Second)
-	if code != ExitOK {
-		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s", code, took, client.stderr.String(), jm.stderr.String())
-	}
-	if got := committedLines(t, output); !slices.Equal(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
-	}
+	wantExactlyOnce(t, client, output, want, jm)
 	if !strings.Contains(jm.stderr.String(), "TaskManager "+name+" lost") {
 		t.Errorf("the JobManager did not log %s's loss; stderr:\n%s", name, jm.stderr.String())
 	}
-	for _, p := range []*proc{tms[1-victim], spare, jm} {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
-			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
-		}
-	}
+	stopAll(t, tms[1-victim], spare, jm)
 }
 
 // TestClusterWindowAggAcrossTaskManagers: window-agg at parallelism 2 on
