@@ -90,29 +90,6 @@ func waitJob(t *testing.T, job *weir.Job, limit time.Duration) (*weir.JobResult,
 	return res, err
 }
 
-// savepointPath matches what Flink's client prints when a savepoint (also
-// the one of stop) is complete.
-var savepointPath = regexp.MustCompile(`Savepoint completed\. Path: (\S+)`)
-
-// checkSavepointWritten checks that the client printed a savepoint path
-// inside dir and that something is there.
-func checkSavepointWritten(t *testing.T, out, dir string) string {
-	t.Helper()
-	m := savepointPath.FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no %q line in Flink's output:\n%s", "Savepoint completed. Path: ...", out)
-	}
-	loc := strings.TrimPrefix(strings.TrimPrefix(m[1], "file://"), "file:")
-	if !strings.HasPrefix(filepath.Clean(loc), filepath.Clean(dir)) {
-		t.Fatalf("savepoint written to %s, not under the requested %s", m[1], dir)
-	}
-	entries, err := os.ReadDir(loc)
-	if err != nil || len(entries) == 0 {
-		t.Fatalf("savepoint location %s: %d entries, %v", loc, len(entries), err)
-	}
-	return loc
-}
-
 // TestFlinkCLI runs Apache Flink's own command-line client (flink-clients
 // 2.3.0, fetched by scripts/flink-client) against Weir's REST API: Flink
 // users' tools must work on what Weir shares with Flink.
@@ -160,7 +137,7 @@ func TestFlinkCLI(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("flink savepoint: exit %d; output:\n%s", code, out)
 		}
-		loc := checkSavepointWritten(t, out, dir)
+		loc := flinktest.SavepointWritten(t, out, dir)
 		// Taking a savepoint leaves the job running.
 		select {
 		case <-job.Done():
@@ -182,7 +159,7 @@ func TestFlinkCLI(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("flink stop: exit %d; output:\n%s", code, out)
 		}
-		checkSavepointWritten(t, out, dir)
+		flinktest.SavepointWritten(t, out, dir)
 		if res, err := waitJob(t, job, 30*time.Second); err != nil || res.Status != "FINISHED" {
 			t.Fatalf("after flink stop, Weir reports %+v, %v; want FINISHED", res, err)
 		}
@@ -225,7 +202,7 @@ func flinkStopClicks(t *testing.T, flink flinktest.Client) {
 	const count = 20000
 	job, emitted := startClicks(t, count, 1000, "")
 	code, out := flink.Run(t, "savepoint", "-m", job.RESTAddr(), job.ID(), t.TempDir())
-	if code != 0 || savepointPath.FindStringSubmatch(out) == nil {
+	if code != 0 || flinktest.SavepointCompleted.FindStringSubmatch(out) == nil {
 		t.Fatalf("flink savepoint of clicks: exit %d; output:\n%s", code, out)
 	}
 	dir := t.TempDir()
@@ -233,7 +210,7 @@ func flinkStopClicks(t *testing.T, flink flinktest.Client) {
 	if code != 0 {
 		t.Fatalf("flink stop of clicks: exit %d; output:\n%s", code, out)
 	}
-	loc := checkSavepointWritten(t, out, dir)
+	loc := flinktest.SavepointWritten(t, out, dir)
 	if res, err := waitJob(t, job, 30*time.Second); err != nil || res.Status != "FINISHED" {
 		t.Fatalf("after flink stop, clicks is %+v, %v; want FINISHED", res, err)
 	}

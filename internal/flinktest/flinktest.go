@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +113,27 @@ func (c Client) Run(t testing.TB, args ...string) (int, string) {
 		t.Fatalf("flink %s: %v", strings.Join(args, " "), err)
 	}
 	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// SavepointCompleted matches what Flink's client prints when a savepoint
+// (also the one of stop) is complete; the submatch is its location.
+var SavepointCompleted = regexp.MustCompile(`Savepoint completed\. Path: (\S+)`)
+
+// SavepointWritten returns the savepoint location the client printed in
+// out, as a local path, after checking that it is inside dir and holds
+// something; otherwise it fails the test.
+func SavepointWritten(t testing.TB, out, dir string) string {
+	t.Helper()
+	m := SavepointCompleted.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %q line in Flink's output:\n%s", "Savepoint completed. Path: ...", out)
+	}
+	loc := strings.TrimPrefix(strings.TrimPrefix(m[1], "file://"), "file:")
+	if !strings.HasPrefix(filepath.Clean(loc), filepath.Clean(dir)) {
+		t.Fatalf("savepoint written to %s, not under the requested %s", m[1], dir)
+	}
+	if entries, err := os.ReadDir(loc); err != nil || len(entries) == 0 {
+		t.Fatalf("savepoint location %s: %d entries, %v", loc, len(entries), err)
+	}
+	return loc
 }
