@@ -9,12 +9,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirhq/weir/internal/flinktest"
 	"github.com/weirhq/weir/internal/kafkatest"
@@ -45,7 +42,7 @@ func TestClusterKafkaKeyedCountSurvivesKill(t *testing.T) {
 	jm, rpcAddr, restAddr := startJobManager(t)
 	tms := map[string]*proc{"tm-a": startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), "tm-b": startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
 	spare := startTaskManager(t, os.Args[0], rpcAddr, "tm-c", 1)
-	prod := startKeyedProducer(t, brokers, in, rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), 5+r.IntN(40))
+	prod := kafkatest.StartProducer(t, brokers, in, rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), 5+r.IntN(40))
 	client := startWeir(t, "", "run", "kafka-keyed-count", "--jobmanager", rpcAddr, "--brokers", brokers,
 		"--input-topic", in, "--output-topic", out, "--group", "g-"+out, "--guarantee", "exactly-once", "--transactional-id-prefix", "tx-"+out,
 		"--checkpoint-dir", filepath.Join(t.TempDir(), "cp"), "--checkpoint-interval", "100ms", "--parallelism", "2")
@@ -59,10 +56,13 @@ func TestClusterKafkaKeyedCountSurvivesKill(t *testing.T) {
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("killed %s, which runs a subtask of the sink, %v after every subtask was placed; %d records produced", holder, kill, prod.count.Load())
+	produced := prod.Count()
+	committed := len(kafkatest.ReadCommittedNow(t, brokers, out))
+	t.Logf("killed %s, which runs a subtask of the sink, %v after every subtask was placed: %d records produced, %d output records committed",
+		holder, kill, produced, committed)
 	waitStderr(t, jm, "TaskManager "+holder+" lost", 20*time.Second)
 	time.Sleep(time.Duration(300+r.IntN(700)) * time.Millisecond) // input goes on across the failover
-	want := prod.finish(t)
+	want := keyedCounts(prod.Finish(t))
 	t.Logf("%d records produced", len(want))
 
 	// All input counted: every output record committed. Then the job is
@@ -99,75 +99,20 @@ func TestClusterKafkaKeyedCountSurvivesKill(t *testing.T) {
 	stopAll(t, tms[map[string]string{"tm-a": "tm-b", "tm-b": "tm-a"}[holder]], spare, jm)
 }
 
-// keyedProducer writes key<TAB>value records to a topic until finished,
-// each with its key as the Kafka record key, so that one key's records
-// stay in one partition in the order written.
-type keyedProducer struct {
-	stop, done chan struct{}
-	count      atomic.Int64
-	want       []string // key<TAB>n<TAB>sum of each record acknowledged
-	err        error
-}
-
-func startKeyedProducer(t *testing.T, brokers, topic string, r *rand.Rand, keys int) *keyedProducer {
-	t.Helper()
-	cl := kafkatest.Client(t, brokers, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
-	p := &keyedProducer{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		count, sum := map[string]int64{}, map[string]int64{}
-		for {
-			select {
-			case <-p.stop:
-				return
-			default:
-			}
-			batch := make([]*kgo.Record, 1+r.IntN(40))
-			vals := make([]int64, len(batch))
-			for i := range batch {
-				k := fmt.Sprintf("key-%d", r.IntN(keys))
-				vals[i] = r.Int64N(1_000_000) - 500_000
-				batch[i] = &kgo.Record{Key: []byte(k), Value: fmt.Appendf(nil, "%s\t%d", k, vals[i])}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), kafkatest.OpLimit)
-			err := cl.ProduceSync(ctx, batch...).FirstErr()
-			cancel()
-			if err != nil {
-				p.err = fmt.Errorf("producing input: %v", err)
-				return
-			}
-			for i, rec := range batch {
-				k := string(rec.Key)
-				count[k]++
-				sum[k] += vals[i]
-				p.want = append(p.want, fmt.Sprintf("%s\t%d\t%d", k, count[k], sum[k]))
-			}
-			p.count.Add(int64(len(batch)))
-			time.Sleep(time.Duration(5+r.IntN(20)) * time.Millisecond)
+// keyedCounts is keyed-count's output for the model of a
+// kafkatest.Producer (each key's values in the order written): for every
+// key, "key<TAB>n<TAB>sum" for n = 1..N with the running sums, sorted.
+func keyedCounts(model map[string][]int64) []string {
+	var want []string
+	for k, vals := range model {
+		var sum int64
+		for i, v := range vals {
+			sum += v
+			want = append(want, fmt.Sprintf("%s\t%d\t%d", k, i+1, sum))
 		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.stop:
-		default:
-			close(p.stop)
-		}
-		<-p.done
-	})
-	return p
-}
-
-// finish stops the producer and returns the output expected of what it
-// wrote, sorted.
-func (p *keyedProducer) finish(t *testing.T) []string {
-	t.Helper()
-	close(p.stop)
-	<-p.done
-	if p.err != nil {
-		t.Fatal(p.err)
 	}
-	slices.Sort(p.want)
-	return p.want
+	slices.Sort(want)
+	return want
 }
 
 // waitStderr waits up to limit for text on p's stderr and returns how

@@ -1,6 +1,8 @@
 // Package kafkatest gives tests a real Apache Kafka broker and a few
 // helpers around it (create a topic, produce lines, read a topic back with
-// read_committed up to its last stable offsets).
+// read_committed up to its last stable offsets), and Producer, which writes
+// keyed-count input until stopped and keeps the model its output is
+// checked against.
 //
 // Broker returns a bootstrap address: WEIR_KAFKA_BROKERS when set (a
 // comma-separated list, used as is), else a single-node KRaft broker that

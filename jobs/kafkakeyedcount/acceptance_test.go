@@ -39,7 +39,7 @@ func killAndResume(t *testing.T, guarantee string) (records, duplicates int) {
 	}
 	keys := 5 + r.IntN(60)
 	t.Logf("%d kills, %d keys, topics %s -> %s", kills, keys, s.in, s.out)
-	prod := startProducer(t, s.brokers, s.in, rand.New(rand.NewPCG(seed, 2)), keys)
+	prod := kafkatest.StartProducer(t, s.brokers, s.in, rand.New(rand.NewPCG(seed, 2)), keys)
 	start := time.Now()
 	for k := range kills {
 		j := s.start(t, nil)
@@ -52,10 +52,10 @@ func killAndResume(t *testing.T, guarantee string) (records, duplicates int) {
 			t.Fatalf("run %d ended by itself (exit %d) before the kill:\n%s", k, code, j.stderr.String())
 		}
 		t.Logf("run %d: resumed from %s, killed after %v, %d checkpoints completed; %d records written so far",
-			k, j.resumed(), delay, j.checkpoints(), prod.count.Load())
+			k, j.resumed(), delay, j.checkpoints(), prod.Count())
 	}
-	model := prod.finish(t)
-	t.Logf("producer stopped: %d input records over %d keys in %v", prod.count.Load(), len(model), time.Since(start).Round(time.Millisecond))
+	model := prod.Finish(t)
+	t.Logf("producer stopped: %d input records over %d keys in %v", prod.Count(), len(model), time.Since(start).Round(time.Millisecond))
 	j := s.start(t, nil, "--bounded")
 	code, _ := j.wait(t, 120*time.Second)
 	if code != 0 {
@@ -91,7 +91,7 @@ func TestCrashInEachCommitWindow(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(10+i)))
 			s := newSetup(t, "exactly-once")
 			keys := 5 + r.IntN(40)
-			prod := startProducer(t, s.brokers, s.in, rand.New(rand.NewPCG(seed, uint64(20+i))), keys)
+			prod := kafkatest.StartProducer(t, s.brokers, s.in, rand.New(rand.NewPCG(seed, uint64(20+i))), keys)
 			for run := range 2 {
 				// Hits of the write point count records, the others
 				// checkpoints (one hit per sink subtask each).
@@ -106,16 +106,16 @@ func TestCrashInEachCommitWindow(t *testing.T) {
 					t.Fatalf("run %d with WEIR_CRASH_AT=%s: exit %d, not killed at the crash point; stderr:\n%s", run, at, code, j.stderr.String())
 				}
 				t.Logf("run %d: resumed from %s, crashed at %s after %v, %d checkpoints completed; %d records written so far",
-					run, j.resumed(), at, time.Since(j.started).Round(time.Millisecond), j.checkpoints(), prod.count.Load())
+					run, j.resumed(), at, time.Since(j.started).Round(time.Millisecond), j.checkpoints(), prod.Count())
 			}
-			model := prod.finish(t)
+			model := prod.Finish(t)
 			j := s.start(t, nil, "--bounded")
 			if code, _ := j.wait(t, 120*time.Second); code != 0 {
 				t.Fatalf("final bounded run: exit %d, want 0; stderr:\n%s", code, j.stderr.String())
 			}
 			t.Logf("final bounded run: resumed from %s, exit 0 after %v", j.resumed(), time.Since(j.started).Round(time.Millisecond))
 			records, _ := verify(t, s.brokers, s.out, model, true)
-			t.Logf("verified %d output records from %d input records: exactly once", records, prod.count.Load())
+			t.Logf("verified %d output records from %d input records: exactly once", records, prod.Count())
 		})
 	}
 }

@@ -2,7 +2,6 @@ package kafkakeyedcount_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -215,76 +213,6 @@ func (j *job) resumed() string {
 		return filepath.Base(rest)
 	}
 	return "the beginning"
-}
-
-// producer writes key<TAB>value records to the input topic until stopped,
-// each with its key as the Kafka record key, so that one key's records are
-// in one partition, in the order written: each key's running sums are then
-// determined by what was written, which is the model the output is
-// compared with.
-type producer struct {
-	stop  chan struct{}
-	done  chan struct{}
-	model map[string][]int64 // each key's values in the order written (acknowledged)
-	count atomic.Int64       // records acknowledged
-	err   error
-}
-
-func startProducer(t *testing.T, brokers, topic string, r *rand.Rand, keys int) *producer {
-	t.Helper()
-	cl := kafkatest.Client(t, brokers, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
-	p := &producer{stop: make(chan struct{}), done: make(chan struct{}), model: map[string][]int64{}}
-	go func() {
-		defer close(p.done)
-		for {
-			select {
-			case <-p.stop:
-				return
-			default:
-			}
-			batch := make([]*kgo.Record, 1+r.IntN(40))
-			vals := make([]int64, len(batch))
-			for i := range batch {
-				k := fmt.Sprintf("k%03d", r.IntN(keys))
-				vals[i] = int64(r.IntN(2001) - 1000)
-				batch[i] = &kgo.Record{Key: []byte(k), Value: []byte(k + "\t" + strconv.FormatInt(vals[i], 10))}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), kafkatest.OpLimit)
-			err := cl.ProduceSync(ctx, batch...).FirstErr()
-			cancel()
-			if err != nil {
-				p.err = fmt.Errorf("producing input: %v", err)
-				return
-			}
-			for i, rec := range batch {
-				k := string(rec.Key)
-				p.model[k] = append(p.model[k], vals[i])
-			}
-			p.count.Add(int64(len(batch)))
-			time.Sleep(time.Duration(5+r.IntN(20)) * time.Millisecond)
-		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.stop:
-		default:
-			close(p.stop)
-		}
-		<-p.done
-	})
-	return p
-}
-
-// finish stops the producer and returns the model: each key's values in
-// the order written.
-func (p *producer) finish(t *testing.T) map[string][]int64 {
-	t.Helper()
-	close(p.stop)
-	<-p.done
-	if p.err != nil {
-		t.Fatal(p.err)
-	}
-	return p.model
 }
 
 // produceAll writes n records at once (a fixed input) and returns the model.
