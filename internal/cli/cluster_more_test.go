@@ -115,20 +115,6 @@ func keyedCounts(model map[string][]int64) []string {
 	return want
 }
 
-// waitStderr waits up to limit for text on p's stderr and returns how
-// long it took.
-func waitStderr(t *testing.T, p *proc, text string, limit time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !strings.Contains(p.stderr.String(), text) {
-		if time.Since(start) > limit {
-			t.Fatalf("no %q from %v within %v; stderr:\n%s", text, p.cmd.Args[1:], limit, p.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // TestClusterTaskManagerSigterm: SIGTERM of the TaskManager of a running
 // job's sink deregisters it at once: with heartbeat.timeout 30s, the
 // JobManager loses it within a few seconds, the job fails over to the

@@ -59,6 +59,20 @@ func waitOutput(t *testing.T, p *proc, re *regexp.Regexp) []string {
 	return nil
 }
 
+// waitStderr waits up to limit for text on p's stderr and returns how
+// long it took.
+func waitStderr(t *testing.T, p *proc, text string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !strings.Contains(p.stderr.String(), text) {
+		if time.Since(start) > limit {
+			t.Fatalf("no %q from %v within %v; stderr:\n%s", text, p.cmd.Args[1:], limit, p.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
 // TestClusterKeyedCountSurvivesTaskManagerKill: keyed-count submitted to a
 // JobManager process runs in a TaskManager process; SIGKILL of that
 // TaskManager at a random moment fails the job over to a spare
@@ -140,19 +154,7 @@ func TestClusterSilentTaskManager(t *testing.T) {
 	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	stopped := time.Now()
-	waitFor := func(what string, p *proc, text string) time.Duration {
-		t.Helper()
-		for time.Since(stopped) < 30*time.Second {
-			if strings.Contains(p.stderr.String(), text) {
-				return time.Since(stopped)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatalf("%s: no %q within 30s; stderr:\n%s", what, text, p.stderr.String())
-		return 0
-	}
-	lost := waitFor("the JobManager", jm, "TaskManager tm-a lost: no heartbeat")
+	lost := waitStderr(t, jm, "TaskManager tm-a lost: no heartbeat", 30*time.Second)
 	t.Logf("tm-a frozen; lost after %v (heartbeat.timeout 1s)", lost)
 	// Silence counts from its last heartbeat, up to one interval before
 	// it froze.
@@ -161,7 +163,7 @@ func TestClusterSilentTaskManager(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	frozen.cmd.Process.Signal(syscall.SIGCONT)
-	waitFor("the thawed TaskManager", frozen, "TaskManager fenced itself")
+	waitStderr(t, frozen, "TaskManager fenced itself", 30*time.Second)
 	wantExactlyOnce(t, client, output, want, jm)
 	if strings.Count(frozen.stdout.String(), "TaskManager registered") != 2 {
 		t.Errorf("the thawed TaskManager did not register again; stdout:\n%s", frozen.stdout.String())
@@ -256,12 +258,8 @@ func TestClusterSilentLink(t *testing.T) {
 	time.Sleep(time.Duration(300+r.IntN(1200)) * time.Millisecond)
 	link.Silence()
 	silenced := time.Now()
-	for !strings.Contains(cut.stderr.String(), "TaskManager fenced itself") || !strings.Contains(jm.stderr.String(), "TaskManager tm-a lost") {
-		if time.Since(silenced) > 30*time.Second {
-			t.Fatalf("30s after the link went silent: TaskManager:\n%s\nJobManager:\n%s", cut.stderr.String(), jm.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitStderr(t, cut, "TaskManager fenced itself", 30*time.Second)
+	waitStderr(t, jm, "TaskManager tm-a lost", 30*time.Second)
 	t.Logf("both sides gave the link up within %v", time.Since(silenced))
 	link.Heal()
 	wantExactlyOnce(t, client, output, want, jm)
