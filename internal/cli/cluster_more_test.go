@@ -27,7 +27,7 @@ import (
 // TestClusterKafkaKeyedCountSurvivesKill: kafka-keyed-count, exactly once,
 // at parallelism 2 on two one-slot TaskManager processes while input
 // keeps coming; SIGKILL of the TaskManager of a sink subtask at a seeded
-// random moment fails the job over onto a spare. Once the input stops and
+// random moment fails the job over onto a spare that joined meanwhile. Once the input stops and
 // all of it is counted, the output topic read with read_committed holds,
 // for every key, n = 1..N exactly once with the right sums.
 func TestClusterKafkaKeyedCountSurvivesKill(t *testing.T) {
@@ -41,7 +41,6 @@ func TestClusterKafkaKeyedCountSurvivesKill(t *testing.T) {
 	kafkatest.CreateTopic(t, brokers, out, 2)
 	jm, rpcAddr, restAddr := startJobManager(t)
 	tms := map[string]*proc{"tm-a": startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), "tm-b": startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
-	spare := startTaskManager(t, os.Args[0], rpcAddr, "tm-c", 1)
 	prod := kafkatest.StartProducer(t, brokers, in, rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), 5+r.IntN(40))
 	client := startWeir(t, "", "run", "kafka-keyed-count", "--jobmanager", rpcAddr, "--brokers", brokers,
 		"--input-topic", in, "--output-topic", out, "--group", "g-"+out, "--guarantee", "exactly-once", "--transactional-id-prefix", "tx-"+out,
@@ -51,6 +50,8 @@ func TestClusterKafkaKeyedCountSurvivesKill(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("the sink runs on %q, not tm-a or tm-b; JobManager:\n%s", holder, jm.stderr.String())
 	}
+	// The spare joins once the job runs on tm-a and tm-b.
+	spare := startTaskManager(t, os.Args[0], rpcAddr, "tm-c", 1)
 	kill := time.Duration(200+r.IntN(1500)) * time.Millisecond
 	time.Sleep(kill)
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
