@@ -100,11 +100,32 @@ func stopAll(t *testing.T, ps ...*proc) {
 	}
 }
 
+// TestTaskManagerUserTimeoutSetting: weir taskmanager takes -D
+// taskmanager.network.tcp.user-timeout (its data connections'
+// TCP_USER_TIMEOUT), and refuses a value that is no duration or under
+// 100ms, naming the key.
+func TestTaskManagerUserTimeoutSetting(t *testing.T) {
+	rest, d, err := userTimeoutSetting(propsFlag{{"heartbeat.timeout", "1s"}, {keyUserTimeout, "2s"}})
+	if err != nil || d != 2*time.Second || len(rest) != 1 || rest[0][0] != "heartbeat.timeout" {
+		t.Errorf("got %v, %v, %v; want 2s and heartbeat.timeout left", rest, d, err)
+	}
+	for _, v := range []string{"10ms", "soon", "-1s"} {
+		code, _, errOut := runCLI("taskmanager", "--jobmanager", "127.0.0.1:1", "-D", keyUserTimeout+"="+v)
+		if code != ExitUsage || !strings.Contains(errOut, keyUserTimeout+"="+v) || !strings.Contains(errOut, "at least 100ms") {
+			t.Errorf("-D %s=%s: exit %d, stderr %q; want a usage error naming it", keyUserTimeout, v, code, errOut)
+		}
+	}
+	if code, _, errOut := runCLI("taskmanager", "--jobmanager", "127.0.0.1:1", "-D", "taskmanager.network.tcp.nope=1"); code != ExitUsage ||
+		!strings.Contains(errOut, keyUserTimeout) {
+		t.Errorf("an unknown -D setting: exit %d, stderr %q; want a usage error listing %s", code, errOut, keyUserTimeout)
+	}
+}
+
 // TestClusterNetnsTaskManagerPartition: keyed-count at parallelism 2 on two
 // one-slot TaskManagers, each on a host of its own, so its keyBy crosses
 // between them over the data plane; their link is cut silently at a seeded
 // moment while both still reach the JobManager. The data connections fail
-// by TCP_USER_TIMEOUT or keepalive, the job restarts (onto the same pair:
+// by TCP_USER_TIMEOUT (2 s: -D taskmanager.network.tcp.user-timeout), the job restarts (onto the same pair:
 // its attempts fail until the link heals), and once healed it completes
 // exactly once. Neither TaskManager is lost: their heartbeats pass.
 func TestClusterNetnsTaskManagerPartition(t *testing.T) {
@@ -116,8 +137,9 @@ func TestClusterNetnsTaskManagerPartition(t *testing.T) {
 	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
 	want := writeKeyedInput(t, input, r, 8000, 40)
 	jm, rpcAddr, _ := startJobManagerIn(t, hJM, netnsHeartbeats...)
-	a := startTaskManagerIn(t, hA, rpcAddr, "tm-a", 1, netnsHeartbeats...)
-	b := startTaskManagerIn(t, hB, rpcAddr, "tm-b", 1, netnsHeartbeats...)
+	tmFlags := append([]string{"-D", keyUserTimeout + "=2s"}, netnsHeartbeats...)
+	a := startTaskManagerIn(t, hA, rpcAddr, "tm-a", 1, tmFlags...)
+	b := startTaskManagerIn(t, hB, rpcAddr, "tm-b", 1, tmFlags...)
 	// Every attempt while the link is down fails: allow many, soon.
 	client := startIn(t, hJM, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
 		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000",
@@ -133,10 +155,11 @@ func TestClusterNetnsTaskManagerPartition(t *testing.T) {
 		t.Errorf("want the first failure a data connection that timed out, got: %s", failed)
 	}
 	// Data in flight or keepalive probes go unanswered for
-	// TCP_USER_TIMEOUT (taskmanager.network.tcp.user-timeout, 5 s): an
-	// earlier failure came from elsewhere.
-	if detected < 4*time.Second {
-		t.Errorf("a task failed %v after the partition, before TCP_USER_TIMEOUT (5s) could have; JobManager:\n%s", detected, jm.stderr.String())
+	// TCP_USER_TIMEOUT, 2 s here (-D taskmanager.network.tcp.user-timeout;
+	// 5 s by default): an earlier failure came from elsewhere, a much
+	// later one from the default.
+	if detected < 1500*time.Millisecond || detected > 4*time.Second {
+		t.Errorf("a task failed %v after the partition, want about the TCP_USER_TIMEOUT of 2s; JobManager:\n%s", detected, jm.stderr.String())
 	}
 	dropped := [2]uint64{}
 	for i, pair := range [][2]*clustertest.Host{{hA, hB}, {hB, hA}} {
