@@ -252,6 +252,8 @@ func TestClusterNetnsJobManagerPartition(t *testing.T) {
 	t.Logf("the job restarted %v after the partition and completed a checkpoint on the spare %v after it", resumed, time.Since(partitioned))
 	n.Heal(hJM, hA)
 	healed := time.Now()
+	waitOutput(t, cut, regexp.MustCompile(`(?s)TaskManager registered.*TaskManager registered`))
+	t.Logf("tm-a registered again %v after the link healed", time.Since(healed))
 	if code, took, _ := client.wait(t, 60*time.Second); code != ExitOK {
 		t.Fatalf("the client exited %d after %v; stderr:\n%s\nJobManager:\n%s\ntm-a:\n%s\ntm-b:\n%s", code, took, client.stderr.String(),
 			jm.stderr.String(), cut.stderr.String(), spare.stderr.String())
@@ -259,7 +261,5 @@ func TestClusterNetnsJobManagerPartition(t *testing.T) {
 	if got := committedLines(t, output); !slices.Equal(got, want) {
 		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d)", len(got), len(want), firstDiff(got, want))
 	}
-	waitOutput(t, cut, regexp.MustCompile(`(?s)TaskManager registered.*TaskManager registered`))
-	t.Logf("tm-a registered again %v after the link healed", time.Since(healed))
 	stopAll(t, cut, spare, jm)
 }
