@@ -5,7 +5,6 @@ package clustertest
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -36,7 +35,7 @@ import (
 // TCP_USER_TIMEOUT or keepalive gives up). ARP still passes.
 type Net struct {
 	t      testing.TB
-	prefix string // of every namespace's name: netnsPrefix, this process's PID, a counter
+	prefix string // of every namespace's name: netnsPrefix, owner(), a counter
 	sw     string // the switch's namespace
 	hosts  []*Host
 
@@ -53,10 +52,29 @@ type Host struct {
 	index int
 }
 
-// netnsPrefix begins the name of every namespace a Net creates; the rest
-// of the prefix is the creating process's PID, by which NewNet finds the
-// namespaces of test binaries that were killed before their cleanup ran.
+// netnsPrefix begins the name of every namespace a Net creates; then come
+// the creating process's PID and start time (owner), by which NewNet finds
+// the namespaces of test binaries that were killed before their cleanup
+// ran, even when a new process has their PID.
 const netnsPrefix = "weirct-"
+
+// owner is "PID-START" of the process pid: its PID and its start time in
+// clock ticks since boot (/proc/PID/stat), which together name one process
+// for the machine's uptime; "" if there is no such process.
+func owner(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis, where the state is field 3.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 20 {
+		return ""
+	}
+	return fmt.Sprintf("%d-%s", pid, f[19]) // field 22, starttime
+}
 
 // Subnet is every Net's subnet: hosts are Subnet.1, Subnet.2... Each Net
 // is a wire of its own, out of reach of the root namespace and of other
@@ -107,7 +125,7 @@ func NewNet(t testing.TB, n int) *Net {
 		t.Fatalf("clustertest: a Net of %d hosts, want 1 to 250", n)
 	}
 	sweepStale(t)
-	nw := &Net{t: t, prefix: fmt.Sprintf("%s%d-%d-", netnsPrefix, os.Getpid(), netCount.Add(1)), drops: map[[2]int]bool{}}
+	nw := &Net{t: t, prefix: fmt.Sprintf("%s%s-%d-", netnsPrefix, owner(os.Getpid()), netCount.Add(1)), drops: map[[2]int]bool{}}
 	nw.sw = nw.prefix + "sw"
 	t.Cleanup(nw.remove)
 	run := func(args ...string) {
@@ -343,13 +361,13 @@ func sweepStale(t testing.TB) {
 		if !ok {
 			continue
 		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == os.Getpid() {
+		f := strings.SplitN(rest, "-", 3)
+		if len(f) < 3 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
-			continue // its test binary still runs
+		pid, err := strconv.Atoi(f[0])
+		if err != nil || owner(pid) == f[0]+"-"+f[1] {
+			continue // its test binary still runs (this one included)
 		}
 		if pids := nsPIDs(e.Name()); len(pids) > 0 {
 			t.Logf("clustertest: killing %v, left in the namespace %s of a test binary that is gone", pids, e.Name())

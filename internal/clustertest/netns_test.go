@@ -207,14 +207,22 @@ func TestNetCommand(t *testing.T) {
 }
 
 // TestNetSweepsStale: NewNet removes the namespaces, and kills the
-// processes in them, of a Net whose test binary is gone.
+// processes in them, of a Net whose test binary is gone, also when a
+// later process has its PID.
 func TestNetSweepsStale(t *testing.T) {
 	NeedNetns(t)
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
-	stale := fmt.Sprintf("%s%d-1-h0", netnsPrefix, gone.Process.Pid)
+	// A test binary that is gone, and one whose PID is this one's but
+	// which started at another time.
+	stale := fmt.Sprintf("%s%d-123-1-h0", netnsPrefix, gone.Process.Pid)
+	reused := fmt.Sprintf("%s%d-123-1-h0", netnsPrefix, os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", reused).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", reused, err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", reused).Run() })
 	if out, err := exec.Command("ip", "netns", "add", stale).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", stale, err, out)
 	}
@@ -226,8 +234,13 @@ func TestNetSweepsStale(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- left.Wait() }()
 	NewNet(t, 1)
-	if _, err := os.Stat(filepath.Join("/run/netns", stale)); !os.IsNotExist(err) {
-		t.Errorf("the stale namespace %s is still there (%v)", stale, err)
+	for _, name := range []string{stale, reused} {
+		if _, err := os.Stat(filepath.Join("/run/netns", name)); !os.IsNotExist(err) {
+			t.Errorf("the stale namespace %s is still there (%v)", name, err)
+		}
+	}
+	if owner(os.Getpid()) == fmt.Sprintf("%d-123", os.Getpid()) {
+		t.Fatal("this process started 123 ticks after boot: the test cannot tell it from its stale namespace")
 	}
 	select {
 	case <-waited:
