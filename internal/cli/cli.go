@@ -61,6 +61,7 @@ Usage:
                   [--data-address A] [--process-memory S] [--network-memory S]
                   [--heap-state-memory S] [--log-level L]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
+                  [-D taskmanager.network.tcp.user-timeout=D]
                                run a TaskManager of N task slots (default 1)
                                that registers with the JobManager at ADDR under
                                ID (Flink's taskmanager.resource-id; default
@@ -77,7 +78,10 @@ Usage:
                                everywhere and advertises the address it
                                reaches the JobManager from), so one job's
                                subtasks run on several TaskManagers
-                               (docs/deployment.md)
+                               (docs/deployment.md); a data connection whose
+                               sent data or keepalive probes go unacknowledged
+                               for taskmanager.network.tcp.user-timeout
+                               (default 5s) fails its tasks
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),

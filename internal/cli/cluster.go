@@ -60,7 +60,7 @@ func heartbeatSettings(props propsFlag) (interval, timeout time.Duration, err er
 		d, perr := time.ParseDuration(p[1])
 		switch {
 		case p[0] != "heartbeat.interval" && p[0] != "heartbeat.timeout":
-			return 0, 0, usagef("-D %s: unknown setting (jobmanager and taskmanager take heartbeat.interval and heartbeat.timeout)", p[0])
+			return 0, 0, usagef("-D %s: unknown setting (jobmanager and taskmanager take heartbeat.interval and heartbeat.timeout, taskmanager also %s)", p[0], keyUserTimeout)
 		case perr != nil || d < 10*time.Millisecond:
 			return 0, 0, usagef("-D %s=%s: want a duration of at least 10ms, such as 1s", p[0], p[1])
 		case p[0] == "heartbeat.interval":
@@ -74,6 +74,27 @@ func heartbeatSettings(props propsFlag) (interval, timeout time.Duration, err er
 		return 0, 0, usagef("heartbeat.timeout %v must be longer than heartbeat.interval %v", to, iv)
 	}
 	return interval, timeout, nil
+}
+
+// keyUserTimeout is taskmanager's -D setting of its data connections'
+// TCP_USER_TIMEOUT (decision 23).
+const keyUserTimeout = "taskmanager.network.tcp.user-timeout"
+
+// userTimeoutSetting takes -D taskmanager.network.tcp.user-timeout out of
+// props: a duration of at least 100ms (0 when not given: the default).
+func userTimeoutSetting(props propsFlag) (rest propsFlag, timeout time.Duration, err error) {
+	for _, p := range props {
+		if p[0] != keyUserTimeout {
+			rest = append(rest, p)
+			continue
+		}
+		d, perr := time.ParseDuration(p[1])
+		if perr != nil || d < 100*time.Millisecond {
+			return nil, 0, usagef("-D %s=%s: want a duration of at least 100ms, such as 5s (how long sent data or keepalive probes may go unacknowledged before a data connection fails)", p[0], p[1])
+		}
+		timeout = d
+	}
+	return rest, timeout, nil
 }
 
 func cmpOr(d, def time.Duration) time.Duration {
@@ -158,6 +179,10 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	props, userTimeout, err := userTimeoutSetting(props)
+	if err != nil {
+		return err
+	}
 	hbInterval, hbTimeout, err := heartbeatSettings(props)
 	if err != nil {
 		return err
@@ -186,7 +211,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
 		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, Run: program(stdout, stderr), Logger: logger,
-		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout,
+		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, DataUserTimeout: userTimeout,
 		Registered: func(session string) {
 			fmt.Fprintf(stdout, "TaskManager registered with %s (session %s)\n", *jmAddr, session)
 		}})

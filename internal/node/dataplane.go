@@ -35,7 +35,7 @@ type dataPlane struct {
 // unspecified (":0", "0.0.0.0:6121"), the local address of a connection
 // to the JobManager (Flink's taskmanager.host rule, decision 1).
 func startDataPlane(ctx context.Context, cfg TaskManagerConfig, build string) (*dataPlane, error) {
-	tc := tcp.Config{TaskManager: cfg.ID, Epoch: leaderEpoch, BuildID: build, Logger: cfg.Logger}
+	tc := tcp.Config{TaskManager: cfg.ID, Epoch: leaderEpoch, BuildID: build, UserTimeout: cfg.DataUserTimeout, Logger: cfg.Logger}
 	ln, err := tcp.Listen(ctx, cfg.DataAddress, tc)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,9 @@ type TaskManagerConfig struct {
 	// (host:port; "" means DefaultDataAddress). With an unspecified host
 	// it advertises the local address of its connection to the JobManager.
 	DataAddress string
+	// DataUserTimeout is the data connections' TCP_USER_TIMEOUT,
+	// taskmanager.network.tcp.user-timeout (0: tcp.DefaultUserTimeout).
+	DataUserTimeout time.Duration
 	// StateDir holds its jobs' on-disk state, a folder per job ("" means
 	// a new temporary directory, removed at the end).
 	StateDir string
