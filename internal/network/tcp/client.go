@@ -340,8 +340,14 @@ func (c *Conn) readBuffer() error {
 	switch {
 	case noCredit:
 		return protocolErr(c.peer, "a data BUFFER on channel %d without credit (sequence %d)", h.Channel, h.Sequence)
-	case h.Priority:
-		return protocolErr(c.peer, "%v", errUnaligned(h.Channel))
+	case h.Priority && h.Sequence-ch.seq.Next()-1 < 1<<31:
+		// Decision 21: a priority event overtakes only what reached this
+		// side before it, so it must carry the next sequence number; else
+		// the buffers it overtook are still in flight and its checkpoint's
+		// channel state would miss them.
+		return protocolErr(c.peer, "a priority event (an unaligned checkpoint barrier) on channel %d with sequence %d overtook %d buffers "+
+			"the producer had released before it, which have not arrived (expected sequence %d): its channel state would be incomplete",
+			h.Channel, h.Sequence, h.Sequence-ch.seq.Next(), ch.seq.Next())
 	}
 	if err := ch.seq.Check(h.Channel, h.Sequence); err != nil {
 		return protocolErr(c.peer, "%v", err)
@@ -372,7 +378,14 @@ func (c *Conn) readBuffer() error {
 		c.chans[ch.id] = nil
 		c.mu.Unlock()
 	}
-	ch.in.Deliver(b)
+	if h.Priority {
+		// Overtakes every buffer queued in the channel, which are exactly
+		// those with a lower sequence number not yet taken by the consumer,
+		// and counts them (Buffer.Overtaken) as local delivery does.
+		ch.in.DeliverPriority(b)
+	} else {
+		ch.in.Deliver(b)
+	}
 	if end {
 		ch.pool.Close() // its budget share goes back; buffers still out may come home
 	}

@@ -46,8 +46,19 @@
 //     side. An error about one channel (its partition never published, a
 //     subpartition asked twice, a priority event) fails that channel alone
 //     with an ERROR frame.
-//   - Priority events (unaligned checkpoint barriers) are refused on both
-//     sides, naming unaligned checkpoints: slice 4 adds them.
+//   - Priority events (unaligned checkpoint barriers; decision 21): the
+//     producer's ledger keeps its backlog as output channel state
+//     (Subpartition.AddPriority), and the writer sends the event before
+//     every buffer of other channels it has not started on, but behind
+//     what its own channel's ledger released before it. Sequence numbers
+//     are taken in the ledger's order when the subpartition delivers, and
+//     the reader requires a priority event to carry the next one: then
+//     every buffer released before it has reached the channel's queue, and
+//     InputChannel.DeliverPriority counts in Overtaken exactly those with a
+//     lower number the consumer has not taken. An event that would skip
+//     buffers still in flight is a protocol error naming the channel, the
+//     numbers and the peer. An aligned barrier already queued for the
+//     writer is promoted at the consumer (InputGate.PromoteBarrier).
 //   - The writer gathers frames into one writev (net.Buffers) of up to
 //     MaxWriteBytes; per data buffer nothing is allocated on either side.
 package tcp
