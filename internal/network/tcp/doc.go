@@ -25,7 +25,9 @@
 //     (network.Sender) one credit per data buffer recycled. Credit on the
 //     wire is exclusive only: BuffersPerChannel per remote channel, granted
 //     in the PARTITION_REQUEST and announced back in ADD_CREDIT frames
-//     batched per write. Floating and backlog-driven credit are not here.
+//     batched per write. Floating and backlog-driven credit are not here
+//     (a BUFFER carries its subpartition's backlog, which the reader
+//     ignores).
 //   - Buffers are owned by the receiver: the reader reads each BUFFER's
 //     payload from the socket straight into a buffer of the channel's own
 //     pool of BuffersPerChannel buffers (reserved from Config.Budget); the
