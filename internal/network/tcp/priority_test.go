@@ -365,8 +365,8 @@ func checkPriority(input []item, got []seen, sent []priorityAt) error {
 
 // TestPrioritySameAsLocal: random inputs with priority barriers added at
 // random moments, over network.Connect (in one process) and over loopback
-// TCP and net.Pipe with several channels on one connection and small
-// credit: every transport delivers each channel's input unchanged around
+// TCP and net.Pipe with several channels on one connection, small
+// credit and 0-3 floating buffers: every transport delivers each channel's input unchanged around
 // its priority barriers, each barrier's Overtaken count and the channel
 // state the producer kept add up to exactly the input before it, and no
 // priority barrier is ever taken behind data added after it.
@@ -439,13 +439,22 @@ func (sh *shuffle) runPriority(t *testing.T, tr string, seed uint64, credit int)
 			s = startServer(t, pc)
 			conn = dial(t, cc, s, "producer")
 		}
+		// A gate pool of 0-3 floating buffers (0: exclusive credit only).
+		var floating *network.BufferPool
+		if f := int(seed % 4); f > 0 {
+			var err error
+			if floating, err = network.NewBudget(1<<30).NewPool(0, f, sh.size); err != nil {
+				t.Fatal(err)
+			}
+			defer floating.Close()
+		}
 		for p := range parts {
 			key := network.PartitionKey{Job: "job", Edge: 1, Producer: p}
 			if err := s.Publish(key, parts[p], func(sub int, err error) { t.Errorf("producer %d subpartition %d failed: %v", p, sub, err) }); err != nil {
 				t.Fatal(err)
 			}
 			for sub := range sh.subs {
-				if _, err := conn.Request(Request{Key: key, Subpartition: sub, Gate: g, Channel: p*sh.subs + sub,
+				if _, err := conn.Request(Request{Key: key, Subpartition: sub, Gate: g, Channel: p*sh.subs + sub, Floating: floating,
 					Fail: func(err error) { t.Errorf("channel %d failed: %v", p*sh.subs+sub, err) }}); err != nil {
 					t.Fatal(err)
 				}
