@@ -201,8 +201,9 @@ func (c *Conn) Request(r Request) (*Channel, error) {
 // Input is the channel's place in its gate.
 func (ch *Channel) Input() *network.InputChannel { return ch.in }
 
-// Grant is network.Sender, called when the consumer recycles a data
-// buffer (InputChannel.ReturnCredit): the channel grants the producer
+// Grant is network.Sender, called when the consumer has recycled a data
+// buffer (InputChannel.ReturnCredit, after Buffer.Recycle, as a task
+// does: the credit is counted from the buffers back): the channel grants the producer
 // what it can hold now (refill), its own pool's buffer back or, for a
 // floating one, another floating buffer while the backlog wants it.
 // Credits of all channels are batched into the writer's next ADD_CREDIT.

@@ -25,15 +25,21 @@
 //     (network.Sender) one credit per data buffer recycled. Credit on the
 //     wire is exclusive only: BuffersPerChannel per remote channel, granted
 //     in the PARTITION_REQUEST and announced back in ADD_CREDIT frames
-//     batched per write. Floating and backlog-driven credit are not here
-//     (a BUFFER carries its subpartition's backlog, which the reader
-//     ignores).
+//     batched per write. A channel given its gate's pool of floating
+//     buffers (Request.Floating) also takes floating buffers while the
+//     backlog its producer's last BUFFER carried exceeds its credit
+//     (decision 19), never waiting for one; its credit is always the
+//     buffers it can hold (free ones of its own pool and floating ones it
+//     took), so a recycled floating buffer goes back to the gate's pool
+//     unless the backlog still wants it, and another channel takes it at
+//     its next buffer or recycle.
 //   - Buffers are owned by the receiver: the reader reads each BUFFER's
 //     payload from the socket straight into a buffer of the channel's own
-//     pool of BuffersPerChannel buffers (reserved from Config.Budget); the
-//     writer recycles the producer's buffer once written. A data BUFFER
-//     beyond the channel's credit is a protocol error, so the pool always
-//     has a buffer for it and the reader never waits on a slow consumer.
+//     pool of BuffersPerChannel buffers (reserved from Config.Budget) or a
+//     floating one it holds; the writer recycles the producer's buffer
+//     once written. A data BUFFER beyond the channel's credit is a
+//     protocol error, so there is always a buffer for it and the reader
+//     never waits on a slow consumer.
 //   - Channel ids are chosen by the consumer, dense per connection in
 //     request order, never reused: slice indexes, no map. A channel that
 //     ended, was cancelled or failed leaves a nil slot (frames still in
