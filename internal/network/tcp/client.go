@@ -202,10 +202,10 @@ func (c *Conn) Request(r Request) (*Channel, error) {
 func (ch *Channel) Input() *network.InputChannel { return ch.in }
 
 // Grant is network.Sender, called when the consumer has recycled a data
-// buffer (InputChannel.ReturnCredit, after Buffer.Recycle, as a task
-// does: the credit is counted from the buffers back): the channel grants the producer
-// what it can hold now (refill), its own pool's buffer back or, for a
-// floating one, another floating buffer while the backlog wants it.
+// buffer (InputChannel.ReturnCredit, after Buffer.Recycle, as a task does:
+// credit is counted from the buffers back, not from n): the channel grants
+// the producer what it can hold now (refillLocked), its own pool's buffer
+// back or, for a floating one, another while the backlog wants it.
 // Credits of all channels are batched into the writer's next ADD_CREDIT.
 func (ch *Channel) Grant(int) {
 	c := ch.c
@@ -430,8 +430,8 @@ func (c *Conn) readBuffer() error {
 	case h.Kind != wire.KindData:
 		b = &network.Buffer{Kind: network.Kind(h.Kind), Data: make([]byte, h.Len)}
 	case b == nil:
-		// Only if a consumer returned credit before recycling its
-		// buffer: then it is on its way.
+		// Only while a recycled buffer is still on its way into the
+		// pool (its credit counted as it left the consumer).
 		var err error
 		if b, err = ch.pool.Request(c.link.done); err != nil {
 			return err
