@@ -466,3 +466,67 @@ func (sh *shuffle) runPriority(t *testing.T, tr string, seed uint64, credit int)
 	got := consumePriority(t, g, sh.producers*sh.subs, rand.New(rand.NewPCG(seed, 2)))
 	return <-done, got
 }
+
+// TestPromotedBarrierOvertakesBacklog: an aligned barrier waiting for
+// credit in the producer's ledger that its aligned-checkpoint timeout
+// promotes (Subpartition.PromoteBarrier) crosses the connection as a
+// priority event, unaligned now: it overtakes the buffer already released
+// (Overtaken 1) and the data ahead of it in the ledger, which the producer
+// keeps as channel state and which arrives after it; the data behind it
+// stays behind.
+func TestPromotedBarrierOvertakesBacklog(t *testing.T) {
+	checkGoroutines(t)
+	pc, cc := identity("producer"), identity("consumer")
+	for _, c := range []*Config{&pc, &cc} {
+		c.BufferSize, c.BuffersPerChannel = 256, 1
+	}
+	s := startServer(t, pc)
+	conn := dial(t, cc, s, "producer")
+	rp := network.NewResultPartition(1, network.NewBufferPool(8, 256))
+	if err := s.Publish(network.PartitionKey{Job: "j"}, rp, func(sub int, err error) { t.Errorf("subpartition %d failed: %v", sub, err) }); err != nil {
+		t.Fatal(err)
+	}
+	g := network.NewInputGate()
+	ch, err := conn.Request(Request{Key: network.PartitionKey{Job: "j"}, Gate: g, Fail: func(err error) { t.Errorf("channel failed: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the request", func() bool { return attached(s, 1) })
+	add := func(s string) {
+		b, err := rp.Pool.Request(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Data = append(b.Data[:0], s...)
+		rp.Subs[0].Add(b)
+	}
+	add("d0") // released: the one credit
+	add("d1")
+	add("d2")
+	rp.Subs[0].Add(network.NewBarrier(network.Barrier{ID: 5}))
+	add("d3")
+	var kept []network.InFlight
+	if !rp.Subs[0].PromoteBarrier(5, func(over []network.InFlight) { kept = over }) {
+		t.Fatal("the barrier was not waiting in the ledger")
+	}
+	if len(kept) != 2 || string(kept[0].Data) != "d1" || string(kept[1].Data) != "d2" {
+		t.Fatalf("the producer kept %v as channel state, want d1 and d2", kept)
+	}
+	waitFor(t, "the barrier and d0", func() bool { q, prio := ch.Input().QueuedBuffers(); return prio == 1 && len(q) == 2 })
+	c, b := pollOne(t, g, 5*time.Second)
+	if br := b.Barrier(); b.Kind != network.KindBarrier || !br.Unaligned || br.ID != 5 || b.Overtaken != 1 {
+		t.Fatalf("first delivered %s %+v overtaking %d, want unaligned barrier 5 overtaking 1", b.Kind, b.Barrier(), b.Overtaken)
+	}
+	for _, want := range []string{"d0", "d1", "d2", "d3"} {
+		c, b = pollOne(t, g, 5*time.Second)
+		if b.Kind != network.KindData || string(b.Data) != want {
+			t.Fatalf("delivered %s %q, want %s", b.Kind, b.Data, want)
+		}
+		b.Recycle()
+		c.ReturnCredit()
+	}
+	rp.Subs[0].Add(network.NewEndOfPartition())
+	if _, b := pollOne(t, g, 5*time.Second); b.Kind != network.KindEndOfPartition {
+		t.Fatalf("delivered %s, want end of partition", b.Kind)
+	}
+}
