@@ -47,7 +47,10 @@ type Config struct {
 	// BufferSize is the size of network buffers (default 32 KiB).
 	BufferSize int
 	// BuffersPerChannel is the credit of each input channel (default 2);
-	// FloatingBuffers the extra buffers of each result partition (default 8).
+	// FloatingBuffers the extra buffers of each result partition, and of
+	// each input gate for its channels from other TaskManagers while their
+	// producers' backlog exceeds their credit (Flink's
+	// taskmanager.network.memory.floating-buffers-per-gate; default 8).
 	BuffersPerChannel, FloatingBuffers int
 	// ProcessMemory is the memory the whole process may use (Flink's
 	// taskmanager.memory.process.size; weir run --process-memory). Default:

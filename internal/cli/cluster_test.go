@@ -380,8 +380,8 @@ func firstDiff(a, b []string) int {
 // TestClusterRefusals: a TaskManager of another build is refused at
 // registration naming both builds, and exits 1 without retrying; a job
 // whose checkpoint storage is the JobManager's memory is refused naming
-// it, and one with unaligned checkpoints saying why; a client of another
-// build is refused; SIGTERM of a TaskManager deregisters it at once.
+// it; a client of another build is refused; SIGTERM of a TaskManager
+// deregisters it at once.
 func TestClusterRefusals(t *testing.T) {
 	_, rpcAddr, _ := startJobManager(t)
 	dir := t.TempDir()
@@ -412,11 +412,6 @@ func TestClusterRefusals(t *testing.T) {
 		"--output", filepath.Join(dir, "out"), "--checkpoint-dir", "mem://cp")
 	if code != ExitFailed || !strings.Contains(stderr, "mem://cp") || !strings.Contains(stderr, "other processes") {
 		t.Fatalf("a job with mem:// storage: exit %d; want 1 naming mem://cp; stderr:\n%s", code, stderr)
-	}
-	code, _, stderr = runWeir(t, 30*time.Second, "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input,
-		"--output", filepath.Join(dir, "out"), "--checkpoint-dir", filepath.Join(dir, "cp"), "--unaligned")
-	if code != ExitFailed || !strings.Contains(stderr, "unaligned checkpoints need barriers that overtake in-flight data") {
-		t.Fatalf("a job with unaligned checkpoints: exit %d; want 1 saying why; stderr:\n%s", code, stderr)
 	}
 	start := time.Now()
 	tm.cmd.Process.Signal(syscall.SIGTERM)

@@ -185,10 +185,9 @@ func checkProbe(store *storage.Store, c *protocol.JobCheckpoints) error {
 // checkShareable refuses what a job on a multi-process cluster cannot do:
 // checkpoint storage only this process can read (mem://), savepoints
 // staged in this process's temporary directory (a job without
-// checkpointing), Collect sinks (collects of them; they hand elements to
-// this process) and unaligned checkpoints (their barriers overtake data,
-// which the data plane between processes does not carry yet).
-// Decisions 24 and 25 of docs/distributed-runtime.md.
+// checkpointing) and Collect sinks (collects of them; they hand elements
+// to this process). Decisions 24 and 25 of docs/distributed-runtime.md;
+// unaligned checkpoints work across processes (decision 21).
 func checkShareable(spec *jobmanager.JobSpec, collects int) error {
 	cp := spec.Checkpoints
 	switch {
@@ -197,10 +196,6 @@ func checkShareable(spec *jobmanager.JobSpec, collects int) error {
 			"write to a sink, or use the embedded cluster (without --jobmanager)"))
 	case cp == nil:
 		return nil
-	case cp.Settings.Unaligned:
-		return failure.Permanent(errors.New("unaligned checkpoints need barriers that overtake in-flight data, which the data plane " +
-			"between TaskManager processes does not carry yet: take aligned checkpoints (drop --unaligned, weir.CheckpointConfig.Unaligned), " +
-			"or run the job on the embedded cluster (without --jobmanager)"))
 	case cp.SavepointsOnly:
 		return failure.Permanent(errors.New("a job without checkpointing stages its savepoints in the JobManager's temporary directory, " +
 			"which TaskManagers in other processes cannot reach, so it cannot run on this cluster yet: give it checkpointing with a " +

@@ -323,7 +323,10 @@ func (b *Budget) release(n int64) {
 
 // NewPool creates a pool of buffers of size bytes that always may hold min
 // buffers (reserved from the budget now) and up to max while the budget has
-// room. It fails with a *BudgetError when min buffers do not fit.
+// room. It fails with a *BudgetError when min buffers do not fit. A pool of
+// min 0 (a gate's floating buffers) has only what the budget's room gives:
+// take from it with TryRequest, since Request could wait for a buffer it
+// never had.
 func (b *Budget) NewPool(min, max, size int) (*BufferPool, error) {
 	p := newPool(min, max, size)
 	if err := b.take(int64(min)*int64(size), true); err != nil {
@@ -365,7 +368,7 @@ type BufferPool struct {
 func NewBufferPool(n, size int) *BufferPool { return newPool(n, n, size) }
 
 func newPool(min, max, size int) *BufferPool {
-	if min < 1 || max < min || size < 64 {
+	if min < 0 || max < 1 || max < min || size < 64 {
 		panic(fmt.Sprintf("network: pool of %d..%d buffers of %d bytes is invalid", min, max, size))
 	}
 	return &BufferPool{size: size, min: min, max: max, free: make(chan *Buffer, max+MaxOverdraft)}

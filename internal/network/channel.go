@@ -180,8 +180,9 @@ func (c *InputChannel) Deliver(b *Buffer) {
 // channel (behind earlier priority events), and records in it how many
 // data buffers, watermarks and statuses it overtook: those came before it
 // in the channel's order, so an unaligned checkpoint stores them as
-// channel state.
+// channel state. A transport's buffer becomes a priority event here.
 func (c *InputChannel) DeliverPriority(b *Buffer) {
+	b.priority = true
 	g := c.gate
 	g.mu.Lock()
 	overtaken := 0

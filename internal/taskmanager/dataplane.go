@@ -200,7 +200,11 @@ func (tm *TaskManager) connectNow(w *wiring, job *Job, place []protocol.SlotPlac
 		return fmt.Errorf("taskmanager %s: the input of %q from %q, subtask %d: %w", tm.id, e.Target.Name, e.Source.Name, key.Producer+1, err)
 	}
 	from := fmt.Sprintf("the input of %q from %q, subtask %d", e.Target.Name, e.Source.Name, key.Producer+1)
-	ch, err := conn.Request(tcp.Request{Key: key, Subpartition: sub, Gate: gate, Input: input, Channel: channel,
+	floating, err := w.floatingPool(tm, job)
+	if err != nil {
+		return fmt.Errorf("taskmanager %s: %s: %w", tm.id, from, err)
+	}
+	ch, err := conn.Request(tcp.Request{Key: key, Subpartition: sub, Gate: gate, Input: input, Channel: channel, Floating: floating,
 		Fail: func(err error) { w.fail(fmt.Errorf("the data plane: %s failed: %w", from, err)) }})
 	if err != nil {
 		return fmt.Errorf("taskmanager %s: %s: %w", tm.id, from, err)
@@ -261,6 +265,28 @@ type wiring struct {
 	t      *task.Task
 	err    error // the first failure
 	remote []*tcp.Channel
+	// floating is the gate's pool of floating buffers for its remote
+	// channels (job.FloatingBuffers, Flink's
+	// taskmanager.network.memory.floating-buffers-per-gate), created with
+	// the first remote channel; it takes only what the network memory has
+	// room for (no minimum), so it needs nothing of networkNeeds.
+	floating *network.BufferPool
+}
+
+// floatingPool returns the gate's floating buffers, created on first use
+// from tm's network memory (nil without a budget: unbudgeted tests).
+func (w *wiring) floatingPool(tm *TaskManager, job *Job) (*network.BufferPool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.floating != nil || job.FloatingBuffers <= 0 || tm.budget == nil {
+		return w.floating, nil
+	}
+	p, err := tm.budget.NewPool(0, job.FloatingBuffers, job.BufferSize)
+	if err != nil {
+		return nil, err
+	}
+	w.floating = p
+	return p, nil
 }
 
 // run adds the pending input channels, then runs t, on the task's own
@@ -302,13 +328,17 @@ func (w *wiring) bind(t *task.Task) {
 }
 
 // close cancels the remote input channels that have not ended (the task
-// returned): their producers drop them, their buffers go back.
+// returned): their producers drop them, their buffers go back, and the
+// gate's floating buffers go back to the network memory.
 func (w *wiring) close() {
 	w.mu.Lock()
-	chans := w.remote
-	w.remote = nil
+	chans, floating := w.remote, w.floating
+	w.remote, w.floating = nil, nil
 	w.mu.Unlock()
 	for _, ch := range chans {
 		ch.Cancel()
+	}
+	if floating != nil {
+		floating.Close() // buffers still out may come home later
 	}
 }

@@ -24,7 +24,9 @@
 // learns where each job slot of an attempt runs from DeployAttempt, ahead
 // of the attempt's deployments: an input channel whose producer runs in
 // another TaskManager is requested over internal/network/tcp (its buffers
-// from this TaskManager's network memory; the input channels are added on
+// from this TaskManager's network memory, exclusive ones per channel and a
+// task's pool of the job's FloatingBuffers shared by its remote channels,
+// taken only while the memory has room; the input channels are added on
 // the task's goroutine, so a slow dial never holds up the JobManager's
 // messages), a result partition with a
 // consumer elsewhere is published on the process's tcp.Server, and a

@@ -29,7 +29,16 @@ type Conn struct {
 
 // Channel is one remote input channel: the consuming end of a
 // subpartition in another TaskManager, whose buffers arrive in the
-// channel's own pool (BuffersPerChannel buffers: its exclusive credit).
+// channel's own pool (BuffersPerChannel buffers: its exclusive credit),
+// and, while the producer's backlog exceeds that credit, in floating
+// buffers taken from its gate's pool (Request.Floating).
+//
+// Credit is what the channel can hold: every free buffer of its own pool
+// and every floating buffer it took and has not filled is credit granted
+// (credit), so a data BUFFER always finds a buffer without waiting. A
+// floating buffer the consumer recycles goes back to the gate's pool; the
+// channel takes another only while the producer's latest backlog exceeds
+// its credit, so floating buffers go back once the backlog is gone.
 type Channel struct {
 	c    *Conn
 	id   uint32
@@ -42,6 +51,8 @@ type Channel struct {
 	credit   int // granted and not yet used by a data BUFFER
 	announce int // granted and not yet sent in ADD_CREDIT
 	dirty    bool
+	floating []*network.Buffer // taken from Request.Floating, not yet filled: part of credit
+	backlog  int               // the producer's, as its latest BUFFER said
 
 	seq wire.Sequence // the reader's
 }
@@ -68,6 +79,12 @@ type Request struct {
 	// appear in time. It runs on the connection's goroutines and must not
 	// block.
 	Fail func(error)
+	// Floating, if set, is the gate's pool of floating buffers (Flink's
+	// taskmanager.network.memory.floating-buffers-per-gate), shared by its
+	// remote channels of every connection: a channel whose producer's
+	// backlog exceeds its credit takes buffers from it (TryRequest, never
+	// waiting) and grants them as credit. Nil: exclusive credit only.
+	Floating *network.BufferPool
 }
 
 // Dial connects to peer's Server and exchanges HELLO: a peer of another
@@ -184,24 +201,63 @@ func (c *Conn) Request(r Request) (*Channel, error) {
 // Input is the channel's place in its gate.
 func (ch *Channel) Input() *network.InputChannel { return ch.in }
 
-// Grant announces n more credits to the producer: network.Sender, called
-// when the consumer recycles a data buffer (InputChannel.ReturnCredit).
+// Grant is network.Sender, called when the consumer has recycled a data
+// buffer (InputChannel.ReturnCredit, after Buffer.Recycle, as a task does:
+// credit is counted from the buffers back, not from n): the channel grants
+// the producer what it can hold now (refillLocked), its own pool's buffer
+// back or, for a floating one, another while the backlog wants it.
 // Credits of all channels are batched into the writer's next ADD_CREDIT.
-func (ch *Channel) Grant(n int) {
+func (ch *Channel) Grant(int) {
 	c := ch.c
 	c.mu.Lock()
-	if ch.state != chanOpen {
+	if ch.state != chanOpen || !ch.refillLocked() {
 		c.mu.Unlock()
 		return
 	}
-	ch.credit += n
-	ch.announce += n
-	if !ch.dirty {
-		ch.dirty = true
-		c.dirty = append(c.dirty, ch)
-	}
 	c.mu.Unlock()
 	c.signal()
+}
+
+// refillLocked raises the channel's credit to the buffers it can hold: the
+// free ones of its own pool, the floating ones it holds, and more floating
+// ones while the producer's backlog exceeds its credit (link.mu held). It
+// reports whether there is credit to announce.
+func (ch *Channel) refillLocked() bool {
+	if free := ch.c.cfg.BuffersPerChannel - ch.pool.InUse() + len(ch.floating); free > ch.credit {
+		ch.announce += free - ch.credit
+		ch.credit = free
+	}
+	for ch.req.Floating != nil && ch.credit < ch.backlog {
+		b := ch.req.Floating.TryRequest()
+		if b == nil {
+			break // the gate's are taken: another try at the next buffer or recycle
+		}
+		ch.floating = append(ch.floating, b)
+		ch.credit++
+		ch.announce++
+	}
+	if ch.announce == 0 {
+		return false
+	}
+	if !ch.dirty {
+		ch.dirty = true
+		ch.c.dirty = append(ch.c.dirty, ch)
+	}
+	return true
+}
+
+// dropFloatingLocked takes the channel's unfilled floating buffers, for the
+// caller to recycle into the gate's pool once link.mu is released.
+func (ch *Channel) dropFloatingLocked() []*network.Buffer {
+	f := ch.floating
+	ch.floating = nil
+	return f
+}
+
+func recycleAll(bufs []*network.Buffer) {
+	for _, b := range bufs {
+		b.Recycle()
+	}
 }
 
 // Cancel tells the producer the consumer is done (CANCEL_REQUEST):
@@ -219,7 +275,9 @@ func (ch *Channel) Cancel() {
 	if open && c.err == nil {
 		c.ctrl = wire.AppendCancelRequest(c.ctrl, ch.id)
 	}
+	floating := ch.dropFloatingLocked()
 	c.mu.Unlock()
+	recycleAll(floating)
 	ch.pool.Close()
 	c.signal()
 }
@@ -228,12 +286,15 @@ func (ch *Channel) Cancel() {
 func (c *Conn) failChannel(ch *Channel, err error) {
 	c.mu.Lock()
 	open := ch.state == chanOpen
+	var floating []*network.Buffer
 	if open {
 		ch.state = chanFailed
 		c.chans[ch.id] = nil
+		floating = ch.dropFloatingLocked()
 	}
 	c.mu.Unlock()
 	if open {
+		recycleAll(floating)
 		ch.pool.Close()
 		if ch.req.Fail != nil {
 			ch.req.Fail(err)
@@ -250,14 +311,17 @@ func (c *Conn) fail(err error) {
 	}
 	c.mu.Lock()
 	var failed []*Channel
+	var floating []*network.Buffer
 	for i, ch := range c.chans {
 		if ch != nil && ch.state == chanOpen {
 			ch.state = chanFailed
 			failed = append(failed, ch)
+			floating = append(floating, ch.dropFloatingLocked()...)
 		}
 		c.chans[i] = nil
 	}
 	c.mu.Unlock()
+	recycleAll(floating)
 	for _, ch := range failed {
 		ch.pool.Close()
 		if ch.req.Fail != nil {
@@ -323,41 +387,55 @@ func (c *Conn) readBuffer() error {
 		return protocolErr(c.peer, "BUFFER on channel %d, which was never requested", h.Channel)
 	}
 	ch := c.chans[h.Channel]
-	if ch == nil {
+	if ch == nil || ch.state != chanOpen {
 		c.mu.Unlock()
 		return nil // ended, cancelled or failed: the frame is skipped
 	}
-	state := ch.state
-	noCredit := false
-	if state == chanOpen && h.Kind == wire.KindData {
-		if ch.credit == 0 {
-			noCredit = true
-		} else {
-			ch.credit--
-		}
-	}
-	c.mu.Unlock()
-	switch {
-	case noCredit:
+	switch next := ch.seq.Next(); {
+	case h.Kind == wire.KindData && ch.credit == 0:
+		c.mu.Unlock()
 		return protocolErr(c.peer, "a data BUFFER on channel %d without credit (sequence %d)", h.Channel, h.Sequence)
-	case h.Priority:
-		return protocolErr(c.peer, "%v", errUnaligned(h.Channel))
+	case h.Priority && h.Sequence-next-1 < 1<<31:
+		// Decision 21: a priority event overtakes only what reached this
+		// side before it, so it must carry the next sequence number; else
+		// the buffers it overtook are still in flight and its checkpoint's
+		// channel state would miss them.
+		c.mu.Unlock()
+		return protocolErr(c.peer, "a priority event (an unaligned checkpoint barrier) on channel %d with sequence %d overtook %d buffers "+
+			"the producer had released before it, which have not arrived (expected sequence %d): its channel state would be incomplete",
+			h.Channel, h.Sequence, h.Sequence-next, next)
 	}
 	if err := ch.seq.Check(h.Channel, h.Sequence); err != nil {
+		c.mu.Unlock()
 		return protocolErr(c.peer, "%v", err)
 	}
 	var b *network.Buffer
 	if h.Kind == wire.KindData {
-		// Credit never exceeds the pool's free buffers, unless a consumer
-		// returned credit before recycling its buffer: then it is on its way.
-		if b = ch.pool.TryRequest(); b == nil {
-			var err error
-			if b, err = ch.pool.Request(c.link.done); err != nil {
-				return err
-			}
+		// Credit is a free buffer of the channel's pool or a floating one
+		// it holds.
+		ch.credit--
+		if b = ch.pool.TryRequest(); b == nil && len(ch.floating) > 0 {
+			n := len(ch.floating) - 1
+			b, ch.floating[n] = ch.floating[n], nil
+			ch.floating = ch.floating[:n]
 		}
-	} else {
+	}
+	ch.backlog = int(h.Backlog)
+	announce := ch.req.Floating != nil && ch.credit < ch.backlog && ch.refillLocked()
+	c.mu.Unlock()
+	if announce {
+		c.signal()
+	}
+	switch {
+	case h.Kind != wire.KindData:
 		b = &network.Buffer{Kind: network.Kind(h.Kind), Data: make([]byte, h.Len)}
+	case b == nil:
+		// Only while a recycled buffer is still on its way into the
+		// pool (its credit counted as it left the consumer).
+		var err error
+		if b, err = ch.pool.Request(c.link.done); err != nil {
+			return err
+		}
 	}
 	data, err := c.dec.ReadPayload(b.Data[:0])
 	if err != nil {
@@ -370,9 +448,18 @@ func (c *Conn) readBuffer() error {
 		c.mu.Lock()
 		ch.state = chanEnded
 		c.chans[ch.id] = nil
+		floating := ch.dropFloatingLocked()
 		c.mu.Unlock()
+		recycleAll(floating)
 	}
-	ch.in.Deliver(b)
+	if h.Priority {
+		// Overtakes every buffer queued in the channel, which are exactly
+		// those with a lower sequence number not yet taken by the consumer,
+		// and counts them (Buffer.Overtaken) as local delivery does.
+		ch.in.DeliverPriority(b)
+	} else {
+		ch.in.Deliver(b)
+	}
 	if end {
 		ch.pool.Close() // its budget share goes back; buffers still out may come home
 	}

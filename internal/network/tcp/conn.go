@@ -114,13 +114,6 @@ func reported(peer Peer, text string) error {
 	return &peerError{fmt.Sprintf("tcp: %s ended the data connection: %s", peer, text)}
 }
 
-// errUnaligned refuses a priority event: unaligned checkpoints across
-// TaskManagers need floating credit and channel state in flight, which
-// this transport does not carry yet (docs/distributed-runtime.md, slice 4).
-func errUnaligned(channel uint32) error {
-	return fmt.Errorf("a priority event (an unaligned checkpoint barrier) on channel %d: unaligned checkpoints are not supported between TaskManagers yet; use aligned checkpoints (Checkpointing.Unaligned false, no weir run --unaligned; Flink's execution.checkpointing.unaligned.enabled)", channel)
-}
-
 // writeFull writes bufs with one writev where the connection supports it,
 // keeping nb (the writer's own) so the write allocates nothing.
 func writeFull(nc net.Conn, nb *net.Buffers, bufs [][]byte) error {

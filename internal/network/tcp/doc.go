@@ -25,13 +25,21 @@
 //     (network.Sender) one credit per data buffer recycled. Credit on the
 //     wire is exclusive only: BuffersPerChannel per remote channel, granted
 //     in the PARTITION_REQUEST and announced back in ADD_CREDIT frames
-//     batched per write. Floating and backlog-driven credit are not here.
+//     batched per write. A channel given its gate's pool of floating
+//     buffers (Request.Floating) also takes floating buffers while the
+//     backlog its producer's last BUFFER carried exceeds its credit
+//     (decision 19), never waiting for one; its credit is always the
+//     buffers it can hold (free ones of its own pool and floating ones it
+//     took), so a recycled floating buffer goes back to the gate's pool
+//     unless the backlog still wants it, and another channel takes it at
+//     its next buffer or recycle.
 //   - Buffers are owned by the receiver: the reader reads each BUFFER's
 //     payload from the socket straight into a buffer of the channel's own
-//     pool of BuffersPerChannel buffers (reserved from Config.Budget); the
-//     writer recycles the producer's buffer once written. A data BUFFER
-//     beyond the channel's credit is a protocol error, so the pool always
-//     has a buffer for it and the reader never waits on a slow consumer.
+//     pool of BuffersPerChannel buffers (reserved from Config.Budget) or a
+//     floating one it holds; the writer recycles the producer's buffer
+//     once written. A data BUFFER beyond the channel's credit is a
+//     protocol error, so there is always a buffer for it and the reader
+//     never waits on a slow consumer.
 //   - Channel ids are chosen by the consumer, dense per connection in
 //     request order, never reused: slice indexes, no map. A channel that
 //     ended, was cancelled or failed leaves a nil slot (frames still in
@@ -46,8 +54,19 @@
 //     side. An error about one channel (its partition never published, a
 //     subpartition asked twice, a priority event) fails that channel alone
 //     with an ERROR frame.
-//   - Priority events (unaligned checkpoint barriers) are refused on both
-//     sides, naming unaligned checkpoints: slice 4 adds them.
+//   - Priority events (unaligned checkpoint barriers; decision 21): the
+//     producer's ledger keeps its backlog as output channel state
+//     (Subpartition.AddPriority), and the writer sends the event before
+//     every buffer of other channels it has not started on, but behind
+//     what its own channel's ledger released before it. Sequence numbers
+//     are taken in the ledger's order when the subpartition delivers, and
+//     the reader requires a priority event to carry the next one: then
+//     every buffer released before it has reached the channel's queue, and
+//     InputChannel.DeliverPriority counts in Overtaken exactly those with a
+//     lower number the consumer has not taken. An event that would skip
+//     buffers still in flight is a protocol error naming the channel, the
+//     numbers and the peer. An aligned barrier already queued for the
+//     writer is promoted at the consumer (InputGate.PromoteBarrier).
 //   - The writer gathers frames into one writev (net.Buffers) of up to
 //     MaxWriteBytes; per data buffer nothing is allocated on either side.
 package tcp

@@ -74,7 +74,7 @@ func frame(t *testing.T, h wire.BufferHeader, payload []byte) []byte {
 }
 
 // TestConnectionErrorsFailEveryChannel: a sequence gap, a repeat, data
-// beyond credit, a priority event, a frame of an unknown channel, the
+// beyond credit, a priority event ahead of buffers sent before it, a frame of an unknown channel, the
 // peer's close and its reset each fail every channel of the connection at
 // once, naming the peer TaskManager and its address.
 func TestConnectionErrorsFailEveryChannel(t *testing.T) {
@@ -99,9 +99,10 @@ func TestConnectionErrorsFailEveryChannel(t *testing.T) {
 				nc.Write(frame(t, wire.BufferHeader{Channel: 2, Sequence: seq, Kind: wire.KindData}, data))
 			}
 		}, []string{"protocol error", "without credit", "channel 2"}},
-		{"priority event", func(t *testing.T, nc net.Conn) {
-			nc.Write(frame(t, wire.BufferHeader{Channel: 0, Kind: uint8(network.KindBarrier), Priority: true}, network.NewBarrier(network.Barrier{ID: 1, Unaligned: true}).Data))
-		}, []string{"unaligned checkpoints are not supported between TaskManagers"}},
+		{"priority event overtaking", func(t *testing.T, nc net.Conn) {
+			nc.Write(frame(t, wire.BufferHeader{Channel: 0, Sequence: 0, Kind: uint8(network.KindWatermark)}, wm))
+			nc.Write(frame(t, wire.BufferHeader{Channel: 0, Sequence: 3, Kind: uint8(network.KindBarrier), Priority: true}, network.NewBarrier(network.Barrier{ID: 1, Unaligned: true}).Data))
+		}, []string{"protocol error", "priority event", "channel 0 with sequence 3 overtook 2 buffers", "expected sequence 1"}},
 		{"unknown channel", func(t *testing.T, nc net.Conn) {
 			nc.Write(frame(t, wire.BufferHeader{Channel: 9, Kind: uint8(network.KindWatermark)}, wm))
 		}, []string{"channel 9, which was never requested"}},
@@ -143,7 +144,7 @@ func TestConnectionErrorsFailEveryChannel(t *testing.T) {
 				if !ok {
 					break
 				}
-				if c.name != "sequence gap" && c.name != "repeat" && c.name != "no credit" {
+				if c.name != "sequence gap" && c.name != "repeat" && c.name != "no credit" && c.name != "priority event overtaking" {
 					t.Errorf("delivered %s", b.Kind)
 				}
 			}
@@ -292,44 +293,6 @@ func TestRequestBeforePartition(t *testing.T) {
 	s.mu.Unlock()
 	if kept {
 		t.Error("the expired request's partition entry is still in the server's table")
-	}
-}
-
-// TestPriorityEventRefused: a priority event (an unaligned barrier) on a
-// remote channel fails that channel on both sides, naming unaligned
-// checkpoints; the connection's other channel goes on.
-func TestPriorityEventRefused(t *testing.T) {
-	checkGoroutines(t)
-	s := startServer(t, identity("producer"))
-	conn := dial(t, identity("consumer"), s, "producer")
-	rp := network.NewResultPartition(2, network.NewBufferPool(2, 256))
-	producerErr := make(chan error, 2)
-	if err := s.Publish(network.PartitionKey{Job: "j"}, rp, func(sub int, err error) { producerErr <- fmt.Errorf("subpartition %d: %w", sub, err) }); err != nil {
-		t.Fatal(err)
-	}
-	f := newFailures()
-	g := network.NewInputGate()
-	for sub := range 2 {
-		if _, err := conn.Request(Request{Key: network.PartitionKey{Job: "j"}, Subpartition: sub, Gate: g, Channel: sub, Fail: f.hook(sub)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rp.Subs[0].Add(network.NewWatermark(1))
-	rp.Subs[1].Add(network.NewWatermark(1))
-	pollOne(t, g, 5*time.Second)
-	pollOne(t, g, 5*time.Second)
-	rp.Subs[0].AddPriority(network.NewBarrier(network.Barrier{ID: 3, Unaligned: true}))
-	errs := f.wait(t, 1)
-	mustContain(t, "consumer side", errs[0], "unaligned checkpoints are not supported between TaskManagers", `TaskManager "producer"`)
-	select {
-	case err := <-producerErr:
-		mustContain(t, "producer side", err, "subpartition 0", "unaligned checkpoints", `"consumer"`)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the producer was not told")
-	}
-	rp.Subs[1].Add(network.NewWatermark(2))
-	if c, b := pollOne(t, g, 5*time.Second); c.Channel != 1 || b.Watermark() != 2 {
-		t.Fatalf("channel %d delivered %s, want channel 1's watermark 2", c.Channel, b.Kind)
 	}
 }
 

@@ -116,8 +116,7 @@ func (s *Server) Close() error {
 // Publish makes rp, the producer's partition key, available to requests,
 // and serves those already waiting for it. fail, if set, learns of each
 // subpartition whose remote consumer failed (the connection ended, the
-// consumer sent a priority event it cannot take): the producer task
-// should fail. It runs on the transport's goroutines and must not block.
+// consumer refused the channel): the producer task should fail. It runs on the transport's goroutines and must not block.
 func (s *Server) Publish(key network.PartitionKey, rp *network.ResultPartition, fail func(sub int, err error)) error {
 	s.mu.Lock()
 	p := s.parts[key]
@@ -312,8 +311,12 @@ type serverConn struct {
 	views []*view // by channel id, nil once ended; guarded by link.mu, appended by the reader alone
 
 	// guarded by link.mu
-	queue []out // buffers to write, in delivery order
+	queue []out // buffers to write: the priority part, then the rest in delivery order
+	prio  int   // the priority part of queue: priority events and the data they must not pass
 	spare []out // the writer's other queue, swapped with queue
+	// others is DeliverPriority's scratch (link.mu held): the entries of
+	// other channels while those of the event's channel move ahead.
+	others []out
 
 	// the writer's own
 	vec  [][]byte
@@ -322,10 +325,13 @@ type serverConn struct {
 	done []out
 }
 
-// out is one buffer to write and the view it goes to.
+// out is one buffer to write, the view it goes to and its sequence
+// number, taken when the subpartition delivered it (the ledger's order).
 type out struct {
-	v *view
-	b *network.Buffer
+	v        *view
+	b        *network.Buffer
+	seq      uint32
+	priority bool
 }
 
 // view is one requested subpartition as seen by the connection: the
@@ -342,9 +348,9 @@ type view struct {
 	fail   func(sub int, err error)
 	credit int // ADD_CREDIT received before the attach
 
-	gone bool // ended, cancelled or failed: deliveries are dropped; guarded by link.mu
-
-	seq wire.Sequence // the writer's
+	// guarded by link.mu
+	gone bool          // ended, cancelled or failed: deliveries are dropped
+	seq  wire.Sequence // numbers buffers as the subpartition delivers them
 }
 
 func (v *view) key() network.PartitionKey { return network.PartitionKey(v.req.Key) }
@@ -389,7 +395,7 @@ func (v *view) Deliver(b *network.Buffer) {
 		b.Recycle()
 		return
 	}
-	c.queue = append(c.queue, out{v, b})
+	c.queue = append(c.queue, out{v: v, b: b, seq: v.seq.Take()})
 	if b.Kind == network.KindEndOfPartition {
 		// The producer is done with this channel: a failure of the
 		// connection from now on is the consumer's alone.
@@ -400,22 +406,48 @@ func (v *view) Deliver(b *network.Buffer) {
 	c.signal()
 }
 
-// DeliverPriority refuses the priority event b: see errUnaligned.
+// DeliverPriority queues the priority event b (an unaligned barrier; the
+// subpartition's lock is held) ahead of every other channel's buffers, but
+// behind what this channel's ledger released before it (decision 21): the
+// event and this channel's queued buffers move to the end of the queue's
+// priority part, in their order. So the writer sends priority events
+// before any data it has not started on, and within a channel in the
+// ledger's order, which the sequence numbers record: the receiver checks
+// that a priority event carries the next one, so that every buffer it
+// overtakes in the receiver's queue came before it.
 func (v *view) DeliverPriority(b *network.Buffer) {
-	b.Recycle()
-	v.c.failChannelLocked(v, fmt.Errorf("tcp: TaskManager %q sending to %s: %w", v.c.s.cfg.TaskManager, v.c.peer, errUnaligned(v.id)))
+	c := v.c
+	c.mu.Lock()
+	if c.err != nil || v.gone {
+		c.mu.Unlock()
+		b.Recycle()
+		return
+	}
+	q, others, w := c.queue, c.others[:0], c.prio
+	for _, o := range q[c.prio:] {
+		if o.v == v {
+			q[w] = o
+			w++
+		} else {
+			others = append(others, o)
+		}
+	}
+	q = append(q[:w], out{v: v, b: b, seq: v.seq.Take(), priority: true})
+	c.queue, c.prio = append(q, others...), w+1
+	clear(others)
+	c.others = others[:0]
+	c.mu.Unlock()
+	c.signal()
 }
 
 // drop stops v, once: later deliveries are recycled, and a subpartition
 // that is attached gets credit enough never to hold its producer back
-// again (unless locked: the subpartition's lock is held). A non-nil err
-// goes to the producer's failure hook if v was attached.
+// again. A non-nil err goes to the producer's failure hook if v was
+// attached.
 //
 // Lock order: view.mu, then the subpartition's, then link.mu; a
-// subpartition delivering (its lock held) takes only link.mu, so locked
-// drops do not touch view.mu (v.sub and v.fail are set for good before
-// any delivery).
-func (v *view) drop(err error, locked bool) {
+// subpartition delivering (its lock held) takes only link.mu.
+func (v *view) drop(err error) {
 	c := v.c
 	c.mu.Lock()
 	if v.gone {
@@ -425,12 +457,6 @@ func (v *view) drop(err error, locked bool) {
 	v.gone = true
 	c.views[v.id] = nil // the table keeps no ended channel alive
 	c.mu.Unlock()
-	if locked {
-		if v.fail != nil && err != nil {
-			v.fail(v.subIdx, err)
-		}
-		return
-	}
 	v.mu.Lock()
 	sub, fail, idx := v.sub, v.fail, v.subIdx
 	if sub != nil {
@@ -446,14 +472,7 @@ func (v *view) drop(err error, locked bool) {
 // hook told.
 func (c *serverConn) failChannel(v *view, err error) {
 	c.queueError(v.id, err)
-	v.drop(err, false)
-}
-
-// failChannelLocked is failChannel while the subpartition's lock is held
-// (DeliverPriority): it cannot grant.
-func (c *serverConn) failChannelLocked(v *view, err error) {
-	c.queueError(v.id, err)
-	v.drop(err, true)
+	v.drop(err)
 }
 
 func (c *serverConn) queueError(ch uint32, err error) {
@@ -490,7 +509,7 @@ func (c *serverConn) fail(err error) {
 	}
 	for _, v := range views {
 		if v != nil {
-			v.drop(err, false)
+			v.drop(err)
 		}
 	}
 }
@@ -561,7 +580,7 @@ func (c *serverConn) read() {
 				v.timer.Stop()
 			}
 			c.s.mu.Unlock()
-			v.drop(nil, false)
+			v.drop(nil)
 		case wire.TypeError:
 			e := c.dec.ErrorFrame()
 			c.fail(reported(c.peer, e.Text))
@@ -600,7 +619,7 @@ func (c *serverConn) write() {
 			c.mu.Lock()
 			ctrl, c.ctrl = c.ctrl, ctrl[:0]
 			q := c.queue
-			c.queue = c.spare[:0]
+			c.queue, c.prio = c.spare[:0], 0
 			c.mu.Unlock()
 			if len(ctrl) == 0 && len(q) == 0 {
 				c.spare = q
@@ -635,7 +654,7 @@ func (c *serverConn) writeBatch(ctrl []byte, q []out) error {
 			}
 			vec, hdrs, size = vec[:0], hdrs[:0], 0
 		}
-		h := wire.BufferHeader{Channel: o.v.id, Sequence: o.v.seq.Take(), Backlog: uint32(o.v.sub.Backlog()), Kind: uint8(o.b.Kind)}
+		h := wire.BufferHeader{Channel: o.v.id, Sequence: o.seq, Backlog: uint32(o.v.sub.Backlog()), Kind: uint8(o.b.Kind), Priority: o.priority}
 		var err error
 		if vec, hdrs, err = wire.AppendBufferVec(vec, hdrs, h, o.b.Data); err != nil {
 			return fmt.Errorf("tcp: encoding a buffer of channel %d: %w", o.v.id, err)
