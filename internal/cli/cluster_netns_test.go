@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -86,18 +85,6 @@ func logLine(p *proc, text string) string {
 		}
 	}
 	return ""
-}
-
-// stopAll sends SIGTERM to each process and expects it to end with 0 or
-// 130.
-func stopAll(t *testing.T, ps ...*proc) {
-	t.Helper()
-	for _, p := range ps {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
-			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[4:], code, p.stderr.String())
-		}
-	}
 }
 
 // TestTaskManagerUserTimeoutSetting: weir taskmanager takes -D
