@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -21,8 +22,11 @@ func TestBenchOnCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a JobManager and two TaskManager processes and runs four jobs on them")
 	}
-	jm, rpcAddr, restAddr := startJobManager(t)
-	tms := []*proc{startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
+	// Profiles of the JobManager and one TaskManager, written when they exit.
+	dir := t.TempDir()
+	profiles := []string{filepath.Join(dir, "jobmanager.prof"), filepath.Join(dir, "tm-a.prof")}
+	jm, rpcAddr, restAddr := startJobManager(t, "--cpuprofile", profiles[0])
+	tms := []*proc{startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1, "--cpuprofile", profiles[1]), startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
 	logs := func() string {
 		return "JobManager:\n" + jm.stderr.String() + "\ntm-a:\n" + tms[0].stderr.String() + "\ntm-b:\n" + tms[1].stderr.String()
 	}
@@ -80,6 +84,12 @@ func TestBenchOnCluster(t *testing.T) {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		if code, _, _ := p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
 			t.Errorf("%v exited %d on SIGTERM; stderr:\n%s", p.cmd.Args[1:], code, p.stderr.String())
+		}
+	}
+	for _, path := range profiles {
+		// A CPU profile is gzipped protobuf.
+		if b, err := os.ReadFile(path); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("--cpuprofile %s: %d bytes (%v), want a gzipped profile", path, len(b), err)
 		}
 	}
 }
