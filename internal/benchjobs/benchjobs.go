@@ -29,7 +29,14 @@ func ChainedMapFilter(ctx context.Context, n int64) (int64, error) {
 // ShuffleInt64Pairs runs the same pipeline over (int64, int64) records with a
 // keyBy shuffle between map and filter, at the given parallelism.
 func ShuffleInt64Pairs(ctx context.Context, n int64, parallelism int) (int64, error) {
-	env := weir.NewEnvironment(weir.Config{Parallelism: parallelism})
+	return Shuffle(ctx, n, weir.Config{Parallelism: parallelism})
+}
+
+// Shuffle is ShuffleInt64Pairs under cfg: on a multi-process cluster
+// (`weir bench shuffle --jobmanager`), which runs a streaming job only with
+// a checkpoint directory every process shares, cfg carries one.
+func Shuffle(ctx context.Context, n int64, cfg weir.Config) (int64, error) {
+	env := weir.NewEnvironment(cfg)
 	src := weir.Generate(env, n, 0, func(i int64) tuple.T2[int64, int64] { return tuple.Of2(i, i*3) })
 	m := weir.Map(src, func(p tuple.T2[int64, int64]) tuple.T2[int64, int64] { p.F1++; return p })
 	keyed := weir.KeyBy(m, func(p tuple.T2[int64, int64]) int64 { return p.F0 })

@@ -2,8 +2,13 @@ package benchjobs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"math/bits"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +24,19 @@ import (
 // of KeyedCountKeys with a paced source whose records carry the instant
 // they were due, and a sink that puts now minus that instant into a
 // histogram per subtask.
+//
+// On a multi-process cluster (LatencyOptions.StatsDir) the subtasks run
+// in TaskManager processes, so nothing they measure can reach the caller
+// through memory: stamps are wall-clock nanoseconds (CLOCK_REALTIME, which
+// every process of one host reads alike; the monotonic clock of a Go
+// process counts from that process's start), each source and sink subtask
+// writes what it measured to a file of its own in StatsDir when it closes,
+// and ReadLatencyStats merges the files. A sink tells the records of a
+// source subtask in its own process (a local channel) from those that
+// crossed processes (the TCP data plane) by the key: source subtask i
+// emits keys i, i+p, i+2p, ... mod Keys, so with Keys a multiple of p the
+// key mod p names it, and each source subtask marks itself in its
+// process's latencyShared.local when it starts.
 
 // LatencyOptions configure one run of KeyedLatency.
 type LatencyOptions struct {
@@ -31,6 +49,14 @@ type LatencyOptions struct {
 	Warmup, Duration time.Duration
 	// BufferTimeout is weir.Config's (0: the default 100ms).
 	BufferTimeout time.Duration
+	// StatsDir, if set, runs the job for a multi-process cluster (see
+	// above): the results go to files in this directory, which must be on
+	// the host of every process, and KeyedLatency returns only Wall.
+	// Keys must then be a multiple of Parallelism.
+	StatsDir string
+	// Checkpointing is the job's (a cluster runs a streaming job only with
+	// a checkpoint directory every process shares); nil: none.
+	Checkpointing *weir.CheckpointConfig
 }
 
 // LatencyResult is what a run measured after the warm-up.
@@ -39,6 +65,10 @@ type LatencyResult struct {
 	// the schedule said a record was due (paced), or from when it was
 	// emitted (unpaced), to its arrival at the sink.
 	Latency *Histogram
+	// Local and Remote split Latency on a multi-process cluster
+	// (ReadLatencyStats): the records whose source subtask ran in the
+	// sink's process, and those that crossed processes. Nil otherwise.
+	Local, Remote *Histogram
 	// Events reached the sink in the measured window (of Window wall time).
 	Events int64
 	Window time.Duration
@@ -64,12 +94,23 @@ type LatencyResult struct {
 // newest record's stamp with the count.
 func KeyedLatency(ctx context.Context, o LatencyOptions, cpuNow func() (cpu time.Duration)) (LatencyResult, error) {
 	sh := &latencyShared{base: time.Now(), keys: o.Keys, rate: o.Rate, warmup: int64(o.Warmup), total: int64(o.Warmup + o.Duration)}
-	cfg := weir.Config{Parallelism: o.Parallelism, BufferTimeout: o.BufferTimeout}
+	cfg := weir.Config{Parallelism: o.Parallelism, BufferTimeout: o.BufferTimeout, Checkpointing: o.Checkpointing}
+	if o.StatsDir != "" {
+		if o.Parallelism < 1 || o.Keys%int64(o.Parallelism) != 0 {
+			return LatencyResult{}, fmt.Errorf("bench latency on a cluster: keys (%d) must be a multiple of the parallelism (%d), so a sink can tell which source subtask a record came from", o.Keys, o.Parallelism)
+		}
+		sh.wall, sh.statsDir, sh.p, sh.local = true, o.StatsDir, int64(o.Parallelism), make([]atomic.Bool, o.Parallelism)
+	}
 	env := weir.NewEnvironment(cfg)
 	src := weir.FromSource[stamped, int](env, pacedSource{sh}, "PacedGenerator")
 	counts := weir.Reduce(weir.KeyBy(src, func(p stamped) int64 { return p.F0 }),
 		func(a, b stamped) stamped { a.F1 += b.F1; a.F2 = b.F2; return a })
 	weir.SinkTo[stamped](counts, latencySink{sh}, "LatencySink")
+	if o.StatsDir != "" {
+		wall0 := time.Now()
+		_, err := env.Execute(ctx, "bench-keyed-latency")
+		return LatencyResult{Wall: time.Since(wall0)}, err
+	}
 	cpu0, wall0 := cpuNow(), time.Now()
 	_, err := env.Execute(ctx, "bench-keyed-latency")
 	res := LatencyResult{CPU: cpuNow() - cpu0, Wall: time.Since(wall0), Latency: &sh.hist, Events: sh.events, TotalEvents: sh.all,
@@ -87,6 +128,10 @@ type stamped = tuple.T3[int64, int64, int64]
 // histogram once, at the end).
 type latencyShared struct {
 	base                     time.Time
+	wall                     bool // stamps are wall-clock ns (a multi-process cluster), not ns since base
+	statsDir                 string
+	p                        int64
+	local                    []atomic.Bool // by source subtask: it runs in this process (cluster only)
 	keys                     int64
 	rate                     float64
 	warmup, total            int64        // ns
@@ -98,7 +143,12 @@ type latencyShared struct {
 	events, all              int64
 }
 
-func (sh *latencyShared) now() int64 { return int64(time.Since(sh.base)) }
+func (sh *latencyShared) now() int64 {
+	if sh.wall {
+		return time.Now().UnixNano()
+	}
+	return int64(time.Since(sh.base))
+}
 
 // pacedSource has one split per subtask (the split is the subtask index).
 type pacedSource struct{ sh *latencyShared }
@@ -111,7 +161,10 @@ func (pacedSource) CreateEnumerator(ctx source.EnumeratorContext[int], _ []byte)
 }
 
 func (s pacedSource) CreateReader(ctx source.ReaderContext) (source.Reader[stamped, int], error) {
-	r := &pacedReader{sh: s.sh, p: int64(ctx.Parallelism()), wake: make(chan struct{}, 1), buf: make([]stamped, 64)}
+	r := &pacedReader{sh: s.sh, p: int64(ctx.Parallelism()), subtask: ctx.Subtask(), wake: make(chan struct{}, 1), buf: make([]stamped, 64)}
+	if s.sh.local != nil {
+		s.sh.local[ctx.Subtask()].Store(true)
+	}
 	if s.sh.rate > 0 {
 		r.perNs = s.sh.rate / float64(ctx.Parallelism()) / 1e9
 	}
@@ -139,6 +192,7 @@ func (e pacedEnum) AddReader(i int) error {
 type pacedReader struct {
 	sh            *latencyShared
 	p             int64
+	subtask       int
 	perNs         float64 // records per ns of this subtask; 0: unpaced
 	split         int64
 	has, noMore   bool
@@ -177,6 +231,10 @@ func (r *pacedReader) NoMoreSplits() {
 func (r *pacedReader) SnapshotState(int64) ([]int, error)   { return nil, nil }
 func (r *pacedReader) NotifyCheckpointComplete(int64) error { return nil }
 func (r *pacedReader) Close() error {
+	if r.sh.statsDir != "" {
+		return writeStats(r.sh.statsDir, fmt.Sprintf("source-%d.json", r.subtask),
+			latencyFile{Start: r.start, Lag: r.sh.lag.Load(), Oversleep: &r.oversleep, BusyGap: &r.busyGap})
+	}
 	r.sh.mu.Lock()
 	defer r.sh.mu.Unlock()
 	r.sh.oversleep.Merge(&r.oversleep)
@@ -248,29 +306,41 @@ func (r *pacedReader) due(k int64) int64 { return r.start + int64(float64(k)/r.p
 
 type latencySink struct{ sh *latencyShared }
 
-func (s latencySink) CreateWriter(sink.Context) (sink.Writer[stamped], error) {
-	return &latencyWriter{sh: s.sh, from: -1}, nil
+func (s latencySink) CreateWriter(ctx sink.Context) (sink.Writer[stamped], error) {
+	return &latencyWriter{sh: s.sh, from: -1, subtask: ctx.Subtask()}, nil
 }
 
 // latencyWriter records the latency of each record after the warm-up in
 // its own histogram; Close merges it into the run's.
 type latencyWriter struct {
-	sh     *latencyShared
-	from   int64 // the end of the warm-up, ns since base (-1: not known yet)
-	last   int64
-	n, all int64
-	hist   Histogram
-	merged bool
+	sh      *latencyShared
+	subtask int
+	from    int64 // the end of the warm-up, ns since base (-1: not known yet)
+	last    int64
+	n, all  int64
+	hist    Histogram // on a cluster: the records of source subtasks in this process
+	remote  Histogram // on a cluster: the records that crossed processes
+	merged  bool
 }
 
 func (w *latencyWriter) Write(v stamped, _ int64) error {
 	now := w.sh.now()
 	w.all++
 	if w.from < 0 {
-		w.from = w.sh.started.Load() + w.sh.warmup
+		if w.sh.wall {
+			// A source subtask of another process sets no started here:
+			// the warm-up counts from the first record's due instant.
+			w.from = v.F2 + w.sh.warmup
+		} else {
+			w.from = w.sh.started.Load() + w.sh.warmup
+		}
 	}
 	if v.F2 >= w.from {
-		w.hist.Record(now - v.F2)
+		if w.sh.local == nil || w.sh.local[v.F0%w.sh.p].Load() {
+			w.hist.Record(now - v.F2)
+		} else {
+			w.remote.Record(now - v.F2)
+		}
 		w.n++
 		w.last = now
 	}
@@ -284,6 +354,10 @@ func (w *latencyWriter) Close() error {
 		return nil
 	}
 	w.merged = true
+	if w.sh.statsDir != "" {
+		return writeStats(w.sh.statsDir, fmt.Sprintf("sink-%d.json", w.subtask),
+			latencyFile{From: w.from, Last: w.last, Events: w.n, All: w.all, Local: &w.hist, Remote: &w.remote})
+	}
 	w.sh.mu.Lock()
 	defer w.sh.mu.Unlock()
 	w.sh.hist.Merge(&w.hist)
@@ -363,4 +437,113 @@ func (h *Histogram) Quantile(q float64) int64 {
 		}
 	}
 	return h.max
+}
+
+// latencyFile is what one subtask of a run on a multi-process cluster
+// measured (LatencyOptions.StatsDir): a source subtask's start (wall-clock
+// ns), its process's largest lag behind schedule and its poll histograms;
+// a sink subtask's end of warm-up, latest arrival, event counts and
+// latency histograms.
+type latencyFile struct {
+	Start, Lag, From, Last int64
+	Events, All            int64
+	Local, Remote          *Histogram `json:",omitempty"`
+	Oversleep, BusyGap     *Histogram `json:",omitempty"`
+}
+
+// writeStats writes f to dir/name, whole or not at all (a rename).
+func writeStats(dir, name string, f latencyFile) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("bench latency: writing this subtask's results into %s (the client's --stats-dir; it must be on this host): %w", dir, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, name))
+}
+
+// ReadLatencyStats merges what the subtasks of a run of o on a
+// multi-process cluster wrote into o.StatsDir (one file per source and
+// sink subtask) into the run's result; CPU stays 0 (the processes are
+// not the caller's).
+func ReadLatencyStats(o LatencyOptions) (LatencyResult, error) {
+	res := LatencyResult{Latency: &Histogram{}, Local: &Histogram{}, Remote: &Histogram{}, Oversleep: &Histogram{}, BusyGap: &Histogram{}}
+	var started, last int64
+	for _, role := range []string{"source", "sink"} {
+		for i := range o.Parallelism {
+			path := filepath.Join(o.StatsDir, fmt.Sprintf("%s-%d.json", role, i))
+			b, err := os.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				return res, fmt.Errorf("bench latency: %s subtask %d wrote no results to %s: did it run on this host, and did the job finish?", role, i, path)
+			}
+			if err != nil {
+				return res, err
+			}
+			var f latencyFile
+			if err := json.Unmarshal(b, &f); err != nil {
+				return res, fmt.Errorf("bench latency: %s: %w", path, err)
+			}
+			if role == "source" {
+				if started == 0 || f.Start < started {
+					started = f.Start
+				}
+				res.SourceLag = max(res.SourceLag, f.Lag)
+				merge(res.Oversleep, f.Oversleep)
+				merge(res.BusyGap, f.BusyGap)
+				continue
+			}
+			merge(res.Local, f.Local)
+			merge(res.Remote, f.Remote)
+			res.Events += f.Events
+			res.TotalEvents += f.All
+			last = max(last, f.Last)
+		}
+	}
+	res.Latency.Merge(res.Local)
+	res.Latency.Merge(res.Remote)
+	if w := time.Duration(last - started - int64(o.Warmup)); started > 0 && w > 0 {
+		res.Window = w
+	}
+	return res, nil
+}
+
+func merge(h, o *Histogram) {
+	if o != nil {
+		h.Merge(o)
+	}
+}
+
+// histogramJSON is a Histogram's file form: its non-empty buckets.
+type histogramJSON struct {
+	N, Max int64
+	Counts map[int]int64
+}
+
+// MarshalJSON encodes the non-empty buckets.
+func (h *Histogram) MarshalJSON() ([]byte, error) {
+	j := histogramJSON{N: h.n, Max: h.max, Counts: map[int]int64{}}
+	for i, c := range h.counts {
+		if c != 0 {
+			j.Counts[i] = c
+		}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes MarshalJSON's form.
+func (h *Histogram) UnmarshalJSON(b []byte) error {
+	var j histogramJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*h = Histogram{n: j.N, max: j.Max}
+	for i, c := range j.Counts {
+		if i < 0 || i >= histBuckets {
+			return fmt.Errorf("histogram bucket %d out of range [0, %d)", i, histBuckets)
+		}
+		h.counts[i] = c
+	}
+	return nil
 }

@@ -13,7 +13,7 @@ import (
 
 // bench runs one engine benchmark and reports events per second per core of
 // process CPU time, the same figure `go test -bench` reports.
-func bench(ctx context.Context, args []string, stdout io.Writer) error {
+func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "savepoint" {
 		return benchSavepoint(ctx, args[1:], stdout)
 	}
@@ -21,13 +21,15 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return benchKafka(ctx, args[1:], stdout)
 	}
 	if len(args) > 0 && args[0] == "latency" {
-		return benchLatency(ctx, args[1:], stdout)
+		return benchLatency(ctx, args[1:], stdout, stderr)
 	}
 	fs := newFlagSet("bench")
 	events := fs.Int64("events", 50_000_000, "")
 	parallelism := fs.Int("parallelism", 2, "")
 	sizeMB := fs.Int("size-mb", 100, "")
 	cpuprofile := fs.String("cpuprofile", "", "")
+	jobManager := fs.String("jobmanager", "", "")
+	dir := fs.String("dir", "", "")
 	jobFlags := addBenchJobFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -40,7 +42,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	case "chained":
 		err = onlyFlags(fs, "bench chained", "events", "cpuprofile")
 	case "shuffle":
-		err = onlyFlags(fs, "bench shuffle", "events", "parallelism", "cpuprofile")
+		err = onlyFlags(fs, "bench shuffle", "events", "parallelism", "cpuprofile", "jobmanager", "dir")
 	case "wordcount":
 		err = onlyFlags(fs, "bench wordcount", "size-mb", "parallelism", "cpuprofile")
 	case "keyed", "window", "intervaljoin":
@@ -57,6 +59,12 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return usagef("--parallelism of a benchmark must be between 1 and 1024, got %d", *parallelism)
 	case *sizeMB < 1 || *sizeMB > 100_000:
 		return usagef("--size-mb must be between 1 and 100000, got %d", *sizeMB)
+	case *jobManager == "" && setFlag(fs, "dir"):
+		return usagef("--dir needs --jobmanager (it is where a job on a cluster keeps its checkpoints)")
+	case *jobManager != "" && *cpuprofile != "":
+		return usagef("--cpuprofile profiles this process, and with --jobmanager the job runs in the cluster's: give weir taskmanager --cpuprofile")
+	case *jobManager != "":
+		return benchShuffleOnCluster(ctx, *jobManager, *dir, *events, *parallelism, stdout, stderr) // bench_cluster.go
 	}
 	var run func() (int64, error)
 	switch pos[0] {

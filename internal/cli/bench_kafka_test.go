@@ -23,7 +23,7 @@ func TestBenchKafka(t *testing.T) {
 			var out strings.Builder
 			err := bench(context.Background(), []string{"kafka", "--brokers", brokers, "--guarantee", g,
 				"--records", "3000", "--record-bytes", "100", "--parallelism", "2", "--partitions", "3",
-				"--checkpoint-interval", "100ms", "--broker-pid", strconv.Itoa(os.Getpid())}, &out)
+				"--checkpoint-interval", "100ms", "--broker-pid", strconv.Itoa(os.Getpid())}, &out, &out)
 			if err != nil {
 				t.Fatalf("bench kafka: %v\n%s", err, out.String())
 			}
@@ -61,7 +61,7 @@ func TestBenchKafkaFlags(t *testing.T) {
 		{[]string{"--guarantee", "none", "extra"}, "no positional arguments"},
 		{[]string{"--guarantee", "none", "--events", "5"}, "unknown flag --events"},
 	} {
-		err := bench(context.Background(), append([]string{"kafka"}, c.args...), &strings.Builder{})
+		err := bench(context.Background(), append([]string{"kafka"}, c.args...), &strings.Builder{}, &strings.Builder{})
 		var u usageError
 		if !errors.As(err, &u) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("bench kafka %q: got %v, want a usage error with %q", c.args, err, c.want)

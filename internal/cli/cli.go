@@ -48,6 +48,7 @@ Usage:
                                process must see them
   weir jobmanager [--rpc-address A] [--rest-address A] [--log-level L]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
+                  [--cpuprofile F]
                                run a JobManager: TaskManagers and clients reach
                                it at --rpc-address (default 127.0.0.1:6123), its
                                REST API at --rest-address (default
@@ -56,12 +57,14 @@ Usage:
                                silent for heartbeat.timeout (default 5s;
                                heartbeats every heartbeat.interval, 1s; give
                                every process the same) is lost; SIGTERM cancels
-                               its jobs and exits
+                               its jobs and exits; --cpuprofile writes a CPU
+                               profile of the process's life to F at exit
   weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
                   [--data-address A] [--process-memory S] [--network-memory S]
                   [--heap-state-memory S] [--log-level L]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
                   [-D taskmanager.network.tcp.user-timeout=D]
+                  [--cpuprofile F]
                                run a TaskManager of N task slots (default 1)
                                that registers with the JobManager at ADDR under
                                ID (Flink's taskmanager.resource-id; default
@@ -81,7 +84,8 @@ Usage:
                                (docs/deployment.md); a data connection whose
                                sent data or keepalive probes go unacknowledged
                                for taskmanager.network.tcp.user-timeout
-                               (default 5s) fails its tasks
+                               (default 5s) fails its tasks; --cpuprofile as
+                               for jobmanager
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),
@@ -104,6 +108,16 @@ Usage:
                                latency (--keys K --parallelism N --duration 10s
                                --rate R --buffer-timeout D --warmup 1s: p50/p99/p99.9
                                of the keyed job at half its maximum throughput)
+                               shuffle and latency also take --jobmanager ADDR
+                               [--dir D]: each job runs on that cluster (its
+                               checkpoints, and latency's per-subtask results,
+                               in a new folder under D, default the temporary
+                               directory, which every process must see);
+                               shuffle then reports events and wall time (its
+                               CPU is the cluster's: scripts/bench-cluster),
+                               latency splits p99 into records that crossed
+                               processes and the others (--keys a multiple of
+                               --parallelism)
   weir list [--address A]      list the jobs of a running cluster
   weir cancel <job-id> [--address A]
                                cancel a job of a running cluster
@@ -370,7 +384,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	case "run":
 		err = run(ctx, args[1:], stdout, stderr)
 	case "bench":
-		err = bench(ctx, args[1:], stdout)
+		err = bench(ctx, args[1:], stdout, stderr)
 	case "list":
 		err = list(ctx, args[1:], stdout)
 	case "cancel":

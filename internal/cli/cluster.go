@@ -29,12 +29,16 @@ import (
 // TaskManager under launch.Building (the graph only).
 
 // program is the node.Program of this binary: run with the job's name
-// and flags. Output goes to the process's own stdout and stderr (the
+// and flags, or for "bench shuffle" and "bench latency" (`weir bench
+// --jobmanager`), the benchmark's job. Output goes to the process's own stdout and stderr (the
 // JobManager's log); a TaskManager only builds the graph, silently.
 func program(stdout, stderr io.Writer) node.Program {
 	return func(ctx context.Context, job string, args []string) error {
 		if launch.IsBuilding(ctx) {
 			stdout, stderr = io.Discard, io.Discard
+		}
+		if name, ok := isBenchProgram(job); ok {
+			return benchProgram(ctx, name, args) // bench_cluster.go
 		}
 		return run(ctx, append([]string{job}, args...), stdout, stderr)
 	}
@@ -119,6 +123,7 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	restAddr := rest.DefaultAddr
 	fs.Var(optionalString{&restAddr}, "rest-address", "")
 	level := fs.String("log-level", "info", "")
+	cpuprofile := fs.String("cpuprofile", "", "")
 	var props propsFlag
 	fs.Var(&props, "D", "")
 	pos, err := parseArgs(fs, splitDashD(args))
@@ -128,6 +133,11 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if len(pos) != 0 {
 		return usagef("jobmanager takes no arguments, got %q", pos)
 	}
+	stopProfile, err := startCPUProfile("jobmanager", *cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	hbInterval, hbTimeout, err := heartbeatSettings(props)
 	if err != nil {
 		return err
@@ -169,6 +179,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	stateDir := fs.String("state-dir", "", "")
 	dataAddr := fs.String("data-address", node.DefaultDataAddress, "")
 	level := fs.String("log-level", "info", "")
+	cpuprofile := fs.String("cpuprofile", "", "")
 	var netMem, heapMem, procMem sizeFlag
 	fs.Var(&procMem, "process-memory", "")
 	fs.Var(&netMem, "network-memory", "")
@@ -208,6 +219,11 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := checkAddress("data-address", *dataAddr); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile("taskmanager", *cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
 		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, Run: program(stdout, stderr), Logger: logger,

@@ -8,5 +8,7 @@
 // cancel the command; a second one exits at once), per-command help cut
 // from the one usage text (help.go), flags that refuse empty values and
 // accept old names as aliases (flags.go), the REST API address forms, and
-// the refusal of outputs that are inputs (paths.go).
+// the refusal of outputs that are inputs (paths.go). The benchmark jobs a
+// cluster runs (`weir bench shuffle|latency --jobmanager`) are programs
+// "bench <name>" of the cluster's processes (bench_cluster.go).
 package cli
