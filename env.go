@@ -162,9 +162,47 @@ type Config struct {
 	// skipped (a Warn log line names each operator). Without it such a
 	// resume fails, naming the operator (Flink's --allowNonRestoredState).
 	AllowNonRestoredState bool
+
+	// Role makes this program one process of a cluster in application
+	// mode (docs/deployment.md): started as the JobManager and as each
+	// TaskManager, every process builds the same job, and the JobManager
+	// alone supplies the arguments (a TaskManager re-executes itself with
+	// them). Default: the environment variable WEIR_ROLE; empty runs the
+	// job on an embedded cluster in this process.
+	Role Role
+	// JobManager is the application JobManager's RPC address: where it
+	// listens, and where TaskManagers reach it. Default: WEIR_JOBMANAGER,
+	// else 127.0.0.1:6123.
+	JobManager string
 }
 
+// Role is a process's part in application mode (Config.Role).
+type Role string
+
+// The roles of application mode.
+const (
+	// RoleEmbedded runs the job on an embedded cluster in this process.
+	RoleEmbedded Role = ""
+	// RoleJobManager runs the JobManager: Execute serves the cluster's
+	// control plane (Config.JobManager) and REST API (Config.RESTAddr),
+	// runs the job on the TaskManagers that join, and returns when it
+	// ends, after telling them.
+	RoleJobManager Role = "jobmanager"
+	// RoleTaskManager runs a TaskManager: Execute serves the JobManager's
+	// job until it ends and returns its outcome. Its own settings come
+	// from the environment (WEIR_TASKMANAGER_SLOTS, WEIR_TASKMANAGER_ID,
+	// WEIR_TASKMANAGER_DATA_ADDRESS), since its arguments are the
+	// JobManager's.
+	RoleTaskManager Role = "taskmanager"
+)
+
 func (c Config) withDefaults() Config {
+	if c.Role == "" {
+		c.Role = Role(os.Getenv(launch.EnvRole))
+	}
+	if c.JobManager == "" {
+		c.JobManager = os.Getenv(launch.EnvJobManager)
+	}
 	if c.Parallelism <= 0 {
 		c.Parallelism = 1
 	}
@@ -393,7 +431,8 @@ func (e *Environment) launchConfig(name string, jg *graph.JobGraph) launch.Confi
 		TaskManagers: cfg.TaskManagers, SlotsPerTaskManager: cfg.SlotsPerTaskManager, RESTAddr: cfg.RESTAddr, RESTPortFallback: cfg.RESTPortFallback,
 		StateBackend: cfg.StateBackend, StateDir: cfg.StateDir, Logger: cfg.Logger, Clock: cfg.Clock,
 		SavepointDir: cfg.SavepointDir, Restart: cfg.Restart, SlotRequestTimeout: cfg.SlotRequestTimeout, ResumeFrom: cfg.ResumeFrom, AllowNonRestoredState: cfg.AllowNonRestoredState,
-		OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart, Canceled: ErrCanceled, CollectSinks: len(e.collects)}
+		OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart, Canceled: ErrCanceled, CollectSinks: len(e.collects),
+		Role: string(cfg.Role), JobManager: cfg.JobManager}
 	if cp := cfg.Checkpointing; cp != nil {
 		lc.Checkpointing = &launch.Checkpointing{Interval: cp.Interval, Timeout: cp.Timeout, MinPause: cp.MinPause,
 			MaxConcurrent: cp.MaxConcurrent, TolerableFailures: cp.TolerableFailures, AtLeastOnce: cp.Mode == AtLeastOnce,

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/launch"
 	"github.com/weirhq/weir/internal/node"
+	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/rpc"
+	"github.com/weirhq/weir/internal/taskmanager"
 )
 
 // The commands of a multi-process cluster (docs/distributed-runtime.md,
@@ -28,20 +31,34 @@ import (
 // (the job's checks and Execute, as on the embedded cluster), and each
 // TaskManager under launch.Building (the graph only).
 
-// program is the node.Program of this binary: run with the job's name
-// and flags, or for "bench shuffle" and "bench latency" (`weir bench
-// --jobmanager`), the benchmark's job. Output goes to the process's own stdout and stderr (the
-// JobManager's log); a TaskManager only builds the graph, silently.
-func program(stdout, stderr io.Writer) node.Program {
-	return func(ctx context.Context, job string, args []string) error {
-		if launch.IsBuilding(ctx) {
-			stdout, stderr = io.Discard, io.Discard
-		}
-		if name, ok := isBenchProgram(job); ok {
-			return benchProgram(ctx, name, args) // bench_cluster.go
-		}
-		return run(ctx, append([]string{job}, args...), stdout, stderr)
+// runOnCluster is the node.RunJob of this binary's JobManager: the job's
+// program under launch.OnCluster. Output goes to the process's own stdout
+// and stderr (the JobManager's log).
+func runOnCluster(stdout, stderr io.Writer) node.RunJob {
+	return func(ctx context.Context, c *cluster.Local, job string, args []string, submitted func(string)) error {
+		ctx = launch.OnCluster(ctx, c, launch.Submission{Program: job, Args: args, Submitted: submitted})
+		return runProgram(ctx, job, args, stdout, stderr)
 	}
+}
+
+// buildJob is TaskManagerConfig.Build of this binary's TaskManager: the
+// job's program under launch.Building, silently.
+func buildJob(logger *slog.Logger) func(protocol.RegisterJob, string) (*taskmanager.Job, error) {
+	return func(m protocol.RegisterJob, stateDir string) (*taskmanager.Job, error) {
+		return launch.BuildJob(m, func(ctx context.Context) error {
+			return runProgram(ctx, m.Program, m.Args, io.Discard, io.Discard)
+		}, stateDir, logger)
+	}
+}
+
+// runProgram runs a program of this binary: run with the job's name and
+// flags, or for "bench shuffle" and "bench latency" (`weir bench
+// --jobmanager`), the benchmark's job.
+func runProgram(ctx context.Context, job string, args []string, stdout, stderr io.Writer) error {
+	if name, ok := isBenchProgram(job); ok {
+		return benchProgram(ctx, name, args) // bench_cluster.go
+	}
+	return run(ctx, append([]string{job}, args...), stdout, stderr)
 }
 
 // outcome classifies run's error for the client's exit code.
@@ -155,10 +172,10 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	jm, err := node.StartJobManager(node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: program(stdout, stderr),
+	jm, err := node.StartJobManager(node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: runOnCluster(stdout, stderr),
 		Outcome: outcome, HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Version: launch.Version, Logger: logger})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (choose the addresses with --rpc-address and --rest-address)", err)
 	}
 	// The ready line: scripts and tests read the bound addresses here.
 	fmt.Fprintf(stdout, "JobManager ready: rpc %s rest %s\n", jm.RPCAddress(), jm.RESTAddress())
@@ -226,7 +243,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	defer stopProfile()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
-		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, Run: program(stdout, stderr), Logger: logger,
+		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, Build: buildJob(logger), Logger: logger,
 		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, DataUserTimeout: userTimeout,
 		Registered: func(session string) {
 			fmt.Fprintf(stdout, "TaskManager registered with %s (session %s)\n", *jmAddr, session)

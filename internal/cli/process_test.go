@@ -73,12 +73,18 @@ func startWeir(t *testing.T, stdin string, args ...string) *proc {
 // binary).
 func startProgram(t *testing.T, program, stdin string, args ...string) *proc {
 	t.Helper()
+	return startProgramEnv(t, program, nil, stdin, args...)
+}
+
+// startProgramEnv is startProgram with env added to the environment.
+func startProgramEnv(t *testing.T, program string, env []string, stdin string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(program, args...)}
 	// Its own TMPDIR: a process a test kills hard cannot remove its
 	// temporary state directory, and the test's cleanup then does.
 	tmp := t.TempDir()
 	p.peakFile = filepath.Join(tmp, "peak-rss-kb")
-	p.cmd.Env = append(os.Environ(), "WEIR_CLI_PROCESS=1", "TMPDIR="+tmp, "WEIR_TEST_PEAK_RSS="+p.peakFile)
+	p.cmd.Env = append(append(os.Environ(), "WEIR_CLI_PROCESS=1", "TMPDIR="+tmp, "WEIR_TEST_PEAK_RSS="+p.peakFile), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if stdin != "" {
 		p.cmd.Stdin = strings.NewReader(stdin)

@@ -67,6 +67,10 @@ type Config struct {
 	ResumeFrom         string
 	// AllowNonRestoredState: see weir.Config.
 	AllowNonRestoredState bool
+	// Role is this process's role in application mode (RoleJobManager,
+	// RoleTaskManager; "" for the embedded cluster), JobManager the
+	// JobManager's RPC address ("": node.DefaultRPCAddress).
+	Role, JobManager string
 	// CollectSinks counts the job's Collect sinks, which hand elements to
 	// a Go channel of this process: a multi-process cluster refuses them.
 	CollectSinks int

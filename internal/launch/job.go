@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,9 @@ type Job struct {
 	restoredFrom *storage.Metadata
 	restoredURL  string // the store restoredFrom was read from
 	checkpoints  int64  // completed, read as the job ended
+	// stop, in application mode's TaskManager role (where c is nil),
+	// stops serving the application.
+	stop func()
 }
 
 // Result describes a finished job (weir.JobResult).
@@ -48,7 +52,12 @@ func (j *Job) RestoredFrom() string {
 func (j *Job) ID() string { return j.id }
 
 // RESTAddr is the address of the cluster's REST API, or "".
-func (j *Job) RESTAddr() string { return j.c.RESTAddr() }
+func (j *Job) RESTAddr() string {
+	if j.c == nil {
+		return ""
+	}
+	return j.c.RESTAddr()
+}
 
 // Done is closed when the job has ended and the cluster has shut down.
 func (j *Job) Done() <-chan struct{} { return j.done }
@@ -56,10 +65,23 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 // CrashTaskManager crashes TaskManager id of the job's cluster and tells
 // the JobManager it is lost with cause (cluster.Local.CrashTaskManager).
 // Tests use it to fail a job over onto another TaskManager.
-func (j *Job) CrashTaskManager(id string, cause error) error { return j.c.CrashTaskManager(id, cause) }
+func (j *Job) CrashTaskManager(id string, cause error) error {
+	if j.c == nil {
+		return errors.New("weir: a TaskManager of an application has no cluster of its own")
+	}
+	return j.c.CrashTaskManager(id, cause)
+}
 
-// Cancel asks the job to cancel; Wait returns once it has.
-func (j *Job) Cancel() error { return j.c.JM.Cancel(j.id) }
+// Cancel asks the job to cancel; Wait returns once it has. A TaskManager
+// of an application stops serving it instead (deregistering: the job
+// fails over to other TaskManagers).
+func (j *Job) Cancel() error {
+	if j.stop != nil {
+		j.stop()
+		return nil
+	}
+	return j.c.JM.Cancel(j.id)
+}
 
 // Wait waits for the job to end. It returns an error for a job that failed
 // (naming the operator and subtask) or was canceled, or when ctx ends first.
@@ -79,6 +101,9 @@ func (j *Job) Wait(ctx context.Context) (*Result, error) {
 // flight), and what they may grow to. maxInUse never exceeds capacity: that
 // is the bound on buffered data.
 func (j *Job) NetworkBuffers() (maxInUse, allocated, capacity int64) {
+	if j.c == nil {
+		return 0, 0, 0
+	}
 	for _, p := range j.c.Shuffle.Pools(j.id) {
 		size := int64(p.BufferSize())
 		maxInUse += int64(p.MaxInUse()) * size

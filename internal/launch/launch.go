@@ -32,6 +32,17 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 		return nil, ErrBuilt
 	}
 	shared, _ := role.(*onCluster)
+	if shared == nil {
+		if err := checkRole(cfg.Role); err != nil {
+			return nil, err
+		}
+		switch cfg.Role {
+		case RoleJobManager:
+			return startApplication(ctx, cfg)
+		case RoleTaskManager:
+			return serveApplication(ctx, cfg)
+		}
+	}
 	name, jg := cfg.Name, cfg.Graph
 	if cfg.Checkpointing != nil || cfg.ResumeFrom != "" {
 		warnMissingUIDs(cfg.Logger, name, cfg.Stream.Nodes)

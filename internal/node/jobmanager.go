@@ -2,14 +2,12 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/weirhq/weir/internal/cluster"
-	"github.com/weirhq/weir/internal/launch"
 	"github.com/weirhq/weir/internal/rpc"
 )
 
@@ -26,11 +24,13 @@ const (
 // default: loopback and Flink's jobmanager.rpc.port.
 const DefaultRPCAddress = "127.0.0.1:6123"
 
-// Program runs a job compiled into the binary, program being its name and
-// args its flags (weir run's), until the job ends. It runs in the
-// JobManager's process (under launch.OnCluster) and in each TaskManager's
-// (under launch.Building, where it returns launch.ErrBuilt).
-type Program func(ctx context.Context, program string, args []string) error
+// RunJob runs a job submitted to a JobManager process (session mode) on
+// its cluster c until the job ends: program names a job compiled into the
+// binary and args are its flags (weir run's). The binary gives it the job
+// (launch.OnCluster); node does not import launch, which starts nodes in
+// application mode. submitted is called with the job's id once it is
+// submitted; canceling ctx cancels the job.
+type RunJob func(ctx context.Context, c *cluster.Local, program string, args []string, submitted func(id string)) error
 
 // JobManagerConfig configures a JobManager process.
 type JobManagerConfig struct {
@@ -39,8 +39,9 @@ type JobManagerConfig struct {
 	RPCAddress string
 	// RESTAddress is the REST API's ("" for none).
 	RESTAddress string
-	// Run runs submitted jobs (required).
-	Run Program
+	// Run runs submitted jobs (session mode); nil refuses submissions (an
+	// application's JobManager runs its own job only).
+	Run RunJob
 	// Outcome classifies a job's error for its client's exit code
 	// (rpc.Jobs.Outcome); nil says "failed" for every error.
 	Outcome func(error) string
@@ -49,8 +50,12 @@ type JobManagerConfig struct {
 	// DefaultHeartbeatTimeout): a TaskManager silent for the timeout is
 	// lost, and so is one whose session ends.
 	HeartbeatInterval, HeartbeatTimeout time.Duration
-	Version                             string
-	Logger                              *slog.Logger
+	// Application, in application mode, describes the one job this
+	// JobManager runs: TaskManagers ask for it (rpc.FollowApplication) and
+	// must register with its digest.
+	Application *rpc.Application
+	Version     string
+	Logger      *slog.Logger
 }
 
 // JobManager is a running JobManager process's server.
@@ -67,9 +72,6 @@ type JobManager struct {
 // StartJobManager starts the REST API and the control plane; it returns
 // once both listen.
 func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
-	if cfg.Run == nil {
-		return nil, errors.New("node: JobManagerConfig.Run is required")
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,13 +94,20 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	}
 	n := &JobManager{c: c, log: cfg.Logger, current: map[string]string{}}
 	build := BuildID()
-	srv, err := rpc.NewServer(rpc.ServerConfig{
+	sc := rpc.ServerConfig{
 		Epoch:      leaderEpoch,
 		JobManager: c.JM,
 		Admit: func(reg rpc.Registration) error {
 			if reg.BuildID != build {
 				return fmt.Errorf("TaskManager %s runs build %s and the JobManager build %s: every process of a cluster must run the same binary",
 					reg.ID, reg.BuildID, build)
+			}
+			switch app := cfg.Application; {
+			case app == nil && reg.Application != "":
+				return fmt.Errorf("TaskManager %s serves an application (digest %s), and this JobManager runs in session mode", reg.ID, reg.Application)
+			case app != nil && reg.Application != app.Info.Digest:
+				return fmt.Errorf("TaskManager %s built application digest %q and the JobManager %s (graph fingerprint and configuration): "+
+					"the program must build its job from its arguments alone", reg.ID, reg.Application, app.Info.Digest)
 			}
 			return nil
 		},
@@ -120,13 +129,16 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 			}
 			c.JM.TaskManagerSessionEnded(e.TaskManager, e.Cause.Error(), e.ByPeer)
 		},
-		Jobs: &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome,
+		Application: cfg.Application,
+		Logger:      cfg.Logger,
+	}
+	if cfg.Run != nil {
+		sc.Jobs = &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome,
 			Run: func(ctx context.Context, program string, args []string, submitted func(string)) error {
-				ctx = launch.OnCluster(ctx, c, launch.Submission{Program: program, Args: args, Submitted: submitted})
-				return cfg.Run(ctx, program, args)
-			}},
-		Logger: cfg.Logger,
-	})
+				return cfg.Run(ctx, c, program, args, submitted)
+			}}
+	}
+	srv, err := rpc.NewServer(sc)
 	if err != nil {
 		c.Close(context.Background())
 		return nil, err
@@ -134,7 +146,7 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	addr, err := srv.Start(cfg.RPCAddress)
 	if err != nil {
 		c.Close(context.Background())
-		return nil, fmt.Errorf("the JobManager's RPC listener on %s: %w (choose another with --rpc-address)", cfg.RPCAddress, err)
+		return nil, fmt.Errorf("the JobManager's RPC listener on %s: %w", cfg.RPCAddress, err)
 	}
 	n.srv, n.rpc = srv, addr.String()
 	cfg.Logger.Info("JobManager listening", "rpc", n.rpc, "rest", c.RESTAddr(), "build", build)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,15 +18,16 @@ import (
 // collections, exceeded called with an error naming the setting (the
 // TaskManager then stops rather than be killed by the operating system).
 func processMemory(cfg *TaskManagerConfig, logger *slog.Logger) (guard func(ctx context.Context, exceeded func(error)) (stop func()), err error) {
-	p, from := cfg.ProcessMemory, "--process-memory"
+	setting := cmp.Or(cfg.MemorySetting, "--process-memory")
+	p, from := cfg.ProcessMemory, cmp.Or(cfg.MemoryFrom, setting)
 	if p == 0 {
 		sz := memory.Detect()
 		p, from = sz.Bytes, sz.From
 	}
 	if p > 0 {
 		if cfg.NetworkMemory > 0 && cfg.HeapStateMemory > 0 && cfg.NetworkMemory+cfg.HeapStateMemory > p {
-			return nil, fmt.Errorf("network memory %d bytes (--network-memory) plus heap state memory %d bytes (--heap-state-memory) is more than the process memory of %d bytes (--process-memory, from %s): lower them, or raise the process memory",
-				cfg.NetworkMemory, cfg.HeapStateMemory, p, from)
+			return nil, fmt.Errorf("network memory %d bytes (--network-memory) plus heap state memory %d bytes (--heap-state-memory) is more than the process memory of %d bytes (%s, from %s): lower them, or raise the process memory",
+				cfg.NetworkMemory, cfg.HeapStateMemory, p, setting, from)
 		}
 		if cfg.NetworkMemory <= 0 {
 			cfg.NetworkMemory = memory.NetworkDefault(p)
@@ -49,7 +51,7 @@ func processMemory(cfg *TaskManagerConfig, logger *slog.Logger) (guard func(ctx 
 			defer close(done)
 			w := &memory.Watch{Bound: memory.GuardBound(p)}
 			memory.Run(stop, memory.Interval, w, memory.NewReader().Read, func(s memory.Sample) {
-				exceeded(memory.ExceededError(s, p, "weir taskmanager --process-memory"))
+				exceeded(memory.ExceededError(s, p, cmp.Or(cfg.MemorySetting, "weir taskmanager --process-memory")))
 			})
 		}()
 		return func() {

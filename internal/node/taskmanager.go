@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weirhq/weir/internal/launch"
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rpc"
@@ -29,6 +28,10 @@ type TaskManagerConfig struct {
 	// HeapStateMemory (see taskmanager.Config) default to their shares of
 	// it, and the live heap is guarded against it (memory.go).
 	ProcessMemory, NetworkMemory, HeapStateMemory int64
+	// MemorySetting names the setting of ProcessMemory in errors ("":
+	// --process-memory), MemoryFrom where its value came from ("": that
+	// setting), for the log.
+	MemorySetting, MemoryFrom string
 	// DataAddress is where its data plane listens for other TaskManagers
 	// (host:port; "" means DefaultDataAddress). With an unspecified host
 	// it advertises the local address of its connection to the JobManager.
@@ -39,8 +42,14 @@ type TaskManagerConfig struct {
 	// StateDir holds its jobs' on-disk state, a folder per job ("" means
 	// a new temporary directory, removed at the end).
 	StateDir string
-	// Run builds the jobs it is asked to run (required).
-	Run Program
+	// Build builds, in this process, a job the JobManager registers with
+	// it (required): the binary runs the job's program under
+	// launch.Building (launch.BuildJob); stateDir is the folder for the
+	// TaskManager's on-disk state (StateDir, or the temporary one).
+	Build func(m protocol.RegisterJob, stateDir string) (*taskmanager.Job, error)
+	// Application is, in application mode, the digest of the application
+	// this process built (rpc.AppInfo.Digest), which it registers with.
+	Application string
 	// Backoff paces registration (rpc.Backoff's defaults when zero).
 	Backoff rpc.Backoff
 	// HeartbeatInterval and HeartbeatTimeout are heartbeat.interval and
@@ -61,8 +70,8 @@ type TaskManagerConfig struct {
 // everything the old one ran is canceled and has returned before the
 // process registers again (the TaskManager fences itself, decision 13).
 func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
-	if cfg.Run == nil || cfg.JobManager == "" {
-		return errors.New("node: TaskManagerConfig needs JobManager and Run")
+	if cfg.Build == nil || cfg.JobManager == "" {
+		return errors.New("node: TaskManagerConfig needs JobManager and Build")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -137,7 +146,7 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 			Heartbeats: taskmanager.Heartbeats{Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout, Register: register}},
 			gw, network.NewLocalShuffle())
 		cs, err := rpc.Connect(ctx, rpc.ClientConfig{JobManager: cfg.JobManager,
-			Registration: rpc.Registration{TaskManagerRegistration: tm.Registration(), DataAddress: dp.addr, BuildID: build},
+			Registration: rpc.Registration{TaskManagerRegistration: tm.Registration(), DataAddress: dp.addr, BuildID: build, Application: cfg.Application},
 			TaskManager:  tm, Backoff: cfg.Backoff, Logger: cfg.Logger})
 		if err != nil {
 			tm.Shutdown()
@@ -220,15 +229,14 @@ func (dropped) ReportTaskStats(protocol.TaskStatsReport)             {}
 func (dropped) Heartbeat(protocol.Heartbeat)                         {}
 func (dropped) Deregister(protocol.Deregister)                       {}
 
-// builder builds a TaskManager process's jobs by running their programs.
+// builder builds a TaskManager process's jobs with TaskManagerConfig.Build.
 type builder struct{ cfg TaskManagerConfig }
 
 func (b *builder) BuildJob(m protocol.RegisterJob) (*taskmanager.Job, error) {
 	if m.Program == "" {
 		return nil, fmt.Errorf("job %s was built by a program that runs only in its JobManager's process (an embedded job); TaskManager processes build jobs compiled into the binary", m.JobID)
 	}
-	return launch.BuildJob(m, func(ctx context.Context) error { return b.cfg.Run(ctx, m.Program, m.Args) },
-		b.cfg.StateDir, b.cfg.Logger)
+	return b.cfg.Build(m, b.cfg.StateDir)
 }
 
 // ended is what RunTaskManager returns once ctx ended: nil when it was

@@ -161,6 +161,7 @@ func attempt(ctx context.Context, cfg ClientConfig, log *slog.Logger) (*ClientSe
 	actx, cancel := context.WithTimeout(ctx, cfg.Backoff.Attempt)
 	rep, err := c.api.Register(actx, connect.NewRequest(&weirpb.RegisterRequest{
 		Registration: frame, DataAddress: cfg.Registration.DataAddress, BuildId: cfg.Registration.BuildID,
+		Application: cfg.Registration.Application,
 	}))
 	cancel()
 	if err != nil {

@@ -144,6 +144,9 @@ type Registration struct {
 	DataAddress string
 	// BuildID names the binary it runs (decision 4).
 	BuildID string
+	// Application is, in application mode, the digest of the application
+	// it built (AppInfo.Digest); "" in session mode.
+	Application string
 }
 
 func logger(l *slog.Logger) *slog.Logger {

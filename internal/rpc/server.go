@@ -43,10 +43,13 @@ type ServerConfig struct {
 	Ended func(SessionEnd)
 	// Jobs, if set, serves SubmitJob (session mode); without it SubmitJob
 	// answers Unimplemented.
-	Jobs   *Jobs
-	Limits Limits
-	TCP    TCP
-	Logger *slog.Logger
+	Jobs *Jobs
+	// Application, if set, serves Application (application mode); without
+	// it Application answers FailedPrecondition.
+	Application *Application
+	Limits      Limits
+	TCP         TCP
+	Logger      *slog.Logger
 }
 
 // Server is the JobManager's side of the control plane: it serves
@@ -195,7 +198,8 @@ func (h handler) Register(ctx context.Context, req *connect.Request[weirpb.Regis
 	if tr.ID == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("rpc: a registration without a TaskManager id"))
 	}
-	reg := Registration{TaskManagerRegistration: tr, DataAddress: req.Msg.GetDataAddress(), BuildID: req.Msg.GetBuildId()}
+	reg := Registration{TaskManagerRegistration: tr, DataAddress: req.Msg.GetDataAddress(), BuildID: req.Msg.GetBuildId(),
+		Application: req.Msg.GetApplication()}
 	if s.cfg.Admit != nil {
 		if err := s.cfg.Admit(reg); err != nil {
 			s.log.Warn("rpc: refused a TaskManager", "taskmanager", tr.ID, "err", err.Error())

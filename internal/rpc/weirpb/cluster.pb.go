@@ -112,7 +112,11 @@ type RegisterRequest struct {
 	// data_address is where its data plane listens (host:port).
 	DataAddress string `protobuf:"bytes,2,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
 	// build_id names the binary it runs (decision 4).
-	BuildId       string `protobuf:"bytes,3,opt,name=build_id,json=buildId,proto3" json:"build_id,omitempty"`
+	BuildId string `protobuf:"bytes,3,opt,name=build_id,json=buildId,proto3" json:"build_id,omitempty"`
+	// application is, in application mode, the digest of the application
+	// this TaskManager built (graph fingerprint and configuration digest,
+	// ApplicationInfo.digest): a JobManager running another refuses it.
+	Application   string `protobuf:"bytes,4,opt,name=application,proto3" json:"application,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -164,6 +168,13 @@ func (x *RegisterRequest) GetDataAddress() string {
 func (x *RegisterRequest) GetBuildId() string {
 	if x != nil {
 		return x.BuildId
+	}
+	return ""
+}
+
+func (x *RegisterRequest) GetApplication() string {
+	if x != nil {
+		return x.Application
 	}
 	return ""
 }
@@ -380,6 +391,180 @@ func (x *JobUpdate) GetOutcome() string {
 	return ""
 }
 
+// ApplicationRequest asks an application-mode JobManager which application
+// it runs (decision 3).
+type ApplicationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// build_id names the asking TaskManager's binary.
+	BuildId string `protobuf:"bytes,1,opt,name=build_id,json=buildId,proto3" json:"build_id,omitempty"`
+	// taskmanager_id names it, for the JobManager's log.
+	TaskmanagerId string `protobuf:"bytes,2,opt,name=taskmanager_id,json=taskmanagerId,proto3" json:"taskmanager_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplicationRequest) Reset() {
+	*x = ApplicationRequest{}
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplicationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplicationRequest) ProtoMessage() {}
+
+func (x *ApplicationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplicationRequest.ProtoReflect.Descriptor instead.
+func (*ApplicationRequest) Descriptor() ([]byte, []int) {
+	return file_weir_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ApplicationRequest) GetBuildId() string {
+	if x != nil {
+		return x.BuildId
+	}
+	return ""
+}
+
+func (x *ApplicationRequest) GetTaskmanagerId() string {
+	if x != nil {
+		return x.TaskmanagerId
+	}
+	return ""
+}
+
+// ApplicationUpdate describes the application a JobManager runs (the
+// first message) and, when its job has ended, its end (final set).
+type ApplicationUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the job's name; args the program's arguments (os.Args[1:] of
+	// the JobManager's process): every process runs the program with them.
+	Name string   `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Args []string `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	// fingerprint is the job graph's; config the canonical text of the
+	// job's configuration (one "field=value" line each); digest the hash a
+	// TaskManager registers with (RegisterRequest.application).
+	Fingerprint string `protobuf:"bytes,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Config      string `protobuf:"bytes,4,opt,name=config,proto3" json:"config,omitempty"`
+	Digest      string `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	Final       bool   `protobuf:"varint,6,opt,name=final,proto3" json:"final,omitempty"`
+	// error is why the job failed, "" when it finished; status its final
+	// state (FINISHED, FAILED, CANCELED).
+	Error  string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Status string `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	// job_id is the job's id (in the final update).
+	JobId         string `protobuf:"bytes,9,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplicationUpdate) Reset() {
+	*x = ApplicationUpdate{}
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplicationUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplicationUpdate) ProtoMessage() {}
+
+func (x *ApplicationUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_weir_cluster_v1_cluster_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplicationUpdate.ProtoReflect.Descriptor instead.
+func (*ApplicationUpdate) Descriptor() ([]byte, []int) {
+	return file_weir_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ApplicationUpdate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ApplicationUpdate) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *ApplicationUpdate) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *ApplicationUpdate) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+func (x *ApplicationUpdate) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *ApplicationUpdate) GetFinal() bool {
+	if x != nil {
+		return x.Final
+	}
+	return false
+}
+
+func (x *ApplicationUpdate) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ApplicationUpdate) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ApplicationUpdate) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
 var File_weir_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_weir_cluster_v1_cluster_proto_rawDesc = "" +
@@ -389,11 +574,12 @@ const file_weir_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x14\n" +
-	"\x05frame\x18\x04 \x01(\fR\x05frame\"s\n" +
+	"\x05frame\x18\x04 \x01(\fR\x05frame\"\x95\x01\n" +
 	"\x0fRegisterRequest\x12\"\n" +
 	"\fregistration\x18\x01 \x01(\fR\fregistration\x12!\n" +
 	"\fdata_address\x18\x02 \x01(\tR\vdataAddress\x12\x19\n" +
-	"\bbuild_id\x18\x03 \x01(\tR\abuildId\"?\n" +
+	"\bbuild_id\x18\x03 \x01(\tR\abuildId\x12 \n" +
+	"\vapplication\x18\x04 \x01(\tR\vapplication\"?\n" +
 	"\rRegisterReply\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\"t\n" +
@@ -407,11 +593,25 @@ const file_weir_cluster_v1_cluster_proto_rawDesc = "" +
 	"\frest_address\x18\x02 \x01(\tR\vrestAddress\x12\x14\n" +
 	"\x05final\x18\x03 \x01(\bR\x05final\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x18\n" +
-	"\aoutcome\x18\x05 \x01(\tR\aoutcome2\xf1\x01\n" +
+	"\aoutcome\x18\x05 \x01(\tR\aoutcome\"V\n" +
+	"\x12ApplicationRequest\x12\x19\n" +
+	"\bbuild_id\x18\x01 \x01(\tR\abuildId\x12%\n" +
+	"\x0etaskmanager_id\x18\x02 \x01(\tR\rtaskmanagerId\"\xe8\x01\n" +
+	"\x11ApplicationUpdate\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04args\x18\x02 \x03(\tR\x04args\x12 \n" +
+	"\vfingerprint\x18\x03 \x01(\tR\vfingerprint\x12\x16\n" +
+	"\x06config\x18\x04 \x01(\tR\x06config\x12\x16\n" +
+	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x14\n" +
+	"\x05final\x18\x06 \x01(\bR\x05final\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error\x12\x16\n" +
+	"\x06status\x18\b \x01(\tR\x06status\x12\x15\n" +
+	"\x06job_id\x18\t \x01(\tR\x05jobId2\xcb\x02\n" +
 	"\x11JobManagerService\x12L\n" +
 	"\bRegister\x12 .weir.cluster.v1.RegisterRequest\x1a\x1e.weir.cluster.v1.RegisterReply\x12C\n" +
 	"\aSession\x12\x19.weir.cluster.v1.Envelope\x1a\x19.weir.cluster.v1.Envelope(\x010\x01\x12I\n" +
-	"\tSubmitJob\x12\x1e.weir.cluster.v1.SubmitRequest\x1a\x1a.weir.cluster.v1.JobUpdate0\x01B,Z*github.com/weirhq/weir/internal/rpc/weirpbb\x06proto3"
+	"\tSubmitJob\x12\x1e.weir.cluster.v1.SubmitRequest\x1a\x1a.weir.cluster.v1.JobUpdate0\x01\x12X\n" +
+	"\vApplication\x12#.weir.cluster.v1.ApplicationRequest\x1a\".weir.cluster.v1.ApplicationUpdate0\x01B,Z*github.com/weirhq/weir/internal/rpc/weirpbb\x06proto3"
 
 var (
 	file_weir_cluster_v1_cluster_proto_rawDescOnce sync.Once
@@ -425,23 +625,27 @@ func file_weir_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_weir_cluster_v1_cluster_proto_rawDescData
 }
 
-var file_weir_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_weir_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_weir_cluster_v1_cluster_proto_goTypes = []any{
-	(*Envelope)(nil),        // 0: weir.cluster.v1.Envelope
-	(*RegisterRequest)(nil), // 1: weir.cluster.v1.RegisterRequest
-	(*RegisterReply)(nil),   // 2: weir.cluster.v1.RegisterReply
-	(*SubmitRequest)(nil),   // 3: weir.cluster.v1.SubmitRequest
-	(*JobUpdate)(nil),       // 4: weir.cluster.v1.JobUpdate
+	(*Envelope)(nil),           // 0: weir.cluster.v1.Envelope
+	(*RegisterRequest)(nil),    // 1: weir.cluster.v1.RegisterRequest
+	(*RegisterReply)(nil),      // 2: weir.cluster.v1.RegisterReply
+	(*SubmitRequest)(nil),      // 3: weir.cluster.v1.SubmitRequest
+	(*JobUpdate)(nil),          // 4: weir.cluster.v1.JobUpdate
+	(*ApplicationRequest)(nil), // 5: weir.cluster.v1.ApplicationRequest
+	(*ApplicationUpdate)(nil),  // 6: weir.cluster.v1.ApplicationUpdate
 }
 var file_weir_cluster_v1_cluster_proto_depIdxs = []int32{
 	1, // 0: weir.cluster.v1.JobManagerService.Register:input_type -> weir.cluster.v1.RegisterRequest
 	0, // 1: weir.cluster.v1.JobManagerService.Session:input_type -> weir.cluster.v1.Envelope
 	3, // 2: weir.cluster.v1.JobManagerService.SubmitJob:input_type -> weir.cluster.v1.SubmitRequest
-	2, // 3: weir.cluster.v1.JobManagerService.Register:output_type -> weir.cluster.v1.RegisterReply
-	0, // 4: weir.cluster.v1.JobManagerService.Session:output_type -> weir.cluster.v1.Envelope
-	4, // 5: weir.cluster.v1.JobManagerService.SubmitJob:output_type -> weir.cluster.v1.JobUpdate
-	3, // [3:6] is the sub-list for method output_type
-	0, // [0:3] is the sub-list for method input_type
+	5, // 3: weir.cluster.v1.JobManagerService.Application:input_type -> weir.cluster.v1.ApplicationRequest
+	2, // 4: weir.cluster.v1.JobManagerService.Register:output_type -> weir.cluster.v1.RegisterReply
+	0, // 5: weir.cluster.v1.JobManagerService.Session:output_type -> weir.cluster.v1.Envelope
+	4, // 6: weir.cluster.v1.JobManagerService.SubmitJob:output_type -> weir.cluster.v1.JobUpdate
+	6, // 7: weir.cluster.v1.JobManagerService.Application:output_type -> weir.cluster.v1.ApplicationUpdate
+	4, // [4:8] is the sub-list for method output_type
+	0, // [0:4] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -458,7 +662,7 @@ func file_weir_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_weir_cluster_v1_cluster_proto_rawDesc), len(file_weir_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -51,6 +51,9 @@ const (
 	// JobManagerServiceSubmitJobProcedure is the fully-qualified name of the JobManagerService's
 	// SubmitJob RPC.
 	JobManagerServiceSubmitJobProcedure = "/weir.cluster.v1.JobManagerService/SubmitJob"
+	// JobManagerServiceApplicationProcedure is the fully-qualified name of the JobManagerService's
+	// Application RPC.
+	JobManagerServiceApplicationProcedure = "/weir.cluster.v1.JobManagerService/Application"
 )
 
 // JobManagerServiceClient is a client for the weir.cluster.v1.JobManagerService service.
@@ -64,6 +67,10 @@ type JobManagerServiceClient interface {
 	// SubmitJob runs a job and reports on it until it ends (or, detached,
 	// until it is submitted).
 	SubmitJob(context.Context, *connect.Request[weirpb.SubmitRequest]) (*connect.ServerStreamForClient[weirpb.JobUpdate], error)
+	// Application describes the application an application-mode JobManager
+	// runs, then reports its end (FAILED_PRECONDITION from a session-mode
+	// JobManager, or for another build).
+	Application(context.Context, *connect.Request[weirpb.ApplicationRequest]) (*connect.ServerStreamForClient[weirpb.ApplicationUpdate], error)
 }
 
 // NewJobManagerServiceClient constructs a client for the weir.cluster.v1.JobManagerService service.
@@ -95,14 +102,21 @@ func NewJobManagerServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(jobManagerServiceMethods.ByName("SubmitJob")),
 			connect.WithClientOptions(opts...),
 		),
+		application: connect.NewClient[weirpb.ApplicationRequest, weirpb.ApplicationUpdate](
+			httpClient,
+			baseURL+JobManagerServiceApplicationProcedure,
+			connect.WithSchema(jobManagerServiceMethods.ByName("Application")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // jobManagerServiceClient implements JobManagerServiceClient.
 type jobManagerServiceClient struct {
-	register  *connect.Client[weirpb.RegisterRequest, weirpb.RegisterReply]
-	session   *connect.Client[weirpb.Envelope, weirpb.Envelope]
-	submitJob *connect.Client[weirpb.SubmitRequest, weirpb.JobUpdate]
+	register    *connect.Client[weirpb.RegisterRequest, weirpb.RegisterReply]
+	session     *connect.Client[weirpb.Envelope, weirpb.Envelope]
+	submitJob   *connect.Client[weirpb.SubmitRequest, weirpb.JobUpdate]
+	application *connect.Client[weirpb.ApplicationRequest, weirpb.ApplicationUpdate]
 }
 
 // Register calls weir.cluster.v1.JobManagerService.Register.
@@ -120,6 +134,11 @@ func (c *jobManagerServiceClient) SubmitJob(ctx context.Context, req *connect.Re
 	return c.submitJob.CallServerStream(ctx, req)
 }
 
+// Application calls weir.cluster.v1.JobManagerService.Application.
+func (c *jobManagerServiceClient) Application(ctx context.Context, req *connect.Request[weirpb.ApplicationRequest]) (*connect.ServerStreamForClient[weirpb.ApplicationUpdate], error) {
+	return c.application.CallServerStream(ctx, req)
+}
+
 // JobManagerServiceHandler is an implementation of the weir.cluster.v1.JobManagerService service.
 type JobManagerServiceHandler interface {
 	// Register admits a TaskManager, or refuses it (FAILED_PRECONDITION:
@@ -131,6 +150,10 @@ type JobManagerServiceHandler interface {
 	// SubmitJob runs a job and reports on it until it ends (or, detached,
 	// until it is submitted).
 	SubmitJob(context.Context, *connect.Request[weirpb.SubmitRequest], *connect.ServerStream[weirpb.JobUpdate]) error
+	// Application describes the application an application-mode JobManager
+	// runs, then reports its end (FAILED_PRECONDITION from a session-mode
+	// JobManager, or for another build).
+	Application(context.Context, *connect.Request[weirpb.ApplicationRequest], *connect.ServerStream[weirpb.ApplicationUpdate]) error
 }
 
 // NewJobManagerServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -158,6 +181,12 @@ func NewJobManagerServiceHandler(svc JobManagerServiceHandler, opts ...connect.H
 		connect.WithSchema(jobManagerServiceMethods.ByName("SubmitJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobManagerServiceApplicationHandler := connect.NewServerStreamHandler(
+		JobManagerServiceApplicationProcedure,
+		svc.Application,
+		connect.WithSchema(jobManagerServiceMethods.ByName("Application")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/weir.cluster.v1.JobManagerService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case JobManagerServiceRegisterProcedure:
@@ -166,6 +195,8 @@ func NewJobManagerServiceHandler(svc JobManagerServiceHandler, opts ...connect.H
 			jobManagerServiceSessionHandler.ServeHTTP(w, r)
 		case JobManagerServiceSubmitJobProcedure:
 			jobManagerServiceSubmitJobHandler.ServeHTTP(w, r)
+		case JobManagerServiceApplicationProcedure:
+			jobManagerServiceApplicationHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -185,4 +216,8 @@ func (UnimplementedJobManagerServiceHandler) Session(context.Context, *connect.B
 
 func (UnimplementedJobManagerServiceHandler) SubmitJob(context.Context, *connect.Request[weirpb.SubmitRequest], *connect.ServerStream[weirpb.JobUpdate]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("weir.cluster.v1.JobManagerService.SubmitJob is not implemented"))
+}
+
+func (UnimplementedJobManagerServiceHandler) Application(context.Context, *connect.Request[weirpb.ApplicationRequest], *connect.ServerStream[weirpb.ApplicationUpdate]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("weir.cluster.v1.JobManagerService.Application is not implemented"))
 }
