@@ -13,6 +13,13 @@
 // soft memory limit, and the job's end: the error the caller sees, the
 // cluster's shutdown and the release of all of the above.
 //
+// It also runs a user's program as one process of a cluster in
+// application mode (application.go): the JobManager role starts an
+// internal/node JobManager and runs the job on it; the TaskManager role
+// follows the application, adopts its arguments (re-executing the
+// process), checks it built the same job, and serves as an internal/node
+// TaskManager until the application ends.
+//
 // The root package converts its public Config into this package's Config
 // (plain values, no public types) and wraps the Job it returns; nothing
 // here is part of the public API. Error messages name the public setting

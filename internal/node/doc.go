@@ -9,16 +9,18 @@
 //     only, hands each session to the JobManager as that TaskManager's
 //     gateway and reports a session's end as the TaskManager's loss, and
 //     session mode's submissions: each job runs its program (a job compiled
-//     into the binary) under launch.OnCluster, so the program's checks and
-//     Execute run unchanged;
+//     into the binary; the weir command runs it under launch.OnCluster, so
+//     the program's checks and Execute run unchanged), and in application
+//     mode the application's description to its TaskManagers;
 //   - TaskManager: its data plane (one internal/network/tcp listener and
 //     Server for the process's life, listening on --data-address and
 //     registered with its advertised address: the bound one, or with an
 //     unspecified host the local address of a connection to the
 //     JobManager), registration with backoff under a stable id, a
 //     taskmanager.TaskManager per session whose JobBuilder builds each job
-//     by running its program under launch.Building (BuildJob checks the
-//     graph's fingerprint against the JobManager's), fencing (a session
+//     with TaskManagerConfig.Build (the weir command runs its program under
+//     launch.Building, whose BuildJob checks the graph's fingerprint
+//     against the JobManager's), heartbeats, fencing (a session
 //     that ends cancels everything the TaskManager runs before it
 //     registers again), and deregistration on shutdown;
 //   - BuildID: what names a binary at registration.
@@ -35,7 +37,9 @@
 //     submission compare build ids, and the graph's fingerprint is compared
 //     when a TaskManager builds a job.
 //
-// Not yet (later slices of the design record): heartbeats (a session's end,
-// and a task's data-plane error, are the only losses detected),
-// application mode, and the storage probe.
+// The binary supplies what runs jobs (JobManagerConfig.Run, the runner of
+// session-mode submissions; TaskManagerConfig.Build, the builder of
+// registered jobs): node does not import internal/launch, which starts
+// nodes for application mode (JobManagerConfig.Application, and
+// TaskManagerConfig.Application, the digest a TaskManager registers with).
 package node
