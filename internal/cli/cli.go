@@ -60,7 +60,8 @@ Usage:
                                its jobs and exits; --cpuprofile writes a CPU
                                profile of the process's life to F at exit
   weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
-                  [--data-address A] [--process-memory S] [--network-memory S]
+                  [--data-address A] [--advertised-data-address A]
+                  [--process-memory S] [--network-memory S]
                   [--heap-state-memory S] [--log-level L]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
                   [-D taskmanager.network.tcp.user-timeout=D]
@@ -79,7 +80,9 @@ Usage:
                                subtasks' output at --data-address (default
                                127.0.0.1:0; with no host, as ":0", it listens
                                everywhere and advertises the address it
-                               reaches the JobManager from), so one job's
+                               reaches the JobManager from, or
+                               --advertised-data-address when given: behind NAT,
+                               a port forward or a proxy), so one job's
                                subtasks run on several TaskManagers
                                (docs/deployment.md); a data connection whose
                                sent data or keepalive probes go unacknowledged

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,6 +196,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	id := fs.String("id", "", "")
 	stateDir := fs.String("state-dir", "", "")
 	dataAddr := fs.String("data-address", node.DefaultDataAddress, "")
+	advertised := fs.String("advertised-data-address", "", "")
 	level := fs.String("log-level", "info", "")
 	cpuprofile := fs.String("cpuprofile", "", "")
 	var netMem, heapMem, procMem sizeFlag
@@ -236,6 +238,11 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := checkAddress("data-address", *dataAddr); err != nil {
 		return err
 	}
+	if *advertised != "" {
+		if host, port, err := net.SplitHostPort(*advertised); err != nil || host == "" || port == "" || port == "0" {
+			return usagef("--advertised-data-address %q: want the host:port other TaskManagers dial (no port 0, no empty host)", *advertised)
+		}
+	}
 	stopProfile, err := startCPUProfile("taskmanager", *cpuprofile)
 	if err != nil {
 		return err
@@ -243,7 +250,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	defer stopProfile()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
-		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, Build: buildJob(logger), Logger: logger,
+		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, AdvertisedDataAddress: *advertised, Build: buildJob(logger), Logger: logger,
 		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, DataUserTimeout: userTimeout,
 		Registered: func(session string) {
 			fmt.Fprintf(stdout, "TaskManager registered with %s (session %s)\n", *jmAddr, session)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -205,9 +206,11 @@ func TestClusterWaitsForANewTaskManager(t *testing.T) {
 	wantExactlyOnce(t, client, output, want, jm)
 }
 
-// TestClusterDelayedLink: 50-200 ms of delay with jitter on the control
-// link between the JobManager and its TaskManager (each chunk each way)
-// neither loses the TaskManager nor stops checkpoints from completing, and
+// TestClusterDelayedLink: 50-200 ms of delay with jitter on every link
+// (each chunk each way): the control links between the JobManager and two
+// TaskManagers and the data links between the TaskManagers, which the
+// job's keyBy crosses (each TaskManager advertises its proxy's address).
+// Neither is a TaskManager lost nor do checkpoints stop completing, and
 // the job ends exactly once.
 func TestClusterDelayedLink(t *testing.T) {
 	r := testseed.Rand(t, 39)
@@ -215,13 +218,24 @@ func TestClusterDelayedLink(t *testing.T) {
 	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
 	want := writeKeyedInput(t, input, r, 4000, 30)
 	jm, rpcAddr, _ := startJobManager(t, "--log-level", "info")
-	link, err := clustertest.NewProxy(rpcAddr, r.Uint64())
-	if err != nil {
-		t.Fatal(err)
+	delayed := func(target string) *clustertest.Proxy {
+		t.Helper()
+		link, err := clustertest.NewProxy(target, r.Uint64())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(link.Close)
+		link.SetDelay(50*time.Millisecond, 150*time.Millisecond)
+		return link
 	}
-	defer link.Close()
-	link.SetDelay(50*time.Millisecond, 150*time.Millisecond)
-	startTaskManager(t, os.Args[0], link.Addr(), "tm-a", 2)
+	// Each TaskManager's control link, and its data port as the other
+	// dials it, go through a proxy of their own.
+	var dataLinks []*clustertest.Proxy
+	for _, id := range []string{"tm-a", "tm-b"} {
+		data := freeAddr(t)
+		dataLinks = append(dataLinks, delayed(data))
+		startTaskManager(t, os.Args[0], delayed(rpcAddr).Addr(), id, 1, "--data-address", data, "--advertised-data-address", dataLinks[len(dataLinks)-1].Addr())
+	}
 	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", input, "--output", output,
 		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "200ms", "--rate", "1000")
 	wantExactlyOnce(t, client, output, want, jm)
@@ -230,8 +244,24 @@ func TestClusterDelayedLink(t *testing.T) {
 		t.Fatalf("a delayed link caused a failover; JobManager:\n%s", log)
 	}
 	if n := strings.Count(log, "checkpoint completed"); n < 5 {
-		t.Fatalf("%d checkpoints completed over a delayed link, want at least 5; JobManager:\n%s", n, log)
+		t.Fatalf("%d checkpoints completed over delayed links, want at least 5; JobManager:\n%s", n, log)
 	}
+	// One input file is one split, read by one source subtask: its
+	// records cross one data link, events (barriers) both.
+	if a, b := dataLinks[0].Bytes(), dataLinks[1].Bytes(); max(a, b) < 10_000 || min(a, b) == 0 {
+		t.Fatalf("the data links forwarded %d and %d bytes: the keyBy did not cross them", a, b)
+	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // TestClusterSilentLink: the control link of the TaskManager running a job

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,7 +24,11 @@ type Proxy struct {
 	rng      *rand.Rand
 	conns    map[net.Conn]bool
 	wg       sync.WaitGroup
+	bytes    atomic.Int64 // forwarded, both ways
 }
+
+// Bytes is how many bytes the proxy has forwarded, both ways together.
+func (p *Proxy) Bytes() int64 { return p.bytes.Load() }
 
 // NewProxy listens on a free loopback port and forwards to target
 // (host:port). seed draws the delays' jitter.
@@ -158,6 +163,7 @@ func (p *Proxy) pipe(from, to net.Conn) {
 			if _, err := to.Write(c.b); err != nil {
 				return
 			}
+			p.bytes.Add(int64(len(c.b)))
 		}
 		if tc, ok := to.(*net.TCPConn); ok {
 			tc.CloseWrite()

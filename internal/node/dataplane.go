@@ -31,7 +31,7 @@ type dataPlane struct {
 }
 
 // startDataPlane listens on cfg.DataAddress and serves data connections.
-// Its advertised address is the bound one, or, when the host is
+// Its advertised address is cfg.AdvertisedDataAddress, else the bound one, or, when the host is
 // unspecified (":0", "0.0.0.0:6121"), the local address of a connection
 // to the JobManager (Flink's taskmanager.host rule, decision 1).
 func startDataPlane(ctx context.Context, cfg TaskManagerConfig, build string) (*dataPlane, error) {
@@ -40,7 +40,10 @@ func startDataPlane(ctx context.Context, cfg TaskManagerConfig, build string) (*
 	if err != nil {
 		return nil, err
 	}
-	addr, err := advertise(ctx, cfg.DataAddress, ln.Addr(), cfg.JobManager, cfg.Backoff)
+	addr := cfg.AdvertisedDataAddress
+	if addr == "" {
+		addr, err = advertise(ctx, cfg.DataAddress, ln.Addr(), cfg.JobManager, cfg.Backoff)
+	}
 	if err != nil {
 		ln.Close()
 		return nil, err

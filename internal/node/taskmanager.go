@@ -36,6 +36,10 @@ type TaskManagerConfig struct {
 	// (host:port; "" means DefaultDataAddress). With an unspecified host
 	// it advertises the local address of its connection to the JobManager.
 	DataAddress string
+	// AdvertisedDataAddress, if set, is the address other TaskManagers
+	// dial for this one's data plane instead of the one derived from
+	// DataAddress (behind NAT, a port forward or a proxy).
+	AdvertisedDataAddress string
 	// DataUserTimeout is the data connections' TCP_USER_TIMEOUT,
 	// taskmanager.network.tcp.user-timeout (0: tcp.DefaultUserTimeout).
 	DataUserTimeout time.Duration
