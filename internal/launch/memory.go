@@ -20,20 +20,9 @@ func guardMemory(cfg Config, job string, fail func(error)) (end func()) {
 	cfg.Logger.Info("process memory", "job", job, "bytes", p, "from", cfg.MemoryFrom,
 		"go_soft_limit", memory.SoftLimit(p), "guard_live_heap_bound", memory.GuardBound(p),
 		"network_memory", cfg.NetworkMemory, "heap_state_memory", cfg.HeapStateMemory)
-	restore := memory.SetSoftLimit(memory.SoftLimit(p))
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		w := &memory.Watch{Bound: memory.GuardBound(p)}
-		memory.Run(stop, memory.Interval, w, memory.NewReader().Read, func(s memory.Sample) {
-			cfg.Logger.Warn("memory guard: failing the job", "job", job, "live_heap", s.LiveHeap, "stacks", s.Stacks,
-				"gc_cycles", s.Cycles, "bound", w.Bound, "process_memory", p)
-			fail(failure.Permanent(memory.ExceededError(s, p, "Config.ProcessMemory, weir run --process-memory")))
-		})
-	}()
-	return func() {
-		close(stop)
-		<-done
-		restore()
-	}
+	return memory.Guard(p, func(s memory.Sample) {
+		cfg.Logger.Warn("memory guard: failing the job", "job", job, "live_heap", s.LiveHeap, "stacks", s.Stacks,
+			"gc_cycles", s.Cycles, "bound", memory.GuardBound(p), "process_memory", p)
+		fail(failure.Permanent(memory.ExceededError(s, p, "Config.ProcessMemory, weir run --process-memory")))
+	})
 }

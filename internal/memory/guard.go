@@ -192,3 +192,22 @@ func applySoftLimitLocked() {
 	}
 	debug.SetMemoryLimit(l)
 }
+
+// Guard lowers the Go soft limit to process memory p's share and watches
+// the live heap against its bound (Watch, Run at Interval), calling fire
+// once it stays above. stop ends the watch and restores the soft limit.
+// Both the embedded cluster's job and a TaskManager process guard
+// themselves with it; they differ in what fire does.
+func Guard(p int64, fire func(Sample)) (stop func()) {
+	restore := SetSoftLimit(SoftLimit(p))
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(quit, Interval, &Watch{Bound: GuardBound(p)}, NewReader().Read, fire)
+	}()
+	return func() {
+		close(quit)
+		<-done
+		restore()
+	}
+}

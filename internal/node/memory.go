@@ -2,7 +2,6 @@ package node
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"log/slog"
 
@@ -17,7 +16,7 @@ import (
 // share and, when the live heap stays above its bound over two garbage
 // collections, exceeded called with an error naming the setting (the
 // TaskManager then stops rather than be killed by the operating system).
-func processMemory(cfg *TaskManagerConfig, logger *slog.Logger) (guard func(ctx context.Context, exceeded func(error)) (stop func()), err error) {
+func processMemory(cfg *TaskManagerConfig, logger *slog.Logger) (guard func(exceeded func(error)) (stop func()), err error) {
 	setting := cmp.Or(cfg.MemorySetting, "--process-memory")
 	p, from := cfg.ProcessMemory, cmp.Or(cfg.MemoryFrom, setting)
 	if p == 0 {
@@ -41,23 +40,12 @@ func processMemory(cfg *TaskManagerConfig, logger *slog.Logger) (guard func(ctx 
 	}
 	logger.Info("TaskManager memory", "process_memory", p, "from", from, "network_memory", cfg.NetworkMemory,
 		"heap_state_memory", cfg.HeapStateMemory)
-	return func(ctx context.Context, exceeded func(error)) func() {
+	return func(exceeded func(error)) func() {
 		if p <= 0 {
 			return func() {}
 		}
-		restore := memory.SetSoftLimit(memory.SoftLimit(p))
-		stop, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
-			w := &memory.Watch{Bound: memory.GuardBound(p)}
-			memory.Run(stop, memory.Interval, w, memory.NewReader().Read, func(s memory.Sample) {
-				exceeded(memory.ExceededError(s, p, cmp.Or(cfg.MemorySetting, "weir taskmanager --process-memory")))
-			})
-		}()
-		return func() {
-			close(stop)
-			<-done
-			restore()
-		}
+		return memory.Guard(p, func(s memory.Sample) {
+			exceeded(memory.ExceededError(s, p, cmp.Or(cfg.MemorySetting, "weir taskmanager --process-memory")))
+		})
 	}, nil
 }

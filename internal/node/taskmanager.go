@@ -97,7 +97,7 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 	// bound: its sessions end, and its jobs restart elsewhere.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopGuard := guard(ctx, func(err error) {
+	stopGuard := guard(func(err error) {
 		cfg.Logger.Error("memory guard: stopping the TaskManager", "taskmanager", cfg.ID, "err", err)
 		cancel(err)
 	})
