@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/weirhq/weir/internal/operator"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/scratch"
 )
 
 // savepointPollGrace bounds how long an ended job's embedded cluster keeps
@@ -129,14 +129,15 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 			spec.Graph, tmJob.Graph = jg, jg
 		}
 	}
-	stateDir, removeDir := cfg.StateDir, false
+	stateDir, removeDir := cfg.StateDir, func() {}
 	if stateDir == "" {
-		if stateDir, err = os.MkdirTemp("", "weir-state-"+id[:8]+"-"); err != nil {
+		// Locked while this process lives, so a later job on this machine
+		// removes it if this process is killed (kill -9 runs no defer).
+		if stateDir, removeDir, err = scratch.Dir("weir-state-", id[:8]+"-"); err != nil {
 			drop()
 			res.close()
 			return nil, fmt.Errorf("weir: creating a state directory: %w", err)
 		}
-		removeDir = true
 	} else {
 		stateDir = filepath.Join(stateDir, id)
 	}
@@ -156,9 +157,7 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 	if err := c.JM.Submit(spec); err != nil {
 		drop()
 		res.close()
-		if removeDir {
-			os.RemoveAll(stateDir)
-		}
+		removeDir()
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)
 	}
 	endMemory := guardMemory(cfg, spec.ID, func(err error) { c.JM.Fail(spec.ID, err) })
@@ -213,9 +212,7 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 		c.JM.Drain(spec.ID)
 		endMemory()
 		res.close()
-		if removeDir {
-			os.RemoveAll(stateDir)
-		}
+		removeDir()
 		if cfg.OnEnd != nil {
 			cfg.OnEnd()
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir/internal/network"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rpc"
+	"github.com/weirhq/weir/internal/scratch"
 	"github.com/weirhq/weir/internal/taskmanager"
 )
 
@@ -107,11 +108,13 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 		cfg.ID = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	if cfg.StateDir == "" {
-		dir, err := os.MkdirTemp("", "weir-taskmanager-")
+		// Locked while this process lives, so the next TaskManager on this
+		// machine removes it if this one is killed (kill -9 runs no defer).
+		dir, release, err := scratch.Dir("weir-taskmanager-", "")
 		if err != nil {
 			return fmt.Errorf("creating the TaskManager's state directory: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		defer release()
 		cfg.StateDir = dir
 	} else if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return fmt.Errorf("the TaskManager's state directory (--state-dir): %w", err)
