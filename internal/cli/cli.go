@@ -886,9 +886,9 @@ func (f *jobFlags) config(fs *flag.FlagSet, stderr io.Writer) (weir.Config, erro
 	if err := checkDuration(typed(fs, "max-out-of-orderness"), f.ooo); err != nil {
 		return weir.Config{}, err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return weir.Config{}, usagef("--log-level %q: want debug, info, warn or error", f.logLevel)
+	level, err := logLevel(f.logLevel) // cluster.go
+	if err != nil {
+		return weir.Config{}, err
 	}
 	switch f.backend {
 	case "hashmap", "pebble":

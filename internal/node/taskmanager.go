@@ -126,7 +126,7 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 	dp, err := startDataPlane(ctx, cfg, build)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return ended(ctx, cfg.ID)
 		}
 		return fmt.Errorf("TaskManager %s: %w", cfg.ID, err)
 	}
