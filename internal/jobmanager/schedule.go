@@ -300,6 +300,11 @@ func (j *job) taskName(e ExecutionID) string {
 // afterUpdateLocked reacts to the job state: a finished restart cycle
 // schedules the next attempt; a terminal job is recorded as ended.
 func (jm *JobManager) afterUpdateLocked(j *job) {
+	if j.state.status == protocol.JobRestarting && !j.times[protocol.JobRestarting].After(j.times[protocol.JobRunning]) {
+		// It entered RESTARTING now (Flink's timestamps hold the latest
+		// entry into each state): failover benchmarks read it.
+		j.times[protocol.JobRestarting] = j.spec.Clock.Now()
+	}
 	if j.state.readyToRestart() {
 		attempt, delay := j.attempt, j.restartDelay
 		j.restartDelay = -1 // scheduled

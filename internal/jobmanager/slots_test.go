@@ -101,6 +101,9 @@ func TestTaskManagerLostRestartsOnSpare(t *testing.T) {
 		info.Failure.Err.Error() != "TaskManager tm-1 lost: no heartbeat for 5s" {
 		t.Fatalf("after the loss the job is %s with failure %+v; want RESTARTING, failed by the loss", info.Status, info.Failure)
 	}
+	if at := info.Times[protocol.JobRestarting]; !at.Equal(clk.Now()) {
+		t.Fatalf("the job's RESTARTING time is %v, want the loss's %v (REST's timestamps)", at, clk.Now())
+	}
 	if total, free := jm.SlotCounts(); jm.NumTaskManagers() != 2 || total != 2 {
 		t.Fatalf("%d TaskManagers with %d slots (%d free) after the loss; want 2 with 2", jm.NumTaskManagers(), total, free)
 	}
