@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -297,44 +298,57 @@ func TestClusterSilentLink(t *testing.T) {
 }
 
 // TestClusterStopAndResume: weir stop takes a savepoint of a job running
-// in a TaskManager process (its subtasks write the savepoint, the
+// on two TaskManager processes (its keyBy crossing them; with aligned,
+// then with unaligned checkpoints: its subtasks write the savepoint, the
 // JobManager completes it) and the client exits 0; the job resumed from
-// the savepoint at parallelism 3 on the pebble backend, on another
-// TaskManager process, completes the output exactly once.
+// the savepoint at parallelism 3 on the pebble backend, on three other
+// TaskManager processes, completes the output exactly once.
 func TestClusterStopAndResume(t *testing.T) {
-	r := testseed.Rand(t, 41)
-	dir := t.TempDir()
-	in, out, cps, sps := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out"), filepath.Join(dir, "cps"), filepath.Join(dir, "sps")
-	want := writeKeyedInput(t, in, r, 6000, 50)
-	jm, rpcAddr, restAddr := startJobManager(t)
-	first := startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 2)
-	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out, "--checkpoint-dir", cps,
-		"--checkpoint-interval", "200ms", "--rate", "3000", "--parallelism", "2")
-	sinkHolder(t, restAddr, "Committed counts", r) // running
-	time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	jobs, err := rest.NewClient(restAddr, nil).JobsOverview(ctx)
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("/jobs/overview: %+v, %v", jobs, err)
+	seed := testseed.New(t)
+	for i, mode := range []string{"aligned", "unaligned"} {
+		t.Run(mode, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, uint64(i)))
+			dir := t.TempDir()
+			in, out, cps, sps := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out"), filepath.Join(dir, "cps"), filepath.Join(dir, "sps")
+			want := writeKeyedInput(t, in, r, 6000, 50)
+			jm, rpcAddr, restAddr := startJobManager(t)
+			// Two TaskManagers of one slot: the keyBy crosses processes.
+			first := []*proc{startTaskManager(t, os.Args[0], rpcAddr, "tm-a", 1), startTaskManager(t, os.Args[0], rpcAddr, "tm-b", 1)}
+			args := []string{"run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out, "--checkpoint-dir", cps,
+				"--checkpoint-interval", "200ms", "--rate", "3000", "--parallelism", "2"}
+			if mode == "unaligned" {
+				args = append(args, "--unaligned")
+			}
+			client := startWeir(t, "", args...)
+			sinkHolder(t, restAddr, "Committed counts", r) // running
+			time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			jobs, err := rest.NewClient(restAddr, nil).JobsOverview(ctx)
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("/jobs/overview: %+v, %v", jobs, err)
+			}
+			code, stdout, stderr := runWeir(t, 60*time.Second, "stop", jobs[0].ID, "--address", restAddr, "--dir", sps)
+			m := stoppedLine.FindStringSubmatch(stdout)
+			if code != ExitOK || m == nil {
+				t.Fatalf("weir stop: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+			if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
+				t.Fatalf("the stopped job's client exited %d, want 0 (FINISHED); stderr:\n%s", code, client.stderr.String())
+			}
+			stopped := len(committedLines(t, out))
+			// Three other TaskManagers of one slot resume it; the first two
+			// leave.
+			stopAll(t, first...)
+			for _, id := range []string{"tm-c", "tm-d", "tm-e"} {
+				startTaskManager(t, os.Args[0], rpcAddr, id, 1)
+			}
+			resumed := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out,
+				"--checkpoint-dir", cps, "--from", m[1], "--parallelism", "3", "--state-backend", "pebble")
+			wantExactlyOnce(t, resumed, out, want, jm)
+			t.Logf("stopped with %d of %d lines committed; savepoint %s", stopped, len(want), m[1])
+		})
 	}
-	code, stdout, stderr := runWeir(t, 60*time.Second, "stop", jobs[0].ID, "--address", restAddr, "--dir", sps)
-	m := stoppedLine.FindStringSubmatch(stdout)
-	if code != ExitOK || m == nil {
-		t.Fatalf("weir stop: exit %d, stdout %q, stderr %q", code, stdout, stderr)
-	}
-	if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
-		t.Fatalf("the stopped job's client exited %d, want 0 (FINISHED); stderr:\n%s", code, client.stderr.String())
-	}
-	stopped := len(committedLines(t, out))
-	// Another TaskManager, with three slots, resumes it; the first leaves.
-	first.cmd.Process.Signal(syscall.SIGTERM)
-	first.wait(t, 20*time.Second)
-	startTaskManager(t, os.Args[0], rpcAddr, "tm-c", 3)
-	resumed := startWeir(t, "", "run", "keyed-count", "--jobmanager", rpcAddr, "--input", in, "--output", out,
-		"--checkpoint-dir", cps, "--from", m[1], "--parallelism", "3", "--state-backend", "pebble")
-	wantExactlyOnce(t, resumed, out, want, jm)
-	t.Logf("stopped with %d of %d lines committed; savepoint %s", stopped, len(want), m[1])
 }
 
 // sinkHolder returns the TaskManager id of a random subtask of the job's
