@@ -12,17 +12,7 @@ import (
 // startApplication serves app on a loopback port and returns its address.
 func startApplication(t *testing.T, app *Application) string {
 	t.Helper()
-	s, err := NewServer(ServerConfig{JobManager: fakeJM{newRecorder()}, Connected: func(Registration, *ServerSession) {},
-		Ended: func(SessionEnd) {}, Application: app})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return addr.String()
+	return startServing(t, ServerConfig{Application: app})
 }
 
 // TestApplicationDescribesThenEnds: a TaskManager following the

@@ -11,8 +11,15 @@ import (
 // startJobs serves jobs on a loopback port and returns its address.
 func startJobs(t *testing.T, jobs *Jobs) string {
 	t.Helper()
-	s, err := NewServer(ServerConfig{JobManager: fakeJM{newRecorder()}, Connected: func(Registration, *ServerSession) {},
-		Ended: func(SessionEnd) {}, Jobs: jobs})
+	return startServing(t, ServerConfig{Jobs: jobs})
+}
+
+// startServing serves cfg, with a JobManager that takes no TaskManager's
+// session, on a loopback port and returns its address.
+func startServing(t *testing.T, cfg ServerConfig) string {
+	t.Helper()
+	cfg.JobManager, cfg.Connected, cfg.Ended = fakeJM{newRecorder()}, func(Registration, *ServerSession) {}, func(SessionEnd) {}
+	s, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
