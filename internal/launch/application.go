@@ -236,7 +236,9 @@ func serveApplication(ctx context.Context, cfg Config) (*Job, error) {
 		host, _ := os.Hostname()
 		set.id = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	follow, err := rpc.FollowApplication(ctx, cfg.JobManager, node.BuildID(), set.id, rpc.Backoff{Max: time.Second})
+	follow, err := rpc.FollowApplication(ctx, cfg.JobManager, node.BuildID(), set.id, rpc.Backoff{Max: time.Second}, func(err error) {
+		cfg.Logger.Warn("waiting for the application's JobManager", "jobmanager", cfg.JobManager, "err", err)
+	})
 	if err != nil {
 		return nil, failure.Permanent(fmt.Errorf("weir: TaskManager %s of job %q: %w", set.id, cfg.Name, err))
 	}
@@ -328,7 +330,7 @@ func followEnd(ctx context.Context, follow *rpc.AppFollower, cfg Config, served 
 		}
 		cfg.Logger.Warn("lost the application's JobManager; asking again", "jobmanager", cfg.JobManager, "err", r.err)
 		var err error
-		if follow, err = rpc.FollowApplication(ctx, cfg.JobManager, node.BuildID(), "", rpc.Backoff{Max: time.Second}); err != nil {
+		if follow, err = rpc.FollowApplication(ctx, cfg.JobManager, node.BuildID(), "", rpc.Backoff{Max: time.Second}, nil); err != nil {
 			if ctx.Err() != nil {
 				return "", protocol.JobCanceled, ctx.Err()
 			}
@@ -369,14 +371,22 @@ func checkRole(role string) error {
 // main that checks its flags never sees a TaskManager's. It asks the
 // JobManager (WEIR_JOBMANAGER) and re-executes the process with the
 // arguments when they differ; it exits the process with status 1 when no
-// JobManager answers (taskmanager.registration.timeout) or one refuses.
+// JobManager answers (taskmanager.registration.timeout) or one refuses,
+// and with 2 when a setting in the environment is wrong.
 // Without the variable, or once re-executed, it does nothing.
 func AdoptApplicationArgs() {
 	if os.Getenv(EnvRole) != RoleTaskManager || os.Getenv(envReexec) != "" {
 		return
 	}
+	if _, err := readAppSettings(os.Getenv); err != nil {
+		fmt.Fprintf(os.Stderr, "weir: TaskManager (%s=%s): %v\n", EnvRole, RoleTaskManager, err)
+		os.Exit(2)
+	}
 	addr := cmp.Or(os.Getenv(EnvJobManager), node.DefaultRPCAddress)
-	follow, err := rpc.FollowApplication(context.Background(), addr, node.BuildID(), os.Getenv(EnvID), rpc.Backoff{Max: time.Second})
+	follow, err := rpc.FollowApplication(context.Background(), addr, node.BuildID(), os.Getenv(EnvID), rpc.Backoff{Max: time.Second}, func(err error) {
+		fmt.Fprintf(os.Stderr, "weir: TaskManager (%s=%s): waiting for the application's JobManager at %s (%s; retrying for up to 5 minutes): %v\n",
+			EnvRole, RoleTaskManager, addr, EnvJobManager, err)
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "weir: TaskManager (%s=%s): %v\n", EnvRole, RoleTaskManager, err)
 		os.Exit(1)

@@ -115,8 +115,9 @@ type AppFollower struct {
 // application it runs, retrying with backoff while nobody answers (the
 // JobManager may start after its TaskManagers) until backoff.Timeout
 // (taskmanager.registration.timeout). A refusal (another build, a
-// session-mode JobManager) is ErrRefused.
-func FollowApplication(ctx context.Context, address, buildID, taskManager string, backoff Backoff) (*AppFollower, error) {
+// session-mode JobManager) is ErrRefused. waiting, if set, is called with
+// the first attempt's error when it retries.
+func FollowApplication(ctx context.Context, address, buildID, taskManager string, backoff Backoff, waiting func(error)) (*AppFollower, error) {
 	backoff = backoff.withDefaults()
 	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	deadline := time.Now().Add(backoff.Timeout)
@@ -124,6 +125,9 @@ func FollowApplication(ctx context.Context, address, buildID, taskManager string
 		f, err := followOnce(ctx, address, buildID, taskManager)
 		if err == nil || errors.Is(err, ErrRefused) || ctx.Err() != nil {
 			return f, err
+		}
+		if n == 0 && waiting != nil {
+			waiting(err)
 		}
 		d := backoff.delay(n, r)
 		if time.Now().Add(d).After(deadline) {

@@ -25,7 +25,7 @@ func TestApplicationDescribesThenEnds(t *testing.T) {
 	addr := startApplication(t, app)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	f, err := FollowApplication(ctx, addr, "b1", "tm-1", Backoff{})
+	f, err := FollowApplication(ctx, addr, "b1", "tm-1", Backoff{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +64,12 @@ func TestApplicationRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	addr := startApplication(t, NewApplication("b1", AppInfo{Name: "app"}))
-	_, err := FollowApplication(ctx, addr, "b2", "tm-1", Backoff{})
+	_, err := FollowApplication(ctx, addr, "b2", "tm-1", Backoff{}, nil)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "build b2") || !strings.Contains(err.Error(), "build b1") {
 		t.Fatalf("another build: got %v, want ErrRefused naming both builds", err)
 	}
 	session := startJobs(t, &Jobs{BuildID: "b1"})
-	_, err = FollowApplication(ctx, session, "b1", "tm-1", Backoff{})
+	_, err = FollowApplication(ctx, session, "b1", "tm-1", Backoff{}, nil)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "session mode") {
 		t.Fatalf("session-mode JobManager: got %v, want ErrRefused naming session mode", err)
 	}
@@ -79,7 +79,12 @@ func TestApplicationRefusals(t *testing.T) {
 // retries until the registration timeout and says so.
 func TestFollowApplicationWaitsForTheJobManager(t *testing.T) {
 	start := time.Now()
-	_, err := FollowApplication(context.Background(), "127.0.0.1:1", "b1", "tm-1", Backoff{Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond, Timeout: 300 * time.Millisecond})
+	waited := 0
+	_, err := FollowApplication(context.Background(), "127.0.0.1:1", "b1", "tm-1", Backoff{Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond, Timeout: 300 * time.Millisecond},
+		func(error) { waited++ })
+	if waited != 1 {
+		t.Errorf("told of the wait %d times, want once", waited)
+	}
 	if err == nil || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "taskmanager.registration.timeout") {
 		t.Fatalf("got %v, want a timeout naming taskmanager.registration.timeout", err)
 	}
