@@ -359,6 +359,12 @@ type BufferPool struct {
 	// instead of pooled, so the pool returns to max and the overdraft is
 	// lent again the next time a producer needs it.
 	overdraft atomic.Int32
+	// retired holds the buffers those drops took out of the pool, for
+	// the next RequestOverdraft to lend again instead of allocating (a
+	// producer whose consumer is slower overdraws again and again; each
+	// new 32 KiB buffer was garbage). retired plus overdraft never exceed
+	// MaxOverdraft; Close drops them. Guarded by mu.
+	retired []*Buffer
 	// inUse counts buffers out of the pool; maxInUse is its high-water mark.
 	inUse, maxInUse atomic.Int64
 }
@@ -404,15 +410,23 @@ func (p *BufferPool) RequestOverdraft() *Buffer {
 	}
 	p.mu.Lock()
 	ok := !p.closed && p.overdraft.Load() < MaxOverdraft
+	var b *Buffer
 	if ok {
 		p.overdraft.Add(1)
 		p.allocated++
+		if n := len(p.retired); n > 0 {
+			b = p.retired[n-1]
+			p.retired[n-1] = nil
+			p.retired = p.retired[:n-1]
+		}
 	}
 	p.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	b := &Buffer{Data: make([]byte, 0, p.size), pool: p}
+	if b == nil {
+		b = &Buffer{Data: make([]byte, 0, p.size), pool: p}
+	}
 	p.took(b)
 	return b
 }
@@ -496,6 +510,7 @@ func (p *BufferPool) Close() {
 		return
 	}
 	p.closed = true
+	p.retired = nil
 	if p.budget != nil {
 		p.budget.release(int64(p.min+p.charged) * int64(p.size))
 	}
@@ -514,7 +529,7 @@ func (p *BufferPool) took(b *Buffer) {
 
 func (p *BufferPool) put(b *Buffer) {
 	p.inUse.Add(-1)
-	if p.overdraft.Load() > 0 && p.dropOverdraft() {
+	if p.overdraft.Load() > 0 && p.dropOverdraft(b) {
 		p.signal()
 		return
 	}
@@ -526,8 +541,9 @@ func (p *BufferPool) put(b *Buffer) {
 	p.signal()
 }
 
-// dropOverdraft retires one buffer lent beyond max, if any is still counted.
-func (p *BufferPool) dropOverdraft() bool {
+// dropOverdraft retires b in place of one buffer lent beyond max, if any
+// is still counted, keeping it for the next overdraft.
+func (p *BufferPool) dropOverdraft(b *Buffer) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.overdraft.Load() == 0 {
@@ -535,6 +551,9 @@ func (p *BufferPool) dropOverdraft() bool {
 	}
 	p.overdraft.Add(-1)
 	p.allocated--
+	if !p.closed {
+		p.retired = append(p.retired, b)
+	}
 	return true
 }
 

@@ -306,3 +306,34 @@ func TestPoolAvailabilityAndOverdraft(t *testing.T) {
 		t.Fatalf("in use %d, max %d of capacity %d", p.InUse(), p.MaxInUse(), p.Capacity())
 	}
 }
+
+// TestOverdraftReusesRetiredBuffers: a buffer lent beyond max and paid back
+// is lent again at the next overdraft rather than allocated anew (a
+// producer whose consumer is slower overdraws again and again), and a
+// closed pool keeps none.
+func TestOverdraftReusesRetiredBuffers(t *testing.T) {
+	p := NewBufferPool(1, 1<<10)
+	a := p.TryRequest()
+	x := p.RequestOverdraft()
+	x.Recycle() // pays the overdraft back: retired, not pooled
+	if p.Available() {
+		t.Fatal("a repaid overdraft buffer was pooled beyond max")
+	}
+	if y := p.RequestOverdraft(); y != x {
+		t.Fatalf("the next overdraft got a new buffer %p, want the retired %p", y, x)
+	} else {
+		y.Recycle()
+	}
+	allocs := testing.AllocsPerRun(100, func() { p.RequestOverdraft().Recycle() })
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per overdraft once warm, want 0", allocs)
+	}
+	if len(p.retired) != 1 {
+		t.Fatalf("%d retired buffers, want the 1 repaid", len(p.retired))
+	}
+	p.Close()
+	a.Recycle()
+	if len(p.retired) != 0 {
+		t.Errorf("a closed pool keeps %d retired buffers", len(p.retired))
+	}
+}

@@ -13,6 +13,10 @@ import (
 type PartitionWriter interface {
 	// Flush hands every partly filled buffer to its channel.
 	Flush()
+	// Held is the number of buffers of the partition's pool the writer
+	// holds (its channels' partly filled ones): the pool's buffers in use
+	// beyond these are in channels and come back once consumed.
+	Held() int
 	// EndOfData flushes and tells every consumer that no records follow
 	// (barriers still may, until the final checkpoint).
 	EndOfData()
@@ -289,6 +293,17 @@ func (w *Writer[T]) Flush() {
 			w.finish(ch)
 		}
 	}
+}
+
+// Held implements PartitionWriter.
+func (w *Writer[T]) Held() int {
+	n := 0
+	for _, b := range w.cur {
+		if b != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // EndOfData implements PartitionWriter.

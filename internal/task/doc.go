@@ -8,7 +8,9 @@
 //
 // The loop takes input only while every output can take a buffer, and
 // otherwise waits for one while still serving its mailbox: a backpressured
-// task still injects and aligns barriers. A unit of work (an input buffer,
+// task still injects and aligns barriers. It hands over partly filled
+// buffers then only when they are all their pool has out (flushStarved);
+// the buffer timeout bounds their wait otherwise. A unit of work (an input buffer,
 // a source batch) stops early when something needs the task (a priority
 // barrier, mail, an output that ran dry) and goes on afterwards. At a
 // barrier it takes the checkpoint's synchronous part (operator hooks, state

@@ -50,9 +50,7 @@ func (t *Task) loop() error {
 		}
 		t.tick()
 		if !t.finished && !t.outputsAvailable() {
-			// Partly filled buffers may be all the pool has: hand them over,
-			// or nothing would ever come back.
-			t.flush(t.spec.Clock.Now())
+			t.flushStarved()
 			if progressed, err := t.pollPriority(); err != nil {
 				return err
 			} else if progressed {
@@ -85,6 +83,28 @@ func (t *Task) loop() error {
 		}
 		wake, retry = nil, 0
 		t.Stats.IdleNanos += int64(t.spec.Clock.Now().Sub(t0))
+	}
+}
+
+// flushStarved hands over the partly filled buffers of each output whose
+// pool has nothing else out: they are all it has, and nothing would ever
+// come back. An output with buffers in its channels waits for one of
+// those instead, and keeps filling its partial buffers: flushing them
+// there sends part-empty buffers whenever a consumer is slower (across
+// processes each costs a frame, a write and a credit round trip, for a
+// fraction of the bytes). The buffer timeout still bounds how long a
+// record waits in them (tick, during the wait too).
+func (t *Task) flushStarved() {
+	for _, w := range t.writers {
+		if p := w.Partition().Pool; !p.Available() && p.InUse() <= w.Held() {
+			w.Flush()
+		}
+	}
+	for _, i := range t.flushers {
+		t.current = i
+		if err := t.ops[i].(operator.OutputFlusher).FlushOutput(); err != nil {
+			operator.Fail(err)
+		}
 	}
 }
 

@@ -69,4 +69,8 @@
 //     writer is promoted at the consumer (InputGate.PromoteBarrier).
 //   - The writer gathers frames into one writev (net.Buffers) of up to
 //     MaxWriteBytes; per data buffer nothing is allocated on either side.
+//     Writes stay on the writer goroutines: writing inline on the goroutine
+//     that queued the work (measured, docs/benchmarks.md "Tuning the data
+//     plane") saved hand-offs but lost the batching the writer's wake-up
+//     gives, and cost more CPU per event.
 package tcp
