@@ -47,6 +47,15 @@ func TestFlushStarvedKeepsPartialBuffers(t *testing.T) {
 		t.Errorf("a full buffer in a channel: after flushStarved the writer holds %d, channel 0 has %d queued; want the 2 partial buffers kept, 1 queued", w.Held(), c0.Queued())
 	}
 
+	// Without a buffer timeout nothing bounds the wait: every partial
+	// buffer goes, full ones in the channels or not.
+	tk, w, _, c0 = setup(3, 0, 1, 2, 3, 4, 5, 100)
+	tk.spec.BufferTimeout = -1
+	tk.flushStarved()
+	if w.Held() != 0 || c0.Queued() != 2 {
+		t.Errorf("no buffer timeout: after flushStarved the writer holds %d, channel 0 has %d queued; want both partial buffers handed over, 2 queued", w.Held(), c0.Queued())
+	}
+
 	// Only the two partial buffers are out of a pool of 2: they must go.
 	tk, w, _, c0 = setup(2, 0, 100)
 	tk.flushStarved()

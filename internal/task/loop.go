@@ -93,10 +93,14 @@ func (t *Task) loop() error {
 // there sends part-empty buffers whenever a consumer is slower (across
 // processes each costs a frame, a write and a credit round trip, for a
 // fraction of the bytes). The buffer timeout still bounds how long a
-// record waits in them (tick, during the wait too).
+// record waits in them (tick, during the wait too). Without a buffer
+// timeout (negative) nothing would bound that wait, and a consumer that
+// reads another channel first could wait for a partial buffer forever:
+// then every partial buffer is handed over, as before.
 func (t *Task) flushStarved() {
+	always := t.spec.BufferTimeout < 0
 	for _, w := range t.writers {
-		if p := w.Partition().Pool; !p.Available() && p.InUse() <= w.Held() {
+		if p := w.Partition().Pool; always || (!p.Available() && p.InUse() <= w.Held()) {
 			w.Flush()
 		}
 	}
