@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/failure"
 	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/launch"
 	"github.com/weirhq/weir/internal/memory"
+	"github.com/weirhq/weir/internal/operator"
 )
 
 // RuntimeMode says how a job runs (Flink's execution.runtime-mode).
@@ -314,6 +316,18 @@ func (e *Environment) jobGraph(name string, validate bool) (*graph.JobGraph, err
 	jg, err := graph.Compile(&sg)
 	if err != nil {
 		return nil, err
+	}
+	// Elements cross every edge between vertices as bytes: a type whose
+	// codec cannot be derived would fail each task that writes it, so it
+	// is refused here, before anything runs (and permanently: a restart
+	// rebuilds the same types).
+	for _, e := range jg.Edges {
+		if st, ok := e.FromNode.OutputType(e.Tag).(operator.StreamType); ok {
+			if err := st.CodecErr(); err != nil {
+				return nil, failure.Permanent(fmt.Errorf("weir: %s: its output crosses the network to %q and needs a codec: %w",
+					e.FromNode.Name, e.ToNode.Name, err))
+			}
+		}
 	}
 	for _, v := range jg.Vertices {
 		for _, n := range v.Nodes {

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/failure"
 	"go.uber.org/goleak"
 )
 
@@ -90,11 +92,15 @@ func TestTypeWithoutCodecFailsAtNetworkEdge(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreSignalRouter)
 	type withFunc struct{ F func() }
 	env := weir.NewEnvironment(weir.Config{Parallelism: 2})
-	s := weir.Map(weir.Sequence(env, 1, 10), func(int64) withFunc { return withFunc{} }).Name("MakeFunc")
+	var ran atomic.Bool
+	s := weir.Map(weir.Sequence(env, 1, 10), func(int64) withFunc { ran.Store(true); return withFunc{} }).Name("MakeFunc")
 	weir.Discard(s.Rebalance())
 	_, err := env.Execute(context.Background(), "codec")
 	if err == nil || !strings.Contains(err.Error(), "MakeFunc") || !strings.Contains(err.Error(), "codec") {
 		t.Fatalf("want a codec error naming the operator, got %v", err)
+	}
+	if ran.Load() || !failure.IsPermanent(err) {
+		t.Fatalf("the job ran (%t) or the error is not permanent (%v): the type must be refused at Execute, before any task", ran.Load(), err)
 	}
 	// Chained, the same type never needs a codec.
 	env = weir.NewEnvironment(weir.Config{Parallelism: 2})
