@@ -98,8 +98,11 @@ func (b *Buffer) Recycle() {
 	if !b.pooled.CompareAndSwap(false, true) {
 		panic("network: buffer recycled twice")
 	}
+	// Every per-use field is reset: a receiver's pooled buffer may carry a
+	// priority barrier once and data or an aligned barrier next.
 	b.Data = b.Data[:0]
 	b.Kind = KindData
+	b.priority, b.Overtaken = false, 0
 	b.pool.put(b)
 }
 

@@ -337,3 +337,24 @@ func TestOverdraftReusesRetiredBuffers(t *testing.T) {
 		t.Errorf("a closed pool keeps %d retired buffers", len(p.retired))
 	}
 }
+
+// TestRecycleResetsPerUseFields: a pooled buffer that carried a priority
+// barrier (a receiver's, across processes) comes back from the pool as a
+// plain buffer: not priority, nothing overtaken, so a later aligned
+// barrier in it is recognized as one.
+func TestRecycleResetsPerUseFields(t *testing.T) {
+	p := NewBufferPool(1, 64)
+	b, err := p.Request(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Kind, b.priority, b.Overtaken = KindBarrier, true, 3
+	b.Recycle()
+	b, err = p.Request(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.priority || b.Overtaken != 0 || b.Kind != KindData || len(b.Data) != 0 {
+		t.Fatalf("a recycled buffer came back with priority %t, overtaken %d, kind %v, %d bytes", b.priority, b.Overtaken, b.Kind, len(b.Data))
+	}
+}
