@@ -36,9 +36,10 @@ import (
 // program under launch.OnCluster. Output goes to the process's own stdout
 // and stderr (the JobManager's log).
 func runOnCluster(stdout, stderr io.Writer) node.RunJob {
-	return func(ctx context.Context, c *cluster.Local, job string, args []string, submitted func(string)) error {
-		ctx = launch.OnCluster(ctx, c, launch.Submission{Program: job, Args: args, Submitted: submitted})
-		return runProgram(ctx, job, args, stdout, stderr)
+	return func(ctx context.Context, c *cluster.Local, sub node.Submission) error {
+		ctx = launch.OnCluster(ctx, c, launch.Submission{Program: sub.Program, Args: sub.Args, Submitted: sub.Submitted,
+			JobID: sub.JobID, ResumeFrom: sub.ResumeFrom, Fencing: sub.Fencing})
+		return runProgram(ctx, sub.Program, sub.Args, stdout, stderr)
 	}
 }
 

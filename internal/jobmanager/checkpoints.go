@@ -135,6 +135,7 @@ func (jm *JobManager) startCheckpoints(j *job) error {
 		cp.triggered = m.CheckpointID
 		cp.restoredFrom, cp.restoredAt = m.CheckpointID, j.spec.Clock.NowMillis()
 	}
+	next = max(next, s.FirstID)
 	cp.sources = j.sourceTasks()
 	now := j.spec.Clock.NowMillis()
 	cp.coord = coordinator.New(settings, len(j.execs), cp.sources, next, now)
@@ -277,16 +278,23 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 			if f := j.spec.Checkpoints.Fence; f != nil {
 				// A store error fails this checkpoint only; a lost
 				// lease ends the job.
-				if err = f(context.Background()); errors.Is(err, storage.ErrLeaseLost) {
+				if err = f(context.Background(), id); errors.Is(err, storage.ErrLeaseLost) {
 					jm.Fail(j.spec.ID, err)
 				}
 			}
+			var path string
 			switch {
 			case err != nil:
 			case sp != nil:
-				err = jm.writeSavepoint(j, sp, m, store)
+				err, path = jm.writeSavepoint(j, sp, m, store), sp.store.URL()
 			default:
 				err = storage.WriteMetadata(context.Background(), store, m)
+				path = store.URL() + "/" + m.JobID + "/" + storage.CheckpointDir(id)
+			}
+			if f := j.spec.Checkpoints.Completed; err == nil && f != nil {
+				if err = f(context.Background(), id, path); err != nil {
+					err = fmt.Errorf("recording checkpoint %d as completed: %w", id, err)
+				}
 			}
 			jm.finalized(j, id, err)
 		}()

@@ -74,6 +74,8 @@ type fakeTM struct {
 	ackAll bool
 	// replies are the heartbeat replies it got.
 	replies []protocol.HeartbeatReply
+	// completes are the ids of the checkpoints it was told completed.
+	completes []int64
 }
 
 func newFakeTM(jm *JobManager, name string) *fakeTM {
@@ -133,9 +135,16 @@ func (f *fakeTM) TriggerCheckpoint(tc protocol.TriggerCheckpoint) {
 	})
 }
 
-func (f *fakeTM) NotifyCheckpoint(n protocol.NotifyCheckpoint) { f.record("notify", n.Exec) }
-func (f *fakeTM) SendEvent(e protocol.OperatorEvent)           { f.record("event", e.Exec) }
-func (f *fakeTM) RegisterJob(protocol.RegisterJob)             {}
+func (f *fakeTM) NotifyCheckpoint(n protocol.NotifyCheckpoint) {
+	f.record("notify", n.Exec)
+	if n.Complete {
+		f.mu.Lock()
+		f.completes = append(f.completes, n.ID)
+		f.mu.Unlock()
+	}
+}
+func (f *fakeTM) SendEvent(e protocol.OperatorEvent) { f.record("event", e.Exec) }
+func (f *fakeTM) RegisterJob(protocol.RegisterJob)   {}
 func (f *fakeTM) DeployAttempt(a protocol.DeployAttempt) {
 	f.record(fmt.Sprintf("place %d slots on %s", len(a.Slots), placedOn(a)), ExecutionID{Job: a.JobID, Attempt: a.Attempt})
 }

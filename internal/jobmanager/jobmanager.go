@@ -42,12 +42,22 @@ type CheckpointSpec struct {
 	// SavepointDir is the default target directory of savepoints
 	// (state.savepoints.dir); "" needs one per request.
 	SavepointDir string
-	// Fence, if set, is asked before each checkpoint's or savepoint's
-	// metadata is written, which completes it and lets sinks commit: an
-	// error (another run took the job's lineage lease) fails the job at
-	// once instead, without restarts, so two runs never commit one
-	// lineage's output.
-	Fence func(context.Context) error
+	// Fence, if set, is asked before checkpoint or savepoint id's metadata
+	// is written, which completes it and lets sinks commit: an error
+	// (another run took the job's lineage lease, or another leader leads)
+	// fails the checkpoint, and storage.ErrLeaseLost the job at once,
+	// without restarts, so two runs never commit one lineage's output.
+	Fence func(ctx context.Context, id int64) error
+	// Completed, if set, is told of each checkpoint or savepoint whose
+	// metadata was written (path: where a resume finds it), before any task
+	// hears that it completed: an error fails the checkpoint instead, so
+	// sinks never commit one that Completed did not record (high
+	// availability records it in its store, fenced by the leader's term).
+	Completed func(ctx context.Context, id int64, path string) error
+	// FirstID, if above the id after the restored checkpoint's, is the
+	// first checkpoint id of the run (high availability starts a new
+	// leader's ids above every id an earlier leader fenced).
+	FirstID int64
 	// ContinueLineage: the job continues the earlier runs of its lineage
 	// (it was started to resume them: --from). Their checkpoints in Store
 	// count towards Settings.Retained and what they no longer need is
@@ -60,6 +70,14 @@ type CheckpointSpec struct {
 	// taken at the end of input, and Store only stages each savepoint's
 	// files until they are copied into its folder.
 	SavepointsOnly bool
+}
+
+// Fencing is how a leader's term fences a job's checkpoints under high
+// availability: CheckpointSpec's Fence, Completed and FirstID.
+type Fencing struct {
+	Fence     func(ctx context.Context, id int64) error
+	Completed func(ctx context.Context, id int64, path string) error
+	FirstID   int64
 }
 
 // JobSpec is a submitted job.

@@ -95,7 +95,17 @@ func Start(ctx context.Context, cfg Config) (*Job, error) {
 		return nil, fmt.Errorf("weir: unknown state backend %q (want hashmap or pebble)", cfg.StateBackend)
 	}
 	id := rest.NewJobID()
-	spec, tmJob, res, err := jobSpecs(ctx, cfg, id, jg, mode, c.RESTAddr())
+	var fencing *jobmanager.Fencing
+	if shared != nil {
+		if shared.sub.JobID != "" {
+			id = shared.sub.JobID
+		}
+		if shared.sub.ResumeFrom != "" {
+			cfg.ResumeFrom = shared.sub.ResumeFrom
+		}
+		fencing = shared.sub.Fencing
+	}
+	spec, tmJob, res, err := jobSpecs(ctx, cfg, id, jg, mode, c.RESTAddr(), fencing)
 	if err != nil {
 		drop()
 		return nil, fmt.Errorf("weir: job %q: %w", name, err)

@@ -43,6 +43,17 @@ type Submission struct {
 	Args    []string
 	// Submitted, if set, is called with the job's id once it is submitted.
 	Submitted func(id string)
+	// JobID, if set, is the job's id: a job recovered by a new leader
+	// (high availability) keeps the id it was submitted under.
+	JobID string
+	// ResumeFrom, if set, replaces the program's Config.ResumeFrom: the
+	// checkpoint a recovered job resumes from.
+	ResumeFrom string
+	// Fencing, if set, fences the job's checkpoints by the leader's term
+	// instead of the lineage lease (high availability: the HA store's
+	// fence outlives a paused process, which a lease in checkpoint storage
+	// would make a new leader wait for).
+	Fencing *jobmanager.Fencing
 }
 
 type onCluster struct {

@@ -19,9 +19,10 @@ import (
 // job: network sizes, checkpointing, the restart strategy and the
 // checkpoint to resume from. With checkpointing it takes the lineage lease
 // of the job's name in the checkpoint storage first, so that two runs never
-// resume one lineage at once. res.close releases what it holds (also on
-// error).
-func jobSpecs(ctx context.Context, cfg Config, id string, jg *graph.JobGraph, mode operator.Mode, restAddr string) (_ *jobmanager.JobSpec, _ *taskmanager.Job, res *jobResources, _ error) {
+// resume one lineage at once; with fencing (high availability) the
+// leader's term fences the checkpoints instead. res.close releases what it
+// holds (also on error).
+func jobSpecs(ctx context.Context, cfg Config, id string, jg *graph.JobGraph, mode operator.Mode, restAddr string, fencing *jobmanager.Fencing) (_ *jobmanager.JobSpec, _ *taskmanager.Job, res *jobResources, _ error) {
 	name := cfg.Name
 	res = &jobResources{}
 	spec := &jobmanager.JobSpec{ID: id, Name: name, Graph: jg, Clock: cfg.Clock, OnCheckpoint: cfg.OnCheckpoint, OnRestart: cfg.OnRestart,
@@ -55,11 +56,19 @@ func jobSpecs(ctx context.Context, cfg Config, id string, jg *graph.JobGraph, mo
 		if spDir == "" {
 			spDir = cfg.SavepointDir
 		}
-		info := storage.LocalProcess(storage.LeaseInfo{Owner: id, REST: restAddr})
-		if res.lease, err = storage.AcquireLease(ctx, store, name, info, cp.LeaseTimeout, nil); err != nil {
-			return nil, nil, res, err
+		if fencing == nil {
+			info := storage.LocalProcess(storage.LeaseInfo{Owner: id, REST: restAddr})
+			if res.lease, err = storage.AcquireLease(ctx, store, name, info, cp.LeaseTimeout, nil); err != nil {
+				return nil, nil, res, err
+			}
 		}
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: spDir, Fence: res.lease.Check}
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: spDir}
+		if res.lease != nil {
+			spec.Checkpoints.Fence = func(ctx context.Context, _ int64) error { return res.lease.Check(ctx) }
+		}
+		if fencing != nil {
+			spec.Checkpoints.Fence, spec.Checkpoints.Completed, spec.Checkpoints.FirstID = fencing.Fence, fencing.Completed, fencing.FirstID
+		}
 		csm := cp.ChannelStateMemory
 		if csm == 0 {
 			csm = DefaultChannelStateMemory

@@ -105,10 +105,11 @@ func advertise(ctx context.Context, configured string, bound net.Addr, jobManage
 		timeout = 5 * time.Minute
 	}
 	deadline := time.Now().Add(timeout)
-	for {
+	jms := rpc.Addresses(jobManager) // every JobManager of an HA cluster: any will do
+	for n := 0; ; n++ {
 		var d net.Dialer
 		dctx, cancel := context.WithTimeout(ctx, attempt)
-		c, err := d.DialContext(dctx, "tcp", jobManager)
+		c, err := d.DialContext(dctx, "tcp", jms[n%len(jms)])
 		cancel()
 		if err == nil {
 			local := c.LocalAddr().(*net.TCPAddr).IP

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/cluster"
+	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/rpc"
 )
 
@@ -25,12 +27,26 @@ const (
 const DefaultRPCAddress = "127.0.0.1:6123"
 
 // RunJob runs a job submitted to a JobManager process (session mode) on
-// its cluster c until the job ends: program names a job compiled into the
-// binary and args are its flags (weir run's). The binary gives it the job
+// its cluster c until the job ends. The binary gives it the job
 // (launch.OnCluster); node does not import launch, which starts nodes in
-// application mode. submitted is called with the job's id once it is
-// submitted; canceling ctx cancels the job.
-type RunJob func(ctx context.Context, c *cluster.Local, program string, args []string, submitted func(id string)) error
+// application mode. Canceling ctx cancels the job.
+type RunJob func(ctx context.Context, c *cluster.Local, sub Submission) error
+
+// Submission is a job RunJob runs (launch.Submission's fields).
+type Submission struct {
+	// Program names a job compiled into the binary and Args are its flags
+	// (weir run's).
+	Program string
+	Args    []string
+	// Submitted, if set, is called with the job's id once it is submitted.
+	Submitted func(id string)
+	// JobID, ResumeFrom and Fencing are set under high availability: the
+	// job's id (kept when a new leader recovers it), the checkpoint it
+	// resumes from ("": the program's own choice), and the leader's fence
+	// of its checkpoints.
+	JobID, ResumeFrom string
+	Fencing           *jobmanager.Fencing
+}
 
 // JobManagerConfig configures a JobManager process.
 type JobManagerConfig struct {
@@ -50,6 +66,10 @@ type JobManagerConfig struct {
 	// DefaultHeartbeatTimeout): a TaskManager silent for the timeout is
 	// lost, and so is one whose session ends.
 	HeartbeatInterval, HeartbeatTimeout time.Duration
+	// Epoch is the leader epoch stamped on every control message (0: 1,
+	// for a JobManager without high availability; a leader's term gives
+	// its own, ha.Leadership.Epoch).
+	Epoch uint64
 	// Application, in application mode, describes the one job this
 	// JobManager runs: TaskManagers ask for it (rpc.FollowApplication) and
 	// must register with its digest.
@@ -95,7 +115,7 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	n := &JobManager{c: c, log: cfg.Logger, current: map[string]string{}}
 	build := BuildID()
 	sc := rpc.ServerConfig{
-		Epoch:      leaderEpoch,
+		Epoch:      cmp.Or(cfg.Epoch, leaderEpoch),
 		JobManager: c.JM,
 		Admit: func(reg rpc.Registration) error {
 			if reg.BuildID != build {
@@ -135,7 +155,7 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	if cfg.Run != nil {
 		sc.Jobs = &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome,
 			Run: func(ctx context.Context, program string, args []string, submitted func(string)) error {
-				return cfg.Run(ctx, c, program, args, submitted)
+				return cfg.Run(ctx, c, Submission{Program: program, Args: args, Submitted: submitted})
 			}}
 	}
 	srv, err := rpc.NewServer(sc)

@@ -75,7 +75,7 @@ type TaskManagerConfig struct {
 // everything the old one ran is canceled and has returned before the
 // process registers again (the TaskManager fences itself, decision 13).
 func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
-	if cfg.Build == nil || cfg.JobManager == "" {
+	if cfg.Build == nil || len(rpc.Addresses(cfg.JobManager)) == 0 {
 		return errors.New("node: TaskManagerConfig needs JobManager and Build")
 	}
 	if cfg.Logger == nil {

@@ -121,14 +121,29 @@ func Connect(ctx context.Context, cfg ClientConfig) (*ClientSession, error) {
 	log := logger(cfg.Logger)
 	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	deadline := time.Now().Add(cfg.Backoff.Timeout)
+	// cfg.JobManager may list every JobManager of a cluster with high
+	// availability: each attempt tries the next, or the leader a standby
+	// named (at once, a few times in a row: a leader may have changed
+	// again in between).
+	jms := newLeaderFollower(cfg.JobManager)
+	follows := 0
 	for n := 0; ; n++ {
-		cs, err := attempt(ctx, cfg, log)
+		acfg := cfg
+		acfg.JobManager = jms.pick()
+		cs, err := attempt(ctx, acfg, log)
 		if err == nil {
 			return cs, nil
 		}
 		if errors.Is(err, ErrRefused) || ctx.Err() != nil {
 			return nil, err
 		}
+		if jms.refused(acfg.JobManager, err) && follows < 3 {
+			follows++
+			log.Info("rpc: following the leader", "standby", acfg.JobManager, "err", err.Error())
+			n--
+			continue
+		}
+		follows = 0
 		d := cfg.Backoff.delay(n, r)
 		if time.Now().Add(d).After(deadline) {
 			return nil, fmt.Errorf("rpc: TaskManager %s did not register with the JobManager at %s within %v (taskmanager.registration.timeout): %w",

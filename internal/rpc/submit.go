@@ -94,14 +94,44 @@ func (h handler) SubmitJob(ctx context.Context, req *connect.Request[weirpb.Subm
 // calls progress with its id once submitted; unless detached, it then
 // waits for the job's end and returns it (Submission.Err). Canceling ctx
 // of a job not detached cancels the job.
+//
+// address may list every JobManager of a cluster with high availability
+// ("a:6123,b:6123"): the job goes to the one that leads (a standby names
+// it).
 func SubmitJob(ctx context.Context, address, buildID, program string, args []string, detached bool, progress func(Submission)) (Submission, error) {
+	jms := newLeaderFollower(address)
+	var err error
+	for range 2*len(jms.addrs) + 1 {
+		a := jms.pick()
+		var s Submission
+		var unanswered bool
+		s, err, unanswered = submitJob(ctx, a, buildID, program, args, detached, progress)
+		if err == nil || s.JobID != "" || ctx.Err() != nil {
+			return s, err
+		}
+		var nl *NotLeaderError
+		if errors.As(err, &nl) {
+			jms.refused(a, err)
+		} else if !unanswered {
+			return s, err // refused by a leader: another JobManager would not do better
+		}
+	}
+	return Submission{}, err
+}
+
+// submitJob submits to one JobManager; unanswered says it was not reached.
+func submitJob(ctx context.Context, address, buildID, program string, args []string, detached bool, progress func(Submission)) (_ Submission, _ error, unanswered bool) {
 	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: Dialer(TCP{}.withDefaults())}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	defer tr.CloseIdleConnections()
 	api := weirpbconnect.NewJobManagerServiceClient(&http.Client{Transport: tr}, "http://"+address)
 	st, err := api.SubmitJob(ctx, connect.NewRequest(&weirpb.SubmitRequest{Program: program, Args: args, BuildId: buildID, Detached: detached}))
 	if err != nil {
-		return Submission{}, submitError(address, err)
+		if nl := notLeader(address, err); nl != nil {
+			return Submission{}, nl, false
+		}
+		var ce *connect.Error
+		return Submission{}, submitError(address, err), errors.As(err, &ce) && ce.Code() == connect.CodeUnavailable
 	}
 	defer st.Close()
 	var s Submission
@@ -118,16 +148,22 @@ func SubmitJob(ctx context.Context, address, buildID, program string, args []str
 			if u.GetError() != "" {
 				s.Err, s.Outcome = errors.New(u.GetError()), u.GetOutcome()
 			}
-			return s, nil
+			return s, nil, false
 		}
 	}
 	if err := st.Err(); err != nil {
-		return s, submitError(address, err)
+		if s.JobID == "" {
+			if nl := notLeader(address, err); nl != nil {
+				return s, nl, false
+			}
+		}
+		var ce *connect.Error
+		return s, submitError(address, err), s.JobID == "" && errors.As(err, &ce) && ce.Code() == connect.CodeUnavailable
 	}
 	if detached && s.JobID != "" {
-		return s, nil
+		return s, nil, false
 	}
-	return s, fmt.Errorf("the JobManager at %s ended the submission without the job's outcome", address)
+	return s, fmt.Errorf("the JobManager at %s ended the submission without the job's outcome", address), false
 }
 
 // submitError names the JobManager and, for a refused connection, what to

@@ -1,0 +1,98 @@
+package jobmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/checkpoint/coordinator"
+	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/restart"
+)
+
+// TestCheckpointCompletedHook: CheckpointSpec.FirstID starts the run's
+// checkpoint ids, Completed hears of each checkpoint after its metadata is
+// written and before any task does, and a checkpoint whose Completed fails
+// is never announced as complete (high availability's fence of sinks'
+// commits).
+func TestCheckpointCompletedHook(t *testing.T) {
+	jm := New(nil)
+	g := twoVertexGraph(t, 2)
+	f := newFakeTM(jm, "tm-0")
+	f.srcOp = g.OperatorIDs[0]
+	jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 2, NetworkMemory: 1 << 30}, f)
+	dir := t.TempDir()
+	store, err := storage.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var mu sync.Mutex
+	var recorded, refused []int64
+	var paths []string
+	spec := &JobSpec{ID: "job-1", Name: "completed hook", Lineage: "l", Graph: g, Network: testNetwork, Restart: restart.Config{Type: restart.FixedDelay, FixedDelayAttempts: 1, FixedDelay: restart.Zero}.WithDefaults(true),
+		Checkpoints: &CheckpointSpec{Settings: coordinator.Settings{Interval: 10, TolerableFailures: 1 << 20}, Store: store, FirstID: 100,
+			Completed: func(_ context.Context, id int64, path string) error {
+				// The tasks have not heard of it yet.
+				f.mu.Lock()
+				told := slices.Contains(f.completes, id)
+				f.mu.Unlock()
+				if told {
+					t.Errorf("checkpoint %d announced before Completed", id)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if id%2 == 1 {
+					refused = append(refused, id)
+					return errors.New("not the leader")
+				}
+				// What a resume would find there: this checkpoint (later
+				// ones retire it, so look now).
+				if _, m, err := storage.Resolve(context.Background(), path); err != nil || m.CheckpointID != id {
+					t.Errorf("checkpoint %d's path %q resolves to %+v, %v", id, path, m, err)
+				}
+				recorded, paths = append(recorded, id), append(paths, path)
+				return nil
+			}},
+	}
+	if err := jm.Submit(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "three recorded checkpoints", func() bool { mu.Lock(); defer mu.Unlock(); return len(recorded) >= 3 })
+	if err := jm.Cancel("job-1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := jm.Wait(ctx, "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if first := min(slices.Min(recorded), slices.Min(refused)); first != 100 {
+		t.Errorf("first checkpoint id %d, want FirstID 100", first)
+	}
+	for _, id := range refused {
+		if slices.Contains(f.completes, id) {
+			t.Errorf("checkpoint %d was announced complete although Completed refused it (announced: %v)", id, f.completes)
+		}
+	}
+	for i, id := range recorded {
+		if want := fmt.Sprintf("file://%s/job-1/chk-%d", dir, id); !strings.HasSuffix(paths[i], want[len("file://"):]) {
+			t.Errorf("checkpoint %d recorded at %q, want %q", id, paths[i], want)
+		}
+	}
+	for _, id := range f.completes {
+		if !slices.Contains(recorded, id) {
+			t.Errorf("checkpoint %d announced complete without being recorded (recorded %v)", id, recorded)
+		}
+	}
+}

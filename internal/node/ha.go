@@ -1,0 +1,406 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirhq/weir/internal/cluster"
+	"github.com/weirhq/weir/internal/ha"
+	"github.com/weirhq/weir/internal/jobmanager"
+	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/rpc"
+)
+
+// High availability (docs/high-availability.md, decisions 4-6): a
+// JobManager process is a contender. While another leads it is a standby
+// whose listeners refuse everything, naming the leader; when it wins a term
+// it starts a JobManager under the term's epoch, records each submitted job
+// in the HA store and runs again every job recorded there without a
+// finished record, resumed from its latest recorded checkpoint under its
+// id; when the term ends it cancels its jobs without recording them
+// finished and campaigns again.
+
+// Keys of the HA store (decision 4).
+const (
+	haJobs     = "jobs/"        // + job id: haJob
+	haFinished = "finished/"    // + job id: haFinal
+	haCkpts    = "checkpoints/" // + job id + "/latest" (haLatest) or "/reserved" (decimal id)
+)
+
+// haJob is a submission as the HA store keeps it.
+type haJob struct {
+	ID        string   `json:"id"`
+	Program   string   `json:"program"`
+	Args      []string `json:"args"`
+	BuildID   string   `json:"buildId"`
+	Submitted int64    `json:"submitted"` // epoch ms
+}
+
+// haFinal is a job's end as the HA store keeps it: the job is never run
+// again.
+type haFinal struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	At     int64  `json:"at"`
+}
+
+// haLatest points to a job's latest completed checkpoint or savepoint.
+type haLatest struct {
+	ID   int64  `json:"id"`
+	Path string `json:"path"`
+}
+
+// ContenderConfig configures a JobManager process with high availability.
+type ContenderConfig struct {
+	JobManager JobManagerConfig
+	Service    ha.Service
+	// Advertised is what the leader publishes: the RPC and REST addresses
+	// TaskManagers, clients and standbys reach it at.
+	Advertised ha.LeaderInfo
+	// StoreTimeout bounds each HA store call (0: 5 s).
+	StoreTimeout time.Duration
+	// Outcome names a job's end for its finished record ("FINISHED",
+	// "CANCELED" or "FAILED"); nil: FINISHED without error, else FAILED.
+	Outcome func(error) string
+}
+
+// RunContender campaigns, leads and campaigns again until ctx ends; then
+// it resigns (so a standby takes over at once) and returns nil. Jobs are
+// not canceled for good when it stops: they are the next leader's.
+func RunContender(ctx context.Context, cfg ContenderConfig) error {
+	jc := cfg.JobManager
+	if cfg.StoreTimeout == 0 {
+		cfg.StoreTimeout = 5 * time.Second
+	}
+	for _, a := range []struct{ flag, addr string }{{"--rpc-address", jc.RPCAddress}, {"--rest-address", jc.RESTAddress}} {
+		if _, port, err := net.SplitHostPort(a.addr); err != nil || port == "0" {
+			return fmt.Errorf("with high availability every JobManager needs a fixed %s (host:port, not port 0): a standby and the leader it becomes listen at the same address; got %q", a.flag, a.addr)
+		}
+	}
+	log := jc.Logger
+	for {
+		sb, err := startStandby(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		log.Info("JobManager is a standby: campaigning for leadership", "rpc", jc.RPCAddress, "rest", jc.RESTAddress)
+		lead, err := cfg.Service.Campaign(ctx, cfg.Advertised)
+		sb.close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("campaigning for leadership: %w", err)
+		}
+		err = runLeader(ctx, cfg, lead)
+		if ctx.Err() != nil {
+			rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+			if rerr := lead.Resign(rctx); rerr != nil {
+				log.Warn("resigning leadership failed: a standby takes over when the lease expires", "err", rerr)
+			}
+			cancel()
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		log.Warn("JobManager lost its leadership: its jobs were canceled here and are the next leader's; campaigning again", "epoch", lead.Epoch())
+	}
+}
+
+// leader is one term of leadership.
+type leader struct {
+	cfg      ContenderConfig
+	store    ha.Store
+	epoch    uint64
+	stepping atomic.Bool // the term is ending: jobs that end now are not finished
+	jobs     sync.WaitGroup
+}
+
+// runLeader leads until the term ends or ctx does.
+func runLeader(ctx context.Context, cfg ContenderConfig, lead ha.Leadership) error {
+	l := &leader{cfg: cfg, store: lead.Store(), epoch: lead.Epoch()}
+	jc := cfg.JobManager
+	log := jc.Logger
+	jc.Epoch = lead.Epoch()
+	run := jc.Run
+	if run != nil {
+		jc.Run = func(ctx context.Context, c *cluster.Local, sub Submission) error { return l.submit(ctx, c, run, sub) }
+	}
+	jm, err := StartJobManager(jc)
+	if err != nil {
+		return err
+	}
+	log.Info("JobManager leads", "epoch", l.epoch, "rpc", jm.RPCAddress(), "rest", jm.RESTAddress())
+	if run != nil {
+		if err := l.recoverJobs(ctx, jm.Cluster(), run); err != nil {
+			log.Error("recovering the jobs of the HA store failed: stepping down", "err", err)
+			l.stepping.Store(true)
+			jm.Shutdown(context.Background())
+			return nil // campaign again: the store may be back by then
+		}
+	}
+	select {
+	case <-lead.Done():
+	case <-ctx.Done():
+	}
+	l.stepping.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = jm.Shutdown(sctx)
+	l.jobs.Wait()
+	return err
+}
+
+func (l *leader) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), l.cfg.StoreTimeout)
+}
+
+// submit records a session-mode submission in the store, then runs it.
+func (l *leader) submit(ctx context.Context, c *cluster.Local, run RunJob, sub Submission) error {
+	rec := haJob{ID: rest.NewJobID(), Program: sub.Program, Args: sub.Args, BuildID: BuildID(), Submitted: time.Now().UnixMilli()}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := l.storeCtx()
+	err = l.store.Put(sctx, haJobs+rec.ID, b)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("recording the job in the HA store: %w", err)
+	}
+	sub.JobID, sub.Fencing = rec.ID, l.fencing(rec.ID, 0)
+	l.jobs.Add(1)
+	defer l.jobs.Done()
+	err = run(ctx, c, sub)
+	l.finish(rec.ID, err)
+	return err
+}
+
+// recoverJobs runs again every recorded job without a finished record.
+func (l *leader) recoverJobs(ctx context.Context, c *cluster.Local, run RunJob) error {
+	sctx, cancel := l.storeCtx()
+	defer cancel()
+	jobs, err := l.store.List(sctx, haJobs)
+	if err != nil {
+		return err
+	}
+	finished, err := l.store.List(sctx, haFinished)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(jobs))
+	for key := range jobs {
+		if id := strings.TrimPrefix(key, haJobs); finished[haFinished+id] == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	log := l.cfg.JobManager.Logger
+	for _, id := range ids {
+		var rec haJob
+		if err := json.Unmarshal(jobs[haJobs+id], &rec); err != nil {
+			return fmt.Errorf("the HA store's record of job %s: %w", id, err)
+		}
+		if rec.BuildID != BuildID() {
+			// Another binary cannot build its graph: record its end, so
+			// that no leader tries again.
+			log.Error("a recorded job was submitted to another build: not recovered", "job", id, "build", rec.BuildID)
+			l.finishWith(id, haFinal{Status: "FAILED", Error: fmt.Sprintf("submitted to build %s; the leader runs build %s", rec.BuildID, BuildID())})
+			continue
+		}
+		latest, reserved, err := l.checkpoints(sctx, id)
+		if err != nil {
+			return err
+		}
+		first := max(latest.ID, reserved) + 1
+		log.Info("recovering a job of the HA store", "job", id, "program", rec.Program, "resume", latest.Path, "first_checkpoint", first)
+		sub := Submission{Program: rec.Program, Args: rec.Args, JobID: id, ResumeFrom: latest.Path, Fencing: l.fencing(id, first)}
+		l.jobs.Add(1)
+		go func() {
+			defer l.jobs.Done()
+			err := run(ctx, c, sub)
+			if err != nil && !l.stepping.Load() {
+				log.Error("a recovered job failed", "job", id, "err", err)
+			}
+			l.finish(id, err)
+		}()
+	}
+	return nil
+}
+
+// checkpoints reads a job's latest recorded checkpoint and its highest
+// reserved checkpoint id.
+func (l *leader) checkpoints(ctx context.Context, id string) (latest haLatest, reserved int64, _ error) {
+	b, err := l.store.Get(ctx, haCkpts+id+"/latest")
+	switch {
+	case errors.Is(err, ha.ErrNotFound):
+	case err != nil:
+		return latest, 0, err
+	default:
+		if err := json.Unmarshal(b, &latest); err != nil {
+			return latest, 0, fmt.Errorf("the HA store's latest checkpoint of job %s: %w", id, err)
+		}
+	}
+	b, err = l.store.Get(ctx, haCkpts+id+"/reserved")
+	switch {
+	case errors.Is(err, ha.ErrNotFound):
+	case err != nil:
+		return latest, 0, err
+	default:
+		if reserved, err = strconv.ParseInt(string(b), 10, 64); err != nil {
+			return latest, 0, fmt.Errorf("the HA store's reserved checkpoint id of job %s: %w", id, err)
+		}
+	}
+	return latest, reserved, nil
+}
+
+// fencing fences job id's checkpoints by this term (decision 5): a
+// checkpoint's id is recorded as reserved before its metadata is written
+// (so a later leader starts above it and never writes the same
+// checkpoint's folder), and a completed one is recorded before any task
+// hears of it (so sinks commit only what the store records). Both writes
+// fail once the term is over.
+func (l *leader) fencing(id string, first int64) *jobmanager.Fencing {
+	return &jobmanager.Fencing{
+		FirstID: first,
+		Fence: func(ctx context.Context, ckpt int64) error {
+			ctx, cancel := context.WithTimeout(ctx, l.cfg.StoreTimeout)
+			defer cancel()
+			return l.store.Put(ctx, haCkpts+id+"/reserved", []byte(strconv.FormatInt(ckpt, 10)))
+		},
+		Completed: func(ctx context.Context, ckpt int64, path string) error {
+			b, err := json.Marshal(haLatest{ID: ckpt, Path: path})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(ctx, l.cfg.StoreTimeout)
+			defer cancel()
+			return l.store.Put(ctx, haCkpts+id+"/latest", b)
+		},
+	}
+}
+
+// finish records a job's end unless the term is ending (then the job was
+// canceled here to be run again by the next leader).
+func (l *leader) finish(id string, err error) {
+	if l.stepping.Load() {
+		return
+	}
+	status := "FINISHED"
+	if l.cfg.Outcome != nil {
+		status = l.cfg.Outcome(err)
+	} else if err != nil {
+		status = "FAILED"
+	}
+	f := haFinal{Status: status}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	l.finishWith(id, f)
+}
+
+func (l *leader) finishWith(id string, f haFinal) {
+	f.At = time.Now().UnixMilli()
+	b, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	sctx, cancel := l.storeCtx()
+	defer cancel()
+	if err := l.store.Put(sctx, haFinished+id, b); err != nil {
+		l.cfg.JobManager.Logger.Warn("recording a job's end in the HA store failed: the next leader runs it again", "job", id, "err", err)
+	}
+}
+
+// standby is a contender's listeners while another leads.
+type standby struct {
+	rpc    *rpc.Standby
+	rest   *http.Server
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+// startStandby listens on the JobManager's RPC and REST addresses and
+// refuses every request there, naming the leader (Flink's REST answers 503
+// while it does not lead; here with the leader's address and a Location).
+func startStandby(ctx context.Context, cfg ContenderConfig) (*standby, error) {
+	jc := cfg.JobManager
+	var mu sync.Mutex
+	var current ha.LeaderInfo
+	pctx, cancel := context.WithCancel(ctx)
+	refresh := func() {
+		lctx, c := context.WithTimeout(pctx, cfg.StoreTimeout)
+		info, _, ok, err := cfg.Service.Leader(lctx)
+		c()
+		if err != nil {
+			return
+		}
+		if !ok {
+			info = ha.LeaderInfo{}
+		}
+		mu.Lock()
+		current = info
+		mu.Unlock()
+	}
+	refresh()
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-t.C:
+				refresh()
+			}
+		}
+	}()
+	leaderInfo := func() ha.LeaderInfo { mu.Lock(); defer mu.Unlock(); return current }
+	rs, _, err := rpc.StartStandby(jc.RPCAddress, func() string { return leaderInfo().RPCAddress }, jc.Logger)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("the standby JobManager's RPC listener on %s: %w", jc.RPCAddress, err)
+	}
+	s := &standby{rpc: rs, cancel: cancel, done: make(chan struct{})}
+	l, err := net.Listen("tcp", jc.RESTAddress)
+	if err != nil {
+		rs.Close()
+		cancel()
+		return nil, fmt.Errorf("the standby JobManager's REST listener on %s: %w", jc.RESTAddress, err)
+	}
+	s.rest = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := leaderInfo()
+		msg := "this JobManager is a standby and no JobManager leads yet; try again shortly"
+		if info.RESTAddress != "" {
+			msg = "this JobManager is a standby; the leader's REST API is at http://" + info.RESTAddress
+			w.Header().Set("Location", "http://"+info.RESTAddress+r.URL.RequestURI())
+		}
+		w.Header().Set(rpc.LeaderHeader, info.RPCAddress)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]any{"errors": []string{msg}, "leader": map[string]string{"rest": info.RESTAddress, "rpc": info.RPCAddress}})
+	})}
+	go func() {
+		defer close(s.done)
+		s.rest.Serve(l)
+	}()
+	return s, nil
+}
+
+func (s *standby) close() {
+	s.cancel()
+	s.rpc.Close()
+	s.rest.Close()
+	<-s.done
+}
