@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -117,6 +118,68 @@ func readManifests(dir string) (map[string][]byte, error) {
 	return files, nil
 }
 
+// kustomize renders dir with kubectl kustomize (offline), or skips the test
+// when kubectl is missing.
+func kustomize(t *testing.T, dir string) []byte {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not on PATH: what kustomize renders is not checked (TestManifests checks the files)")
+	}
+	out, err := exec.Command(kubectl, "kustomize", dir).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		t.Fatalf("kubectl kustomize %s: %v", dir, err)
+	}
+	return out
+}
+
+// TestKustomizeRender checks what kubectl apply -k sends: the output of
+// kubectl kustomize, for deploy/kubernetes and the one-node overlay
+// deploy/kind, passes every check (deploy/kind's volume is ReadWriteOnce,
+// which it shares on one node, and otherwise the same objects).
+func TestKustomizeRender(t *testing.T) {
+	base := kustomize(t, ".")
+	for _, err := range checkManifests(map[string][]byte{"rendered": base}) {
+		t.Errorf("kubectl kustomize deploy/kubernetes: %v", err)
+	}
+	// kustomization.yaml's image override reaches every container.
+	files, err := readManifests(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := strict(files["kustomization.yaml"], &k); err != nil || len(k.Images) != 1 {
+		t.Fatalf("kustomization.yaml: want one image override (%v)", err)
+	}
+	o, err := decode(map[string][]byte{"rendered": base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := k.Images[0].NewName + ":" + k.Images[0].NewTag
+	for _, w := range o.workloads() {
+		for _, c := range w.tmpl.Spec.Containers {
+			if c.Image != want {
+				t.Errorf("kubectl kustomize deploy/kubernetes: %s container %s runs %s, want %s (kustomization.yaml's images)", w.where, c.Name, c.Image, want)
+			}
+		}
+	}
+	kind := kustomize(t, "../kind")
+	o, err = decode(map[string][]byte{"rendered": kind})
+	if err != nil {
+		t.Fatalf("kubectl kustomize deploy/kind: %v", err)
+	}
+	if len(o.claims) != 1 || !slices.Equal(o.claims[0].Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
+		t.Errorf("deploy/kind: want its one claim ReadWriteOnce, got %d claims", len(o.claims))
+	}
+	if want := bytes.Replace(base, []byte("- ReadWriteMany"), []byte("- ReadWriteOnce"), 1); !bytes.Equal(kind, want) {
+		t.Errorf("deploy/kind renders more than the base with a ReadWriteOnce volume:\n%s", kind)
+	}
+}
+
 // kustomization is the part of kustomize's Kustomization these manifests
 // use; any other field is refused, so a new one is added here on purpose.
 type kustomization struct {
@@ -146,7 +209,7 @@ type objects struct {
 	bindings     []*rbacv1.RoleBinding
 	budgets      []*policyv1.PodDisruptionBudget
 	file         map[any]string
-	kust         kustomization
+	kust         *kustomization // nil for kustomize's output
 }
 
 // where names an object for messages: its file, kind and name.
@@ -188,8 +251,11 @@ func documents(data []byte) [][]byte {
 // these manifests should not hold (a ClusterRole, say) is an error.
 func decode(files map[string][]byte) (*objects, error) {
 	o := &objects{file: map[any]string{}}
-	if err := strict(files["kustomization.yaml"], &o.kust); err != nil {
-		return nil, fmt.Errorf("kustomization.yaml: %w", err)
+	if k, ok := files["kustomization.yaml"]; ok {
+		o.kust = &kustomization{}
+		if err := strict(k, o.kust); err != nil {
+			return nil, fmt.Errorf("kustomization.yaml: %w", err)
+		}
 	}
 	names := make([]string, 0, len(files))
 	for n := range files {
@@ -296,6 +362,9 @@ func (o *objects) selecting(sel labels.Selector) []workload {
 // checkKustomization: kustomize applies exactly the files of this folder,
 // and its image override names the image the containers use.
 func checkKustomization(o *objects, files map[string][]byte) []error {
+	if o.kust == nil {
+		return nil
+	}
 	var errs []error
 	if o.kust.APIVersion != "kustomize.config.k8s.io/v1beta1" || o.kust.Kind != "Kustomization" {
 		errs = append(errs, fmt.Errorf("kustomization.yaml: want apiVersion kustomize.config.k8s.io/v1beta1, kind Kustomization"))
@@ -491,7 +560,7 @@ func checkImages(o *objects, _ map[string][]byte) []error {
 	}
 	for img, where := range seen {
 		name, _, _ := strings.Cut(img, ":")
-		if !slices.ContainsFunc(o.kust.Images, func(i kustImage) bool { return i.Name == name }) {
+		if o.kust != nil && !slices.ContainsFunc(o.kust.Images, func(i kustImage) bool { return i.Name == name }) {
 			errs = append(errs, fmt.Errorf("%s: image %s is not overridden by kustomization.yaml's images (name %q)", where, img, name))
 		}
 	}
