@@ -578,6 +578,11 @@ func checkPods(o *objects, _ map[string][]byte) []error {
 	}
 	for _, w := range o.workloads() {
 		spec := &w.tmpl.Spec
+		// The image's user (internal/imagebuild, uid): the pods run as it, and
+		// the shared volume is made writable for its group.
+		if sc := spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != imageUID || sc.FSGroup == nil || *sc.FSGroup != imageUID {
+			errs = append(errs, fmt.Errorf("%s: want runAsUser and fsGroup %d, the image's user", w.where, imageUID))
+		}
 		if spec.TerminationGracePeriodSeconds == nil {
 			errs = append(errs, fmt.Errorf("%s: want terminationGracePeriodSeconds", w.where))
 		}
@@ -628,6 +633,10 @@ func checkPods(o *objects, _ map[string][]byte) []error {
 	}
 	return errs
 }
+
+// imageUID is the user and group of the image scripts/image builds
+// (internal/imagebuild's uid).
+const imageUID = 65532
 
 // Sample values of the downward API fields, as the kubelet would give them.
 var downward = map[string]string{
