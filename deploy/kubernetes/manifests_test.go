@@ -66,7 +66,7 @@ func TestBrokenManifests(t *testing.T) {
 			if _, ok := good[replaces]; !ok || want == "" {
 				t.Fatalf("%s: want the lines '# replaces: <a manifest of this folder>' and '# want: <part of the error>', got %q and %q", c, replaces, want)
 			}
-			files := maps(good)
+			files := clone(good)
 			files[replaces] = data
 			errs := checkManifests(files)
 			for _, err := range errs {
@@ -90,7 +90,7 @@ func header(data []byte, key string) string {
 	return ""
 }
 
-func maps(m map[string][]byte) map[string][]byte {
+func clone(m map[string][]byte) map[string][]byte {
 	out := make(map[string][]byte, len(m))
 	for k, v := range m {
 		out[k] = v
@@ -860,14 +860,14 @@ func parseArgs(args []string) (command, error) {
 		}
 		cmd.flags[name] = value
 	}
-	ha := map[string]string{}
+	haKV := map[string]string{}
 	for k, v := range cmd.settings {
 		switch {
 		case strings.HasPrefix(k, "high-availability.") || k == "kubernetes.namespace":
 			if cmd.name != "jobmanager" {
 				errs = append(errs, fmt.Errorf("-D %s: a setting of the JobManagers only", k))
 			}
-			ha[k] = v
+			haKV[k] = v
 		case slices.Contains(commandSettings[cmd.name], k):
 			if d, err := time.ParseDuration(v); err != nil || d < 10*time.Millisecond {
 				errs = append(errs, fmt.Errorf("-D %s=%s: want a duration such as 1s", k, v))
@@ -878,14 +878,12 @@ func parseArgs(args []string) (command, error) {
 	}
 	if cmd.name == "jobmanager" {
 		// The HA settings, checked by weir's own parser.
-		if _, err := parseHA(ha); err != nil {
+		if _, err := ha.ParseSettings(haKV); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return cmd, errors.Join(errs...)
 }
-
-func parseHA(kv map[string]string) (ha.Settings, error) { return ha.ParseSettings(kv) }
 
 // checkArgs: each container's args, once Kubernetes has expanded them, are
 // a weir command with flags and settings weir accepts, and they fit the
@@ -934,7 +932,7 @@ func checkArgs(o *objects, _ map[string][]byte) []error {
 			if cmd.w.tmpl != &d.Spec.Template || cmd.name != "jobmanager" {
 				continue
 			}
-			s, _ := parseHA(pick(cmd.settings))
+			s, _ := ha.ParseSettings(pick(cmd.settings))
 			replicas := int32(1)
 			if d.Spec.Replicas != nil {
 				replicas = *d.Spec.Replicas
