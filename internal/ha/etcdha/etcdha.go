@@ -37,7 +37,11 @@ type service struct {
 	ctx       context.Context
 	cancel    context.CancelFunc // ends ctx at Close
 
-	mu       sync.Mutex                                  // guards sessions, terms and paused
+	// campaigns counts the Campaign calls in progress: Close waits for
+	// them to delete their keys before it closes the client.
+	campaigns sync.WaitGroup
+
+	mu       sync.Mutex                                  // guards sessions, terms, paused, and campaigns.Add against Close
 	sessions map[*concurrency.Session]context.CancelFunc // of campaigns and terms: cancel stops its keepalive
 	terms    map[*term]struct{}                          // terms not ended
 	paused   bool
@@ -111,6 +115,16 @@ func (s *service) Campaign(ctx context.Context, info ha.LeaderInfo) (ha.Leadersh
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	closed := s.ctx.Err() != nil
+	if !closed {
+		s.campaigns.Add(1)
+	}
+	s.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("campaign for the leadership of cluster %s: the contender was closed", s.s.ClusterID)
+	}
+	defer s.campaigns.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -168,7 +182,10 @@ func (s *service) campaignOnce(ctx context.Context, val string) (*term, error) {
 	// during the campaign), then check that the key is still ours.
 	renewed := time.Now()
 	if !s.isPaused() {
-		if _, err := s.client.KeepAliveOnce(ctx, lease); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, s.s.RenewDeadline)
+		_, err := s.client.KeepAliveOnce(rctx, lease)
+		cancel()
+		if err != nil {
 			abandon()
 			return nil, s.failed("renew the lease after winning", err)
 		}
@@ -185,8 +202,15 @@ func (s *service) campaignOnce(ctx context.Context, val string) (*term, error) {
 		done: make(chan struct{}), stop: make(chan struct{})}
 	t.store = &store{svc: s, electionKey: t.key, epoch: t.epoch}
 	s.mu.Lock()
-	s.terms[t] = struct{}{}
+	closed := s.ctx.Err() != nil
+	if !closed {
+		s.terms[t] = struct{}{}
+	}
 	s.mu.Unlock()
+	if closed { // Close did not see this term: it must not outlive Close
+		abandon()
+		return nil, fmt.Errorf("the contender was closed")
+	}
 	s.logger.Info("won the leadership", "epoch", t.epoch, "key", t.key)
 	go t.keep(renewed)
 	return t, nil
@@ -259,6 +283,7 @@ func (s *service) Close() error {
 	var errs []error
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
+		s.cancel() // under mu: a campaign won from now on sees it
 		terms := make([]*term, 0, len(s.terms))
 		for t := range s.terms {
 			terms = append(terms, t)
@@ -271,7 +296,7 @@ func (s *service) Close() error {
 				errs = append(errs, err)
 			}
 		}
-		s.cancel()
+		s.campaigns.Wait()
 		errs = append(errs, s.client.Close())
 	})
 	return errors.Join(errs...)
@@ -337,6 +362,7 @@ func (t *term) keep(renewed time.Time) {
 			t.end("the lease expired on the server")
 			return
 		case s.ctx.Err() != nil:
+			t.end("the contender was closed")
 			return
 		default:
 			s.logger.Warn("lease renewal failed", "epoch", t.epoch, "err", s.failed("renew", err))
@@ -368,7 +394,11 @@ func (t *term) end(why string) {
 		paused := s.paused
 		s.mu.Unlock()
 		s.forget(t.sess)
-		s.logger.Warn("leadership ended", "epoch", t.epoch, "why", why)
+		level := slog.LevelWarn
+		if why == resigned {
+			level = slog.LevelInfo
+		}
+		s.logger.Log(context.Background(), level, "leadership ended", "epoch", t.epoch, "why", why)
 		if !paused && why != resigned {
 			go s.revoke(t.lease)
 		}

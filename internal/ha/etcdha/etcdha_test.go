@@ -173,3 +173,69 @@ func TestNewFails(t *testing.T) {
 		t.Fatalf("New without endpoints: %v", err)
 	}
 }
+
+// TestCloseResigns: Close resigns a term at once (another contender wins
+// well before the lease would expire) and ends a campaign.
+func TestCloseResigns(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	s := settings("close")
+	a, b, c := newService(t, srv, s), newService(t, srv, s), newService(t, srv, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ld, err := a.Campaign(ctx, ha.LeaderInfo{RPCAddress: "a:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := make(chan time.Time, 1)
+	go func() {
+		if _, err := b.Campaign(ctx, ha.LeaderInfo{RPCAddress: "b:1"}); err == nil {
+			won <- time.Now()
+		}
+	}()
+	lost := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // after b's: c waits behind b
+		_, err := c.Campaign(ctx, ha.LeaderInfo{RPCAddress: "c:1"})
+		lost <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	closed := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(ld.Done()) {
+		t.Fatal("Close returned and the term's Done is not closed")
+	}
+	select {
+	case at := <-won:
+		if d := at.Sub(closed); d > time.Second {
+			t.Fatalf("b won %v after a closed, want at once (the lease lasts %v)", d, s.LeaseDuration)
+		}
+	case <-time.After(s.LeaseDuration):
+		t.Fatal("b did not win within the lease duration after a closed")
+	}
+	c.Close()
+	select {
+	case err := <-lost:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("campaign of a closed contender: %v, want an error saying it was closed", err)
+		}
+	default:
+		t.Fatal("Close returned before the contender's campaign ended")
+	}
+	// c's key left the queue with it: b's is the only one.
+	r, err := b.client.Get(ctx, "/weir/close/leader/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || r.Count != 1 {
+		t.Fatalf("%v election keys after c closed (%v), want b's alone", r.Count, err)
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
