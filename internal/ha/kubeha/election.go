@@ -153,6 +153,8 @@ func (s *service) Campaign(ctx context.Context, info ha.LeaderInfo) (ha.Leadersh
 		return nil, err
 	}
 	id := newIdentity()
+	var lastErr string // the last attempt error logged, and when
+	var loggedAt time.Time
 	for {
 		sent := time.Now()
 		var l *lease
@@ -160,8 +162,11 @@ func (s *service) Campaign(ctx context.Context, info ha.LeaderInfo) (ha.Leadersh
 		if !s.paused.Load() {
 			l, err = s.tryAcquire(ctx, id, string(infoJSON))
 		}
-		if err != nil {
-			s.log.Debug("kubeha: campaign attempt failed", "err", err)
+		if err != nil && ctx.Err() == nil && (err.Error() != lastErr || time.Since(loggedAt) > time.Minute) {
+			// A new error, or the same once a minute: a standby that
+			// cannot reach the API server (or is forbidden) says so.
+			s.log.Warn("kubeha: campaign attempt failed; retrying every retry period", "err", err)
+			lastErr, loggedAt = err.Error(), time.Now()
 		}
 		if l != nil {
 			lead, err := s.begin(ctx, l, id, sent)
@@ -245,7 +250,7 @@ func (s *service) tryAcquire(ctx context.Context, id, info string) (*lease, erro
 func (s *service) begin(ctx context.Context, l *lease, id string, acquired time.Time) (*leadership, error) {
 	lead := &leadership{svc: s, id: id, epoch: uint64(l.transitions()), lease: l,
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
-	lead.lastRenew.Store(acquired.UnixNano())
+	lead.lastRenew.Store(mono(acquired))
 	sctx, cancel := context.WithDeadline(ctx, acquired.Add(s.s.RenewDeadline))
 	err := s.stamp(sctx, lead.epoch)
 	cancel()
@@ -294,7 +299,7 @@ type leadership struct {
 	id    string
 	epoch uint64
 
-	lastRenew atomic.Int64 // UnixNano of the send time of the last successful acquire or renewal
+	lastRenew atomic.Int64 // mono of the send time of the last successful acquire or renewal
 
 	mu    sync.Mutex
 	lease *lease // as last written
@@ -310,7 +315,7 @@ func (l *leadership) Epoch() uint64         { return l.epoch }
 func (l *leadership) Done() <-chan struct{} { return l.done }
 func (l *leadership) Store() ha.Store       { return &store{reader: reader{svc: l.svc}, lead: l} }
 func (l *leadership) deadline() time.Time {
-	return time.Unix(0, l.lastRenew.Load()).Add(l.svc.s.RenewDeadline)
+	return monoBase.Add(time.Duration(l.lastRenew.Load()) + l.svc.s.RenewDeadline)
 }
 
 // end closes Done once, logging why.
@@ -341,6 +346,12 @@ func (l *leadership) holds() error {
 	}
 	return nil
 }
+
+// monoBase and mono keep instants in an atomic integer on the monotonic
+// clock: a step of the wall clock must not lengthen a term.
+var monoBase = time.Now()
+
+func mono(t time.Time) int64 { return int64(t.Sub(monoBase)) }
 
 var errLost = errors.New("another contender holds the lease")
 
@@ -381,7 +392,7 @@ func (l *leadership) renewLoop() {
 		case err != nil:
 			s.log.Warn("kubeha: renewal failed", "epoch", l.epoch, "err", err)
 		default:
-			l.lastRenew.Store(sent.UnixNano())
+			l.lastRenew.Store(mono(sent))
 		}
 	}
 }

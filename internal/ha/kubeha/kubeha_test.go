@@ -174,7 +174,7 @@ func TestZombieWithStoppedClockIsFenced(t *testing.T) {
 	}
 	// A stops renewing, but its clock says its term holds for an hour.
 	a.PauseRenewals()
-	zombie.lastRenew.Store(time.Now().Add(time.Hour).UnixNano())
+	zombie.lastRenew.Store(mono(time.Now().Add(time.Hour)))
 	start := time.Now()
 	ldB, err := b.Campaign(ctx, ha.LeaderInfo{RPCAddress: "b"})
 	if err != nil {
