@@ -250,11 +250,13 @@ func (s *service) tryAcquire(ctx context.Context, id, info string) (*lease, erro
 func (s *service) begin(ctx context.Context, l *lease, id string, acquired time.Time) (*leadership, error) {
 	lead := &leadership{svc: s, id: id, epoch: uint64(l.transitions()), lease: l,
 		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+	lead.ctx, lead.cancel = context.WithCancel(s.ctx)
 	lead.lastRenew.Store(mono(acquired))
 	sctx, cancel := context.WithDeadline(ctx, acquired.Add(s.s.RenewDeadline))
 	err := s.stamp(sctx, lead.epoch)
 	cancel()
 	if err != nil {
+		lead.cancel()
 		rctx, cancel := context.WithTimeout(s.ctx, s.s.RenewDeadline)
 		lead.release(rctx)
 		cancel()
@@ -303,6 +305,9 @@ type leadership struct {
 
 	mu    sync.Mutex
 	lease *lease // as last written
+
+	ctx    context.Context // of the renewals: ends with Resign or Close
+	cancel context.CancelFunc
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -381,7 +386,7 @@ func (l *leadership) renewLoop() {
 		if s.paused.Load() {
 			continue
 		}
-		ctx, cancel := context.WithDeadline(s.ctx, l.deadline())
+		ctx, cancel := context.WithDeadline(l.ctx, l.deadline())
 		sent := time.Now()
 		err := l.renew(ctx, sent)
 		cancel()
@@ -432,6 +437,7 @@ func (l *leadership) renew(ctx context.Context, now time.Time) error {
 // contender may acquire it at once.
 func (l *leadership) Resign(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
+	l.cancel() // a renewal under way ends now
 	<-l.stopped
 	l.end("resigned")
 	l.svc.mu.Lock()
