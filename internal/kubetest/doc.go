@@ -20,4 +20,6 @@
 // When the binaries are not built, Start fails the test under CI (CI set,
 // and not "false" or "0") and skips it elsewhere, naming the command that
 // builds them (scripts/kube-apiserver build; scripts/test runs it under CI).
+// WEIR_KUBE_CACHE, when set, is the folder of the binaries instead of
+// .cache/kube-apiserver (its bin/), for the script and Start alike.
 package kubetest

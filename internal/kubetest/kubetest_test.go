@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,19 @@ func TestServer(t *testing.T) {
 	// An unknown token is refused.
 	if code, _, _ := s.Request(ctx, "not-a-token", http.MethodGet, "/api/v1/namespaces", nil); code != http.StatusUnauthorized {
 		t.Fatalf("an unknown token: status %d, want 401", code)
+	}
+}
+
+// TestVersionsMatchScript: Start looks for the versions the script builds.
+func TestVersionsMatchScript(t *testing.T) {
+	b, err := os.ReadFile("../../scripts/kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"k8s_version": KubernetesVersion, "etcd_version": EtcdVersion} {
+		m := regexp.MustCompile(`(?m)^` + name + `=(\S+)$`).FindSubmatch(b)
+		if m == nil || string(m[1]) != want {
+			t.Errorf("scripts/kube-apiserver sets %s to %q, kubetest looks for %s", name, m, want)
+		}
 	}
 }
