@@ -199,25 +199,32 @@ func (s *service) tryAcquire(ctx context.Context, id, info string) (*lease, erro
 	} else if err != nil {
 		return nil, err
 	}
-	if old != nil && old.holder() == id {
-		return old, nil // an earlier attempt's update went through, its answer was lost
-	}
-	if old != nil && s.observe(old) {
+	// An earlier attempt's update went through and its answer was lost:
+	// the Lease is this campaign's, but renewed when that attempt was
+	// sent, so it is renewed again (same epoch) before the term counts
+	// from this attempt.
+	mine := old != nil && old.holder() == id
+	if old != nil && !mine && s.observe(old) {
 		return nil, nil
 	}
-	// Epochs must grow even if the Lease was deleted (or replaced by an
-	// older one): the next is above both the Lease's count and the
-	// store's last stamped epoch.
-	next := int32(1)
-	if old != nil {
-		next = old.transitions() + 1
-	}
-	stamped, err := s.storeEpoch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if stamped >= uint64(next) {
-		next = int32(stamped + 1)
+	var next int32
+	if mine {
+		next = old.transitions()
+	} else {
+		// Epochs must grow even if the Lease was deleted (or replaced by
+		// an older one): the next is above both the Lease's count and the
+		// store's last stamped epoch.
+		next = 1
+		if old != nil {
+			next = old.transitions() + 1
+		}
+		stamped, err := s.storeEpoch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if stamped >= uint64(next) {
+			next = int32(stamped + 1)
+		}
 	}
 	now := time.Now()
 	l := &lease{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
