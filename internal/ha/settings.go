@@ -30,6 +30,10 @@ type Settings struct {
 	// high-availability.kubernetes.api-server and .token-file, for a
 	// process outside a pod (inside one, the in-cluster values).
 	Namespace, APIServer, TokenFile string
+	// CAFile is high-availability.kubernetes.ca-file: the PEM certificates
+	// that sign the API server's (empty: inside a pod its ServiceAccount's
+	// ca.crt, outside one the system's roots).
+	CAFile string
 }
 
 // Defaults of the leader election: shorter than Flink's 15 s / 15 s / 5 s,
@@ -52,6 +56,7 @@ var settingKeys = []string{
 	"high-availability.kubernetes.leader-election.lease-duration", "high-availability.kubernetes.leader-election.renew-deadline",
 	"high-availability.kubernetes.leader-election.retry-period",
 	"high-availability.etcd.endpoints", "high-availability.kubernetes.api-server", "high-availability.kubernetes.token-file",
+	"high-availability.kubernetes.ca-file",
 	"kubernetes.namespace",
 }
 
@@ -128,6 +133,7 @@ func ParseSettings(kv map[string]string) (Settings, error) {
 	}
 	s.APIServer = kv["high-availability.kubernetes.api-server"]
 	s.TokenFile = kv["high-availability.kubernetes.token-file"]
+	s.CAFile = kv["high-availability.kubernetes.ca-file"]
 	switch s.Type {
 	case "etcd":
 		if len(s.EtcdEndpoints) == 0 {
