@@ -143,6 +143,7 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Var(optionalString{&restAddr}, "rest-address", "")
 	level := fs.String("log-level", "info", "")
 	cpuprofile := fs.String("cpuprofile", "", "")
+	advertised := fs.String("advertised-address", "", "")
 	var props propsFlag
 	fs.Var(&props, "D", "")
 	pos, err := parseArgs(fs, splitDashD(args))
@@ -151,6 +152,10 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	if len(pos) != 0 {
 		return usagef("jobmanager takes no arguments, got %q", pos)
+	}
+	props, has, err := haSettings(props)
+	if err != nil {
+		return err
 	}
 	stopProfile, err := startCPUProfile("jobmanager", *cpuprofile)
 	if err != nil {
@@ -174,8 +179,15 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	jm, err := node.StartJobManager(node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: runOnCluster(stdout, stderr),
-		Outcome: outcome, HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Version: launch.Version, Logger: logger})
+	jc := node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: runOnCluster(stdout, stderr),
+		Outcome: outcome, HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Version: launch.Version, Logger: logger}
+	if has.Enabled() {
+		return contend(ctx, jc, has, *advertised, stdout, logger)
+	}
+	if *advertised != "" {
+		return usagef("--advertised-address is what a leader publishes under high availability (-D high-availability.type=etcd|kubernetes)")
+	}
+	jm, err := node.StartJobManager(jc)
 	if err != nil {
 		return fmt.Errorf("%w (choose the addresses with --rpc-address and --rest-address)", err)
 	}

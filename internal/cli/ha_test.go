@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/etcdtest"
+	"github.com/weirhq/weir/internal/protocol"
+	"github.com/weirhq/weir/internal/rest"
+	"github.com/weirhq/weir/internal/testseed"
+)
+
+// High availability across processes (docs/high-availability.md): two
+// JobManager processes contend through a real etcd (embedded in this test
+// process), TaskManagers know both, and the job's committed output stays
+// exactly once whatever happens to the leader.
+
+// haLease is the leader election of these tests: takeover within twice
+// the lease duration.
+const haLease = 2 * time.Second
+
+func haFlags(endpoints []string, cluster string) []string {
+	return []string{"-D", "high-availability.type=etcd", "-D", "high-availability.etcd.endpoints=" + strings.Join(endpoints, ","),
+		"-D", "high-availability.cluster-id=" + cluster, "-D", "high-availability.leader-election.lease-duration=" + haLease.String(),
+		"-D", "high-availability.leader-election.renew-deadline=1500ms", "-D", "high-availability.leader-election.retry-period=250ms",
+		"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
+}
+
+// haJobManager is a contending JobManager process and its addresses.
+type haJobManager struct {
+	p         *proc
+	rpc, rest string
+}
+
+func startHAJobManager(t *testing.T, flags []string) *haJobManager {
+	t.Helper()
+	jm := &haJobManager{rpc: freeAddr(t), rest: freeAddr(t)}
+	jm.p = startWeir(t, "", append([]string{"jobmanager", "--rpc-address", jm.rpc, "--rest-address", jm.rest}, flags...)...)
+	waitStderr(t, jm.p, "JobManager is a standby", 20*time.Second)
+	return jm
+}
+
+// waitJobEnd polls the REST API of whichever JobManager answers until job
+// id reaches a terminal state, and returns it.
+func waitJobEnd(t *testing.T, limit time.Duration, jms ...*haJobManager) protocol.JobState {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		for _, jm := range jms {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			jobs, err := rest.NewClient(jm.rest, nil).JobsOverview(ctx)
+			cancel()
+			if err != nil || len(jobs) != 1 {
+				continue
+			}
+			if s := protocol.JobState(jobs[0].State); s.Terminal() {
+				return s
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var b strings.Builder
+	for _, jm := range jms {
+		fmt.Fprintf(&b, "\n%v:\n%s", jm.p.cmd.Args[1:], jm.p.stderr.String())
+	}
+	t.Fatalf("the job did not end within %v%s", limit, b.String())
+	return ""
+}
+
+// TestHALeaderKilled: SIGKILL of the leader JobManager while keyed-count
+// runs: the standby leads within twice the lease duration, recovers the
+// job from the HA store under its id and resumes it from its latest
+// recorded checkpoint on the same TaskManagers, which follow the new
+// leader; the committed output is exactly once. Then a JobManager
+// restarted in the killed one's place, leading after the other resigns,
+// does not run the finished job again.
+func TestHALeaderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("processes and an etcd: the full pass runs it")
+	}
+	r := testseed.Rand(t, 37)
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
+	want := writeKeyedInput(t, input, r, 6000, 40)
+	flags := haFlags(etcd.Endpoints(), fmt.Sprintf("t%d", r.Uint32()))
+	a := startHAJobManager(t, flags)
+	waitStderr(t, a.p, "JobManager leads", 20*time.Second)
+	b := startHAJobManager(t, flags)
+	jms := a.rpc + "," + b.rpc
+	hb := []string{"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
+	startTaskManager(t, os.Args[0], jms, "tm-a", 2, hb...)
+	startTaskManager(t, os.Args[0], jms, "tm-b", 2, hb...)
+	// Submitted through the standby first: it names the leader, and the
+	// client follows.
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", b.rpc+","+a.rpc, "--detached", "--input", input, "--output", output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+	if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
+		t.Fatalf("the detached client exited %d; stderr:\n%s\nleader:\n%s", code, client.stderr.String(), a.p.stderr.String())
+	}
+	waitStderr(t, a.p, "checkpoint completed", 20*time.Second)
+	time.Sleep(time.Duration(200+r.IntN(1200)) * time.Millisecond)
+	if err := a.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	took := waitStderr(t, b.p, "JobManager leads", 4*haLease+5*time.Second)
+	t.Logf("the standby leads %v after SIGKILL of the leader (lease %v)", took, haLease)
+	if took > 2*haLease+time.Second { // slack: the embedded etcd and the race detector
+		t.Errorf("the standby took %v to lead, more than twice the lease (%v)", took, haLease)
+	}
+	waitStderr(t, b.p, "recovering a job of the HA store", 10*time.Second)
+	if st := waitJobEnd(t, 90*time.Second, b); st != protocol.JobFinished {
+		t.Fatalf("the recovered job ended %s; new leader:\n%s", st, b.p.stderr.String())
+	}
+	t.Logf("the job finished on the new leader %v after the kill", time.Since(killed))
+	if got := committedLines(t, output); !equalLines(got, want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d); new leader:\n%s", len(got), len(want), firstDiff(got, want), b.p.stderr.String())
+	}
+
+	// A JobManager in the killed one's place, then the leader resigns: the
+	// finished job is not run again.
+	a = startHAJobManager(t, flags)
+	b.p.cmd.Process.Signal(syscall.SIGTERM)
+	if code, _, _ := b.p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
+		t.Errorf("the leader exited %d on SIGTERM; stderr:\n%s", code, b.p.stderr.String())
+	}
+	waitStderr(t, a.p, "JobManager leads", 2*haLease+5*time.Second)
+	time.Sleep(time.Second)
+	if strings.Contains(a.p.stderr.String(), "recovering a job") {
+		t.Errorf("the new leader ran the finished job again:\n%s", a.p.stderr.String())
+	}
+}
+
+func equalLines(a, b []string) bool { return firstDiff(a, b) == len(a) && len(a) == len(b) }
