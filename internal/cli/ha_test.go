@@ -139,3 +139,99 @@ func TestHALeaderKilled(t *testing.T) {
 }
 
 func equalLines(a, b []string) bool { return firstDiff(a, b) == len(a) && len(a) == len(b) }
+
+// haCluster is two contending JobManagers (a leads), two TaskManagers
+// that know both, and keyed-count submitted to them, with a completed
+// checkpoint.
+type haCluster struct {
+	etcd   *etcdtest.Server
+	a, b   *haJobManager
+	output string
+	want   []string
+}
+
+func startHACluster(t *testing.T, seed uint64) *haCluster {
+	t.Helper()
+	r := testseed.Rand(t, seed)
+	c := &haCluster{etcd: etcdtest.Start(t)}
+	dir := t.TempDir()
+	input := filepath.Join(dir, "in.tsv")
+	c.output = filepath.Join(dir, "out")
+	c.want = writeKeyedInput(t, input, r, 6000, 40)
+	flags := haFlags(c.etcd.Endpoints(), fmt.Sprintf("t%d", r.Uint32()))
+	c.a = startHAJobManager(t, flags)
+	waitStderr(t, c.a.p, "JobManager leads", 20*time.Second)
+	c.b = startHAJobManager(t, flags)
+	jms := c.a.rpc + "," + c.b.rpc
+	hb := []string{"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
+	startTaskManager(t, os.Args[0], jms, "tm-a", 2, hb...)
+	startTaskManager(t, os.Args[0], jms, "tm-b", 2, hb...)
+	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", jms, "--detached", "--input", input, "--output", c.output,
+		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+	if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
+		t.Fatalf("the detached client exited %d; stderr:\n%s\nleader:\n%s", code, client.stderr.String(), c.a.p.stderr.String())
+	}
+	waitStderr(t, c.a.p, "checkpoint completed", 20*time.Second)
+	time.Sleep(time.Duration(200+r.IntN(1000)) * time.Millisecond)
+	return c
+}
+
+// exactlyOnce waits for the job's end on either JobManager and checks the
+// committed output.
+func (c *haCluster) exactlyOnce(t *testing.T) {
+	t.Helper()
+	if st := waitJobEnd(t, 90*time.Second, c.a, c.b); st != protocol.JobFinished {
+		t.Fatalf("the job ended %s; a:\n%s\nb:\n%s", st, c.a.p.stderr.String(), c.b.p.stderr.String())
+	}
+	if got := committedLines(t, c.output); !equalLines(got, c.want) {
+		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d); a:\n%s\nb:\n%s",
+			len(got), len(c.want), firstDiff(got, c.want), c.a.p.stderr.String(), c.b.p.stderr.String())
+	}
+}
+
+// TestHALeaderPaused: the leader is frozen (SIGSTOP) until the standby
+// leads, then thawed: the zombie finds its term over, steps down without
+// recording anything (its store writes are refused), and the job, resumed
+// by the new leader, commits exactly once.
+func TestHALeaderPaused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("processes and an etcd: the full pass runs it")
+	}
+	c := startHACluster(t, 38)
+	if err := c.a.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	took := waitStderr(t, c.b.p, "JobManager leads", 4*haLease+5*time.Second)
+	t.Logf("the standby leads %v after the leader froze", took)
+	time.Sleep(500 * time.Millisecond)
+	c.a.p.cmd.Process.Signal(syscall.SIGCONT)
+	waitStderr(t, c.a.p, "JobManager lost its leadership", 10*time.Second)
+	waitStderr(t, c.a.p, "JobManager is a standby", 10*time.Second)
+	c.exactlyOnce(t)
+	if strings.Count(c.a.p.stderr.String(), "JobManager leads") != 1 {
+		t.Errorf("the thawed leader led again while the other leads:\n%s", c.a.p.stderr.String())
+	}
+}
+
+// TestHAStoreUnreachable: etcd stops (a crash) while keyed-count runs: the
+// leader, unable to renew, steps down within the renew deadline and
+// cancels its job without recording it finished; when etcd returns, a
+// JobManager leads again, recovers the job and it completes exactly once.
+func TestHAStoreUnreachable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("processes and an etcd: the full pass runs it")
+	}
+	c := startHACluster(t, 39)
+	c.etcd.Stop()
+	stepped := waitStderr(t, c.a.p, "JobManager lost its leadership", 10*time.Second)
+	t.Logf("the leader stepped down %v after etcd stopped", stepped)
+	if stepped > 1500*time.Millisecond+time.Second {
+		t.Errorf("the leader stepped down %v after etcd stopped, later than the renew deadline (1.5s)", stepped)
+	}
+	time.Sleep(2 * time.Second)
+	c.etcd.Restart()
+	c.exactlyOnce(t)
+	if n := strings.Count(c.a.p.stderr.String()+c.b.p.stderr.String(), "recovering a job of the HA store"); n != 1 {
+		t.Errorf("the job was recovered %d times, want once", n)
+	}
+}

@@ -169,7 +169,10 @@ func shareStorage(ctx context.Context, spec *jobmanager.JobSpec, res *jobResourc
 		return "", "", err
 	}
 	store := spec.Checkpoints.Store
-	probe, token = "_weir-probe-"+spec.ID, rand.Text()
+	// The token in the name too: a job recovered by a new leader keeps its
+	// id, and the old leader's run may delete its own probe meanwhile.
+	token = rand.Text()
+	probe = "_weir-probe-" + spec.ID + "-" + token[:8]
 	if err := store.Put(ctx, probe, []byte(token)); err != nil {
 		return "", "", fmt.Errorf("writing a probe into the checkpoint storage %s: %w", store.URL(), err)
 	}
