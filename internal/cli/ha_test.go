@@ -127,6 +127,12 @@ func TestHALeaderKilled(t *testing.T) {
 	// A JobManager in the killed one's place, then the leader resigns: the
 	// finished job is not run again.
 	a = startHAJobManager(t, flags)
+	// The CLI asked at the standby is answered by the leader (the standby's
+	// REST API names it).
+	list := startWeir(t, "", "list", "--address", a.rest, "--all")
+	if code, _, _ := list.wait(t, 30*time.Second); code != ExitOK || !strings.Contains(list.stdout.String(), "FINISHED") {
+		t.Errorf("weir list at the standby exited %d; stdout:\n%s\nstderr:\n%s", code, list.stdout.String(), list.stderr.String())
+	}
 	b.p.cmd.Process.Signal(syscall.SIGTERM)
 	if code, _, _ := b.p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
 		t.Errorf("the leader exited %d on SIGTERM; stderr:\n%s", code, b.p.stderr.String())

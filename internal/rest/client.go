@@ -48,6 +48,10 @@ func (e *APIError) Is(target error) bool {
 type Client struct {
 	base string // scheme://host[:port][/path], no trailing slash
 	hc   *http.Client
+	// followed: this client asks the leader a standby named, and does not
+	// follow another (two standbys naming each other while a leader
+	// changes would bounce).
+	followed bool
 }
 
 // NewClient returns a client for the REST API at baseURL, such as
@@ -186,6 +190,11 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, out
 	if len(data) > maxResponseBytes {
 		return fmt.Errorf("weir rest: %s %s: answer larger than %d bytes", method, c.base+path, maxResponseBytes)
 	}
+	if leader := standbyLeader(resp, c.base); leader != "" && !c.followed {
+		// A standby JobManager (high availability) names the leader's
+		// REST API: ask it instead, once.
+		return (&Client{base: leader, hc: c.hc, followed: true}).send(ctx, method, path, body, out)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return apiError(resp.StatusCode, data)
 	}
@@ -223,4 +232,22 @@ func isDialError(err error) bool {
 	}
 	var dns *net.DNSError
 	return errors.As(err, &dns)
+}
+
+// standbyLeader returns the base URL of the leader's REST API that a
+// standby JobManager's answer names (503 with a Location of another
+// host), or "".
+func standbyLeader(resp *http.Response, base string) string {
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		return ""
+	}
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Host == "" || (loc.Scheme != "http" && loc.Scheme != "https") {
+		return ""
+	}
+	leader := loc.Scheme + "://" + loc.Host
+	if leader == base {
+		return ""
+	}
+	return leader
 }

@@ -179,3 +179,44 @@ func TestClientContextCanceled(t *testing.T) {
 		t.Errorf("Overview(canceled ctx) = %v, want context.Canceled", err)
 	}
 }
+
+// TestClientFollowsStandby: a standby JobManager answers 503 with the
+// leader's REST API in Location; the client asks the leader instead, once,
+// and reports a standby that names nobody (or only itself) as an error.
+func TestClientFollowsStandby(t *testing.T) {
+	leader := httptest.NewServer(newTestHandler(&fakeWithTMs{}))
+	defer leader.Close()
+	standby := func(location string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if location != "" {
+				w.Header().Set("Location", location+r.URL.RequestURI())
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(map[string][]string{"errors": {"this JobManager is a standby"}})
+		}))
+	}
+	ctx := context.Background()
+	s := standby(leader.URL)
+	defer s.Close()
+	if _, err := rest.NewClient(s.URL, nil).Overview(ctx); err != nil {
+		t.Fatalf("through a standby naming the leader: %v", err)
+	}
+	// Two standbys naming each other: one hop, then the error.
+	var other *httptest.Server
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", other.URL+r.URL.RequestURI())
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer first.Close()
+	other = standby(first.URL)
+	defer other.Close()
+	var ae *rest.APIError
+	if _, err := rest.NewClient(first.URL, nil).Overview(ctx); !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
+		t.Fatalf("between two standbys: %v, want the 503", err)
+	}
+	lone := standby("")
+	defer lone.Close()
+	if _, err := rest.NewClient(lone.URL, nil).Overview(ctx); !errors.As(err, &ae) || !strings.Contains(err.Error(), "standby") {
+		t.Fatalf("a standby naming nobody: %v, want its 503", err)
+	}
+}
