@@ -324,8 +324,8 @@ func (t *term) renewDeadline() time.Duration { return t.svc.s.RenewDeadline }
 
 // keep renews the term's lease every retry period, and ends the term when
 // no renewal has succeeded within the renew deadline (renewed is when the
-// last successful one was sent: the lease runs from its arrival, later)
-// or etcd says the lease is gone. The renewals are its own, one request
+// last successful one was sent: the lease runs from its arrival, later),
+// or etcd says the lease is gone, or the session ends. The renewals are its own, one request
 // each, not the session's stream, whose answers say nothing about the
 // server's view until its lease has already expired.
 func (t *term) keep(renewed time.Time) {
@@ -333,6 +333,7 @@ func (t *term) keep(renewed time.Time) {
 	next := renewed.Add(s.s.RetryPeriod)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	sessionDone := t.sess.Done()
 	for {
 		deadline := renewed.Add(t.renewDeadline())
 		if s.isPaused() {
@@ -342,6 +343,15 @@ func (t *term) keep(renewed time.Time) {
 		select {
 		case <-timer.C:
 		case <-t.stop:
+			return
+		case <-sessionDone:
+			// The session's keepalive stream ended: the lease is gone,
+			// or the pause stopped it (then the deadline decides).
+			if s.isPaused() {
+				sessionDone = nil
+				continue
+			}
+			t.end("the etcd session ended (its lease is gone)")
 			return
 		}
 		now := time.Now()

@@ -239,3 +239,31 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// TestLeaseLost: when the term's lease is revoked behind its leader's back,
+// Done closes within a retry period and the leader's writes fail.
+func TestLeaseLost(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	s := settings("lost")
+	a := newService(t, srv, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ld, err := a.Campaign(ctx, ha.LeaderInfo{RPCAddress: "a:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	if _, err := a.client.Revoke(ctx, ld.(*term).lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ld.Done():
+		t.Logf("Done closed %v after the lease was revoked", time.Since(revoked))
+	case <-time.After(s.RetryPeriod + 500*time.Millisecond):
+		t.Fatalf("Done not closed %v after the lease was revoked", time.Since(revoked))
+	}
+	if err := ld.Store().Put(ctx, "jobs/j", []byte("v")); !errors.Is(err, ha.ErrNotLeader) {
+		t.Fatalf("Put after the lease was revoked: %v, want ErrNotLeader", err)
+	}
+}
