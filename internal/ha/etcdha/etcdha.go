@@ -372,7 +372,7 @@ func (t *term) keep(renewed time.Time) {
 			t.end("the lease expired on the server")
 			return
 		case s.ctx.Err() != nil:
-			t.end("the contender was closed")
+			t.end(closedWhy)
 			return
 		default:
 			s.logger.Warn("lease renewal failed", "epoch", t.epoch, "err", s.failed("renew", err))
@@ -405,7 +405,7 @@ func (t *term) end(why string) {
 		s.mu.Unlock()
 		s.forget(t.sess)
 		level := slog.LevelWarn
-		if why == resigned {
+		if why == resigned || why == closedWhy {
 			level = slog.LevelInfo
 		}
 		s.logger.Log(context.Background(), level, "leadership ended", "epoch", t.epoch, "why", why)
@@ -415,7 +415,11 @@ func (t *term) end(why string) {
 	})
 }
 
-const resigned = "resigned"
+// The reasons of an end that are no trouble.
+const (
+	resigned  = "resigned"
+	closedWhy = "the contender was closed"
+)
 
 // Resign implements ha.Leadership: Done closes at once, then the lease is
 // revoked (its election key deleted) so another contender wins at once.
