@@ -325,9 +325,10 @@ func (t *term) renewDeadline() time.Duration { return t.svc.s.RenewDeadline }
 // keep renews the term's lease every retry period, and ends the term when
 // no renewal has succeeded within the renew deadline (renewed is when the
 // last successful one was sent: the lease runs from its arrival, later),
-// or etcd says the lease is gone, or the session ends. The renewals are its own, one request
-// each, not the session's stream, whose answers say nothing about the
-// server's view until its lease has already expired.
+// or etcd says the lease is gone, or the session ends. The renewals are
+// its own, one request each: the session's keepalive stream renews every
+// third of the TTL whatever the retry period, and reports a failure only
+// once the lease has expired, too late for the renew deadline.
 func (t *term) keep(renewed time.Time) {
 	s := t.svc
 	next := renewed.Add(s.s.RetryPeriod)
