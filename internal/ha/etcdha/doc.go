@@ -22,7 +22,8 @@
 //     request each, and closes Done when no renewal succeeded within the
 //     renew deadline (counted from when the last successful one was sent,
 //     so before the lease can expire on the server), or when etcd says the
-//     lease is gone. A term that ends so revokes its lease in the
+//     lease is gone (a renewal's answer, or the end of the session's
+//     keepalive stream). A term that ends so revokes its lease in the
 //     background, so the next leader need not wait for it to expire.
 //   - Connection errors name the endpoints and high-availability.etcd.endpoints;
 //     New fails when no endpoint answers within its dial timeout (5 s).

@@ -324,15 +324,17 @@ func (t *term) renewDeadline() time.Duration { return t.svc.s.RenewDeadline }
 
 // keep renews the term's lease every retry period, and ends the term when
 // no renewal has succeeded within the renew deadline (renewed is when the
-// last successful one was sent: the lease runs from its arrival, later)
-// or etcd says the lease is gone. The renewals are its own, one request
-// each, not the session's stream, whose answers say nothing about the
-// server's view until its lease has already expired.
+// last successful one was sent: the lease runs from its arrival, later),
+// or etcd says the lease is gone, or the session ends. The renewals are
+// its own, one request each: the session's keepalive stream renews every
+// third of the TTL whatever the retry period, and reports a failure only
+// once the lease has expired, too late for the renew deadline.
 func (t *term) keep(renewed time.Time) {
 	s := t.svc
 	next := renewed.Add(s.s.RetryPeriod)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	sessionDone := t.sess.Done()
 	for {
 		deadline := renewed.Add(t.renewDeadline())
 		if s.isPaused() {
@@ -342,6 +344,15 @@ func (t *term) keep(renewed time.Time) {
 		select {
 		case <-timer.C:
 		case <-t.stop:
+			return
+		case <-sessionDone:
+			// The session's keepalive stream ended: the lease is gone,
+			// or the pause stopped it (then the deadline decides).
+			if s.isPaused() {
+				sessionDone = nil
+				continue
+			}
+			t.end("the etcd session ended (its lease is gone)")
 			return
 		}
 		now := time.Now()
@@ -362,7 +373,7 @@ func (t *term) keep(renewed time.Time) {
 			t.end("the lease expired on the server")
 			return
 		case s.ctx.Err() != nil:
-			t.end("the contender was closed")
+			t.end(closedWhy)
 			return
 		default:
 			s.logger.Warn("lease renewal failed", "epoch", t.epoch, "err", s.failed("renew", err))
@@ -395,7 +406,7 @@ func (t *term) end(why string) {
 		s.mu.Unlock()
 		s.forget(t.sess)
 		level := slog.LevelWarn
-		if why == resigned {
+		if why == resigned || why == closedWhy {
 			level = slog.LevelInfo
 		}
 		s.logger.Log(context.Background(), level, "leadership ended", "epoch", t.epoch, "why", why)
@@ -405,7 +416,11 @@ func (t *term) end(why string) {
 	})
 }
 
-const resigned = "resigned"
+// The reasons of an end that are no trouble.
+const (
+	resigned  = "resigned"
+	closedWhy = "the contender was closed"
+)
 
 // Resign implements ha.Leadership: Done closes at once, then the lease is
 // revoked (its election key deleted) so another contender wins at once.

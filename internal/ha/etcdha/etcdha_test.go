@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,31 +176,33 @@ func TestNewFails(t *testing.T) {
 }
 
 // TestCloseResigns: Close resigns a term at once (another contender wins
-// well before the lease would expire) and ends a campaign.
+// well before the lease would expire), and ends a campaign, its key gone
+// before Close returns.
 func TestCloseResigns(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t)
 	s := settings("close")
-	a, b, c := newService(t, srv, s), newService(t, srv, s), newService(t, srv, s)
+	a := newService(t, srv, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ld, err := a.Campaign(ctx, ha.LeaderInfo{RPCAddress: "a:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	won := make(chan time.Time, 1)
-	go func() {
-		if _, err := b.Campaign(ctx, ha.LeaderInfo{RPCAddress: "b:1"}); err == nil {
-			won <- time.Now()
-		}
-	}()
-	lost := make(chan error, 1)
-	go func() {
-		time.Sleep(100 * time.Millisecond) // after b's: c waits behind b
-		_, err := c.Campaign(ctx, ha.LeaderInfo{RPCAddress: "c:1"})
-		lost <- err
-	}()
-	time.Sleep(300 * time.Millisecond)
+	type result struct {
+		who int
+		err error
+		at  time.Time
+	}
+	ends := make(chan result, 2)
+	others := []pausable{newService(t, srv, s), newService(t, srv, s)}
+	for i, o := range others {
+		go func() {
+			_, err := o.Campaign(ctx, ha.LeaderInfo{RPCAddress: "o:" + strconv.Itoa(i)})
+			ends <- result{i, err, time.Now()}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both campaign behind a
 	closed := time.Now()
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -207,27 +210,36 @@ func TestCloseResigns(t *testing.T) {
 	if !isClosed(ld.Done()) {
 		t.Fatal("Close returned and the term's Done is not closed")
 	}
+	var winner result
 	select {
-	case at := <-won:
-		if d := at.Sub(closed); d > time.Second {
-			t.Fatalf("b won %v after a closed, want at once (the lease lasts %v)", d, s.LeaseDuration)
+	case winner = <-ends:
+		if winner.err != nil {
+			t.Fatalf("contender %d: %v", winner.who, winner.err)
+		}
+		if d := winner.at.Sub(closed); d > time.Second {
+			t.Fatalf("contender %d won %v after the leader closed, want at once (the lease lasts %v)", winner.who, d, s.LeaseDuration)
 		}
 	case <-time.After(s.LeaseDuration):
-		t.Fatal("b did not win within the lease duration after a closed")
+		t.Fatal("no contender won within the lease duration after the leader closed")
 	}
-	c.Close()
+	loser := others[1-winner.who]
+	loser.Close()
 	select {
-	case err := <-lost:
-		if err == nil || !strings.Contains(err.Error(), "closed") {
-			t.Fatalf("campaign of a closed contender: %v, want an error saying it was closed", err)
+	case r := <-ends:
+		if r.err == nil || !strings.Contains(r.err.Error(), "closed") {
+			t.Fatalf("campaign of a closed contender: %v, want an error saying it was closed", r.err)
 		}
 	default:
 		t.Fatal("Close returned before the contender's campaign ended")
 	}
-	// c's key left the queue with it: b's is the only one.
-	r, err := b.client.Get(ctx, "/weir/close/leader/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil || r.Count != 1 {
-		t.Fatalf("%v election keys after c closed (%v), want b's alone", r.Count, err)
+	// The closed contender's key left the queue with it: the winner's is
+	// the only one.
+	r, err := others[winner.who].client.Get(ctx, "/weir/close/leader/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Count != 1 {
+		t.Fatalf("%d election keys after the loser closed, want the winner's alone", r.Count)
 	}
 }
 
@@ -237,5 +249,33 @@ func isClosed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// TestLeaseLost: when the term's lease is revoked behind its leader's back,
+// Done closes within a retry period and the leader's writes fail.
+func TestLeaseLost(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	s := settings("lost")
+	a := newService(t, srv, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ld, err := a.Campaign(ctx, ha.LeaderInfo{RPCAddress: "a:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	if _, err := a.client.Revoke(ctx, ld.(*term).lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ld.Done():
+		t.Logf("Done closed %v after the lease was revoked", time.Since(revoked))
+	case <-time.After(s.RetryPeriod + 500*time.Millisecond):
+		t.Fatalf("Done not closed %v after the lease was revoked", time.Since(revoked))
+	}
+	if err := ld.Store().Put(ctx, "jobs/j", []byte("v")); !errors.Is(err, ha.ErrNotLeader) {
+		t.Fatalf("Put after the lease was revoked: %v, want ErrNotLeader", err)
 	}
 }
