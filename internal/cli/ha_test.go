@@ -129,7 +129,7 @@ func TestHALeaderKilled(t *testing.T) {
 	a = startHAJobManager(t, flags)
 	// The CLI asked at the standby is answered by the leader (the standby's
 	// REST API names it).
-	list := startWeir(t, "", "list", "--address", a.rest, "--all")
+	list := startWeir(t, "", "list", "--address", a.rest)
 	if code, _, _ := list.wait(t, 30*time.Second); code != ExitOK || !strings.Contains(list.stdout.String(), "FINISHED") {
 		t.Errorf("weir list at the standby exited %d; stdout:\n%s\nstderr:\n%s", code, list.stdout.String(), list.stderr.String())
 	}
