@@ -156,7 +156,7 @@ func (e *apiError) Error() string {
 	case http.StatusUnauthorized:
 		hint = " (the token was refused: check high-availability.kubernetes.token-file or the pod's ServiceAccount)"
 	case http.StatusForbidden:
-		hint = " (the ServiceAccount needs get, create and update on leases (coordination.k8s.io) and configmaps in the namespace kubernetes.namespace)"
+		hint = " (the ServiceAccount needs get, create and update on leases (coordination.k8s.io), and get, list, create and update on configmaps, in the namespace kubernetes.namespace)"
 	}
 	return fmt.Sprintf("Kubernetes API server %s: %s %s: status %d %s: %s%s", e.server, e.method, e.object, e.code, e.reason, msg, hint)
 }

@@ -13,7 +13,10 @@
 // it differs from the pod's, wins with a warning); outside one,
 // high-availability.kubernetes.api-server, .token-file and .ca-file (the
 // system's roots when unset). The token is read again from its file every
-// minute and after a 401, since projected tokens rotate.
+// minute and after a 401, since projected tokens rotate. Its
+// ServiceAccount needs, in the namespace, get, create and update on
+// leases (coordination.k8s.io) and get, list, create and update on
+// configmaps; nothing else (the tests run the driver with exactly these).
 //
 // # Election
 //
