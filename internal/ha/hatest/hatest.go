@@ -518,8 +518,8 @@ func testTakeover(t *testing.T, s *suite) {
 	ldA := s.lead(t, a, 0)
 	wins := make(chan won, 1)
 	campaign(s.ctx, b, 1, 0, wins)
-	// Some renewals of A's term first, a random number of them.
-	time.Sleep(retryPeriod + time.Duration(s.rng.Int64N(int64(leaseDuration))))
+	// A's term outlives its renew deadline first: its renewals work.
+	time.Sleep(renewDeadline + time.Duration(s.rng.Int64N(int64(2*retryPeriod))))
 	if isClosed(ldA.Done()) {
 		t.Fatal("A's Done closed while it renewed")
 	}
