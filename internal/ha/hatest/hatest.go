@@ -541,7 +541,8 @@ func testFencing(t *testing.T, s *suite, pause bool) {
 	s.checkLeader(t, []ha.Service{a, b}, 1, w.ld.Epoch())
 }
 
-// testReader: a contender that does not lead reads the leader's writes.
+// testReader: a contender that does not lead reads the leader's writes,
+// and sees nobody lead once the leader resigned.
 func testReader(t *testing.T, s *suite) {
 	a, b := s.contender(t), s.contender(t)
 	ldA := s.lead(t, a, 0)
@@ -571,4 +572,11 @@ func testReader(t *testing.T, s *suite) {
 		}
 	}
 	s.checkLeader(t, []ha.Service{b}, 0, ldA.Epoch())
+	// Resigned with no other contender: nobody leads.
+	if err := ldA.Resign(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, e, ok, err := b.Leader(s.ctx); err != nil || ok {
+		t.Fatalf("after the only leader resigned: Leader() = %+v, epoch %d, ok %v, %v; want ok false", got, e, ok, err)
+	}
 }
