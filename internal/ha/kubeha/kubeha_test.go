@@ -476,3 +476,49 @@ func (p *proxy) silence(on bool) {
 		}
 	}
 }
+
+// TestCloseReleasesTheLease: Close resigns the term it holds, so a standby
+// leads within a retry period or so, not after the lease expires.
+func TestCloseReleasesTheLease(t *testing.T) {
+	srv := kubetest.Start(t)
+	ns := srv.Namespace(t, "close")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := contender(t, srv, "", ns, "c"), contender(t, srv, "", ns, "c")
+	ldA, err := a.Campaign(ctx, ha.LeaderInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins := make(chan ha.Leadership, 1)
+	go func() {
+		ld, err := b.Campaign(ctx, ha.LeaderInfo{})
+		if err != nil {
+			t.Error(err)
+		}
+		wins <- ld
+	}()
+	time.Sleep(2 * testSettings.RetryPeriod)
+	closed := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(ldA.Done()) {
+		t.Fatal("A's Done is open after Close")
+	}
+	ldB := <-wins
+	if d := time.Since(closed); d > testSettings.LeaseDuration/2 {
+		t.Fatalf("B led %v after A closed, want well within the lease duration %v (Close releases the lease)", d, testSettings.LeaseDuration)
+	}
+	if ldB != nil && ldB.Epoch() <= ldA.Epoch() {
+		t.Fatalf("B's epoch %d, not above A's %d", ldB.Epoch(), ldA.Epoch())
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
