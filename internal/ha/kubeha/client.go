@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/ha"
+	"github.com/weirhq/weir/internal/tcpopt"
 )
 
 // In-cluster configuration: where a pod finds its API server and its
@@ -85,7 +86,14 @@ func resolveConfig(s ha.Settings) (config, error) {
 	return c, nil
 }
 
-func newClient(c config) (*client, error) {
+// newClient makes the client of c. A connection that goes silent (a
+// partition, an API server gone without a FIN) is closed once the
+// failure of its requests could matter, so the next request dials again:
+// sent data unacknowledged for the lease duration aborts it
+// (TCP_USER_TIMEOUT), and an HTTP/2 connection that received nothing for
+// the renew deadline is pinged and closed when the ping goes unanswered
+// for a retry period (at least a second).
+func newClient(c config, s ha.Settings) (*client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.caFile != "" {
 		pem, err := os.ReadFile(c.caFile)
@@ -99,14 +107,19 @@ func newClient(c config) (*client, error) {
 		tlsConfig.RootCAs = pool
 	}
 	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second,
+			Control: tcpopt.UserTimeoutControl(s.LeaseDuration)}).DialContext,
 		TLSClientConfig:       tlsConfig,
 		TLSHandshakeTimeout:   5 * time.Second,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: s.RenewDeadline,
+			PingTimeout:     max(s.RetryPeriod, time.Second),
+		},
 	}
 	cl := &client{base: c.base, http: &http.Client{Transport: tr}, tokenFile: c.tokenFile}
 	if _, err := cl.bearer(false); err != nil {
@@ -156,7 +169,7 @@ func (e *apiError) Error() string {
 	case http.StatusUnauthorized:
 		hint = " (the token was refused: check high-availability.kubernetes.token-file or the pod's ServiceAccount)"
 	case http.StatusForbidden:
-		hint = " (the ServiceAccount needs get, create and update on leases (coordination.k8s.io) and configmaps in the namespace kubernetes.namespace)"
+		hint = " (the ServiceAccount needs get, create and update on leases (coordination.k8s.io), and get, list, create and update on configmaps, in the namespace kubernetes.namespace)"
 	}
 	return fmt.Sprintf("Kubernetes API server %s: %s %s: status %d %s: %s%s", e.server, e.method, e.object, e.code, e.reason, msg, hint)
 }

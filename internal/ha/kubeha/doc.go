@@ -13,7 +13,14 @@
 // it differs from the pod's, wins with a warning); outside one,
 // high-availability.kubernetes.api-server, .token-file and .ca-file (the
 // system's roots when unset). The token is read again from its file every
-// minute and after a 401, since projected tokens rotate.
+// minute and after a 401, since projected tokens rotate. Its
+// ServiceAccount needs, in the namespace, get, create and update on
+// leases (coordination.k8s.io) and get, list, create and update on
+// configmaps; nothing else (the tests run the driver with exactly these).
+// A connection that goes silent is dropped and dialed again (HTTP/2 pings
+// after the renew deadline without a frame, TCP_USER_TIMEOUT of the lease
+// duration): else every later request would hang on it, and a contender
+// cut off by a partition would never lead again once it heals.
 //
 // # Election
 //

@@ -70,7 +70,7 @@ func New(ctx context.Context, s ha.Settings, logger *slog.Logger) (ha.Service, e
 	if cfg.namespace == "" {
 		return nil, errors.New("kubeha: kubernetes.namespace is empty")
 	}
-	c, err := newClient(cfg)
+	c, err := newClient(cfg, s)
 	if err != nil {
 		return nil, err
 	}

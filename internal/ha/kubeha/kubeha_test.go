@@ -60,19 +60,32 @@ func factory(srv *kubetest.Server, apiServer, namespace, tokenFile string) hates
 	}
 }
 
+// The verbs the driver is documented to need (client.go's hint for a 403),
+// and those deploy/kubernetes grants (leases and configmaps, all verbs).
+var (
+	driverLeaseVerbs     = []string{"get", "create", "update"}
+	driverConfigMapVerbs = []string{"get", "list", "create", "update"}
+	deployVerbs          = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+)
+
 // restrictedAccount creates in namespace a ServiceAccount "weir" with a
-// Role that grants only what the driver is documented to need (leases and
-// configmaps, as deploy/kubernetes grants), and returns a file holding its
-// token.
+// Role that grants only what the driver is documented to need, and
+// returns a file holding its token.
 func restrictedAccount(t *testing.T, srv *kubetest.Server, namespace string) string {
+	return account(t, srv, namespace, driverLeaseVerbs, driverConfigMapVerbs)
+}
+
+// account creates in namespace a ServiceAccount "weir" with a Role that
+// grants leaseVerbs on leases and cmVerbs on configmaps, and returns a file
+// holding its token.
+func account(t *testing.T, srv *kubetest.Server, namespace string, leaseVerbs, cmVerbs []string) string {
 	t.Helper()
 	token := srv.ServiceAccountToken(t, namespace, "weir")
-	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	srv.Create(t, "/apis/rbac.authorization.k8s.io/v1/namespaces/"+namespace+"/roles", map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": "weir-ha"},
 		"rules": []map[string]any{
-			{"apiGroups": []string{"coordination.k8s.io"}, "resources": []string{"leases"}, "verbs": verbs},
-			{"apiGroups": []string{""}, "resources": []string{"configmaps"}, "verbs": verbs},
+			{"apiGroups": []string{"coordination.k8s.io"}, "resources": []string{"leases"}, "verbs": leaseVerbs},
+			{"apiGroups": []string{""}, "resources": []string{"configmaps"}, "verbs": cmVerbs},
 		},
 	})
 	srv.Create(t, "/apis/rbac.authorization.k8s.io/v1/namespaces/"+namespace+"/rolebindings", map[string]any{
@@ -84,24 +97,26 @@ func restrictedAccount(t *testing.T, srv *kubetest.Server, namespace string) str
 }
 
 // TestConformance runs internal/ha/hatest on the driver, whose contenders
-// authenticate as a ServiceAccount that may use only leases and configmaps
-// of its namespace: the driver needs no more.
+// authenticate as a ServiceAccount that may only get, create and update
+// leases and get, list, create and update configmaps of its namespace: the
+// driver needs no more.
 func TestConformance(t *testing.T) {
 	srv := kubetest.Start(t)
 	ns := srv.Namespace(t, "conformance")
 	hatest.Run(t, factory(srv, "", ns, restrictedAccount(t, srv, ns)))
 }
 
-// TestServiceAccountMayUseOnlyLeasesAndConfigMaps checks the Role of
-// restrictedAccount with kubectl auth can-i, as the admin impersonating the
-// ServiceAccount.
+// TestServiceAccountMayUseOnlyLeasesAndConfigMaps checks a Role of
+// deploy/kubernetes' verbs with kubectl auth can-i, as the admin
+// impersonating the ServiceAccount: it reaches leases and configmaps of
+// its namespace, and nothing else.
 func TestServiceAccountMayUseOnlyLeasesAndConfigMaps(t *testing.T) {
 	srv := kubetest.Start(t)
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Skip("kubectl is not on PATH")
 	}
 	ns := srv.Namespace(t, "rbac")
-	restrictedAccount(t, srv, ns)
+	account(t, srv, ns, deployVerbs, deployVerbs)
 	as := "system:serviceaccount:" + ns + ":weir"
 	for _, c := range []struct {
 		verb, resource, namespace string
@@ -284,8 +299,9 @@ func TestStoreSizeBound(t *testing.T) {
 
 // TestDoneWhenUnreachable: the API server goes silent (a proxy drops every
 // byte, no FIN, no RST); the leader's Done closes within the renew
-// deadline and its writes are refused; when the server answers again, the
-// contender campaigns and leads in a newer epoch.
+// deadline and its writes are refused; when the server answers again (to
+// new connections only: the silent one stays silent), the contender drops
+// its dead connection, campaigns and leads in a newer epoch.
 func TestDoneWhenUnreachable(t *testing.T) {
 	srv := kubetest.Start(t)
 	ns := srv.Namespace(t, "unreachable")
@@ -313,10 +329,12 @@ func TestDoneWhenUnreachable(t *testing.T) {
 		t.Fatalf("Put after Done: %v, want ErrNotLeader", err)
 	}
 	p.silence(false)
+	back := time.Now()
 	ld2, err := a.Campaign(ctx, ha.LeaderInfo{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("led again %v after the API server answered again", time.Since(back).Round(time.Millisecond))
 	if ld2.Epoch() <= ld.Epoch() {
 		t.Fatalf("epoch %d after the outage, not above %d", ld2.Epoch(), ld.Epoch())
 	}
@@ -376,14 +394,16 @@ func readToken(t *testing.T, path string) string {
 }
 
 // proxy forwards TCP connections to target; silenced, it drops every byte
-// both ways (the connections stay open: no FIN, no RST), and when it
-// speaks again it closes the connections that lost bytes.
+// both ways (the connections stay open: no FIN, no RST). A connection
+// that was silenced, or accepted while silent, stays so for good, as one
+// through a partition whose far end went away: only new connections work
+// when the proxy speaks again.
 type proxy struct {
 	l      net.Listener
 	target string
 	silent atomic.Bool
 	mu     sync.Mutex
-	conns  []net.Conn
+	conns  map[net.Conn]*atomic.Bool // each connection's dead flag
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -391,8 +411,15 @@ func startProxy(t *testing.T, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{l: l, target: target}
-	t.Cleanup(func() { l.Close(); p.closeAll() })
+	p := &proxy{l: l, target: target, conns: map[net.Conn]*atomic.Bool{}}
+	t.Cleanup(func() {
+		l.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for c := range p.conns {
+			c.Close()
+		}
+	})
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -413,14 +440,16 @@ func (p *proxy) serve(c net.Conn) {
 		c.Close()
 		return
 	}
+	dead := &atomic.Bool{}
 	p.mu.Lock()
-	p.conns = append(p.conns, c, u)
+	dead.Store(p.silent.Load())
+	p.conns[c], p.conns[u] = dead, dead
 	p.mu.Unlock()
 	pipe := func(dst, src net.Conn) {
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := src.Read(buf)
-			if n > 0 && !p.silent.Load() {
+			if n > 0 && !dead.Load() {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					break
 				}
@@ -429,7 +458,7 @@ func (p *proxy) serve(c net.Conn) {
 				break
 			}
 		}
-		if !p.silent.Load() {
+		if !dead.Load() {
 			dst.Close()
 		}
 	}
@@ -438,68 +467,60 @@ func (p *proxy) serve(c net.Conn) {
 }
 
 func (p *proxy) silence(on bool) {
-	p.silent.Store(on)
-	if !on {
-		p.closeAll()
-	}
-}
-
-func (p *proxy) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// TestInCluster: without an API server setting, the driver takes the
-// in-cluster configuration: the service's host and port from the
-// environment, the token, CA and namespace from the ServiceAccount's folder.
-func TestInCluster(t *testing.T) {
-	srv := kubetest.Start(t)
-	ns := srv.Namespace(t, "pod")
-	tokenFile := restrictedAccount(t, srv, ns)
-	dir := t.TempDir()
-	ca, err := os.ReadFile(srv.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range map[string]string{"token": readToken(t, tokenFile), "ca.crt": string(ca), "namespace": ns} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
+	p.silent.Store(on)
+	if on {
+		for _, dead := range p.conns {
+			dead.Store(true)
 		}
 	}
-	old := serviceAccountDir
-	serviceAccountDir = dir
-	t.Cleanup(func() { serviceAccountDir = old })
-	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
-	t.Setenv(envServiceHost, host)
-	t.Setenv(envServicePort, port)
-	s := testSettings
-	s.ClusterID = "p" // Namespace empty: the pod's
-	svc, err := New(context.Background(), s, testLogger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ld, err := svc.Campaign(ctx, ha.LeaderInfo{RPCAddress: "pod:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ld.Store().Put(ctx, "jobs/a", []byte("1")); err != nil {
-		t.Fatal(err)
-	}
-	code, body, err := srv.Request(ctx, "", http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/p-leader", nil)
-	if err != nil || code != http.StatusOK || !strings.Contains(string(body), `pod:1`) {
-		t.Fatalf("the Lease in the pod's namespace %s: %d %v %s", ns, code, err, body)
-	}
+}
 
-	// Outside a pod, with no API server setting: an error naming the settings.
-	t.Setenv(envServiceHost, "")
-	if _, err := New(context.Background(), s, testLogger); err == nil || !strings.Contains(err.Error(), "high-availability.kubernetes.api-server") {
-		t.Fatalf("New outside a pod without settings: %v", err)
+// TestCloseReleasesTheLease: Close resigns the term it holds, so a standby
+// leads within a retry period or so, not after the lease expires.
+func TestCloseReleasesTheLease(t *testing.T) {
+	srv := kubetest.Start(t)
+	ns := srv.Namespace(t, "close")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := contender(t, srv, "", ns, "c"), contender(t, srv, "", ns, "c")
+	ldA, err := a.Campaign(ctx, ha.LeaderInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins := make(chan ha.Leadership, 1)
+	go func() {
+		ld, err := b.Campaign(ctx, ha.LeaderInfo{})
+		if err != nil {
+			t.Error(err)
+		}
+		wins <- ld
+	}()
+	time.Sleep(2 * testSettings.RetryPeriod)
+	closed := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(ldA.Done()) {
+		t.Fatal("A's Done is open after Close")
+	}
+	ldB := <-wins
+	// Without the release B would wait out the lease from its last
+	// observation of a renewal: 1.45 s at least (2 s less two retry periods).
+	if d := time.Since(closed); d > testSettings.LeaseDuration*6/10 {
+		t.Fatalf("B led %v after A closed, want well within the lease duration %v (Close releases the lease)", d, testSettings.LeaseDuration)
+	}
+	if ldB != nil && ldB.Epoch() <= ldA.Epoch() {
+		t.Fatalf("B's epoch %d, not above A's %d", ldB.Epoch(), ldA.Epoch())
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
