@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,9 +26,14 @@ import (
 // the lease duration.
 const haLease = 2 * time.Second
 
+// haFlags are a JobManager's flags for the etcd at endpoints.
 func haFlags(endpoints []string, cluster string) []string {
-	return []string{"-D", "high-availability.type=etcd", "-D", "high-availability.etcd.endpoints=" + strings.Join(endpoints, ","),
-		"-D", "high-availability.cluster-id=" + cluster, "-D", "high-availability.leader-election.lease-duration=" + haLease.String(),
+	return append(haTimings(cluster), "-D", "high-availability.type=etcd", "-D", "high-availability.etcd.endpoints="+strings.Join(endpoints, ","))
+}
+
+// haTimings are the lease and heartbeat settings of every HA test.
+func haTimings(cluster string) []string {
+	return []string{"-D", "high-availability.cluster-id=" + cluster, "-D", "high-availability.leader-election.lease-duration=" + haLease.String(),
 		"-D", "high-availability.leader-election.renew-deadline=1500ms", "-D", "high-availability.leader-election.retry-period=250ms",
 		"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
 }
@@ -160,11 +166,16 @@ func startHACluster(t *testing.T, seed uint64) *haCluster {
 	t.Helper()
 	r := testseed.Rand(t, seed)
 	c := &haCluster{etcd: etcdtest.Start(t)}
+	return c.start(t, r, haFlags(c.etcd.Endpoints(), fmt.Sprintf("t%d", r.Uint32())))
+}
+
+// start starts the cluster's processes with the JobManagers' flags.
+func (c *haCluster) start(t *testing.T, r *rand.Rand, flags []string) *haCluster {
+	t.Helper()
 	dir := t.TempDir()
 	input := filepath.Join(dir, "in.tsv")
 	c.output = filepath.Join(dir, "out")
 	c.want = writeKeyedInput(t, input, r, 6000, 40)
-	flags := haFlags(c.etcd.Endpoints(), fmt.Sprintf("t%d", r.Uint32()))
 	c.a = startHAJobManager(t, flags)
 	waitStderr(t, c.a.p, "JobManager leads", 20*time.Second)
 	c.b = startHAJobManager(t, flags)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/kafkatest"
+	"github.com/weirhq/weir/internal/kubetest"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/testseed"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		writePeakRSS(os.Getenv("WEIR_TEST_PEAK_RSS"))
 		os.Exit(code)
 	}
-	kafkatest.Main(m) // stops the broker TestBenchKafka started, if any
+	kafkatest.Main(m, kubetest.Stop) // stops the broker TestBenchKafka started and the API server, if any
 }
 
 // writePeakRSS writes this process's peak resident set (VmHWM of
