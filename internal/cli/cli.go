@@ -47,8 +47,9 @@ Usage:
                                submitted); paths are sent absolute, and every
                                process must see them
   weir jobmanager [--rpc-address A] [--rest-address A] [--log-level L]
+                  [--checkpoint-dir URL] [--advertised-address HOST]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
-                  [--cpuprofile F]
+                  [-D high-availability.KEY=V] [--cpuprofile F]
                                run a JobManager: TaskManagers and clients reach
                                it at --rpc-address (default 127.0.0.1:6123), its
                                REST API at --rest-address (default
@@ -57,8 +58,28 @@ Usage:
                                silent for heartbeat.timeout (default 5s;
                                heartbeats every heartbeat.interval, 1s; give
                                every process the same) is lost; SIGTERM cancels
-                               its jobs and exits; --cpuprofile writes a CPU
-                               profile of the process's life to F at exit
+                               its jobs and exits; --checkpoint-dir is the
+                               checkpoint directory of jobs submitted without
+                               one (Flink's state.checkpoints.dir); --cpuprofile
+                               writes a CPU profile of the process's life to F
+                               at exit. High availability
+                               (docs/high-availability.md): with
+                               -D high-availability.type=etcd (and
+                               high-availability.etcd.endpoints=H:P,...) or
+                               =kubernetes (kubernetes.namespace=NS; outside a
+                               pod also high-availability.kubernetes.api-server,
+                               .token-file, .ca-file), JobManagers of one
+                               high-availability.cluster-id elect a leader
+                               (high-availability.leader-election.lease-duration,
+                               default 6s; .renew-deadline 4s; .retry-period
+                               1s): it prints "JobManager contending: rpc A rest
+                               A", the leader runs the jobs and publishes its
+                               addresses (--advertised-address HOST when it
+                               listens on every interface), a standby refuses
+                               calls naming the leader; a new leader runs the
+                               unfinished jobs again from their latest
+                               checkpoint; SIGTERM resigns, leaving the jobs to
+                               the next leader
   weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
                   [--data-address A] [--advertised-data-address A]
                   [--process-memory S] [--network-memory S]
@@ -67,7 +88,9 @@ Usage:
                   [-D taskmanager.network.tcp.user-timeout=D]
                   [--cpuprofile F]
                                run a TaskManager of N task slots (default 1)
-                               that registers with the JobManager at ADDR under
+                               that registers with the JobManager at ADDR (with
+                               high availability, every JobManager's: A,B; it
+                               follows the leader a standby names) under
                                ID (Flink's taskmanager.resource-id; default
                                host:pid), retrying with backoff for up to 5 min;
                                a TaskManager of another build is refused; when
@@ -683,6 +706,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			flags = append(flags, append(kafkaFlags, "bad-records", "dead-letter-topic")...)
 		}
 		err = onlyFlags(fs, job, flags...)
+		if *jobManager != "" && f.checkpointDir == "" && f.guarantee != "none" {
+			// The JobManager's --checkpoint-dir (state.checkpoints.dir)
+			// is the job's there, and the JobManager checks the job again
+			// with it (runOnCluster); f only serves these checks, the
+			// arguments sent are args.
+			f.checkpointDir = "(the JobManager's --checkpoint-dir)"
+		}
 		var kafkaErr error
 		if err == nil && job == "kafka-keyed-count" {
 			kafkaErr = f.checkKafka(fs)
@@ -692,7 +722,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case kafkaErr != nil:
 			err = kafkaErr
 		case job == "keyed-count" && (f.input == "" || f.output == "" || f.checkpointDir == ""):
-			err = usagef("keyed-count needs --input, --output and --checkpoint-dir")
+			err = usagef("keyed-count needs --input, --output and --checkpoint-dir (on a cluster, the JobManager's --checkpoint-dir serves)")
 		case job == "window-agg" && (f.input == "" || f.output == "" || f.window == ""):
 			err = usagef("window-agg needs --input, --output and --window")
 		case f.checkpointDir == "" && setFlag(fs, "from"):

@@ -35,12 +35,33 @@ import (
 // runOnCluster is the node.RunJob of this binary's JobManager: the job's
 // program under launch.OnCluster. Output goes to the process's own stdout
 // and stderr (the JobManager's log).
-func runOnCluster(stdout, stderr io.Writer) node.RunJob {
+//
+// checkpointDir is the JobManager's --checkpoint-dir (Flink's
+// state.checkpoints.dir): the checkpoint directory of a checkpointing job
+// submitted without one.
+func runOnCluster(stdout, stderr io.Writer, checkpointDir string) node.RunJob {
 	return func(ctx context.Context, c *cluster.Local, sub node.Submission) error {
-		ctx = launch.OnCluster(ctx, c, launch.Submission{Program: sub.Program, Args: sub.Args, Submitted: sub.Submitted,
+		args := withCheckpointDir(sub.Program, sub.Args, checkpointDir)
+		ctx = launch.OnCluster(ctx, c, launch.Submission{Program: sub.Program, Args: args, Submitted: sub.Submitted,
 			JobID: sub.JobID, ResumeFrom: sub.ResumeFrom, Fencing: sub.Fencing})
-		return runProgram(ctx, sub.Program, sub.Args, stdout, stderr)
+		return runProgram(ctx, sub.Program, args, stdout, stderr)
 	}
+}
+
+// withCheckpointDir adds --checkpoint-dir=dir to the arguments of a
+// checkpointing built-in job that has none (and does not run without
+// checkpoints, --guarantee none).
+func withCheckpointDir(program string, args []string, dir string) []string {
+	if dir == "" || !slices.Contains([]string{"keyed-count", "window-agg", "kafka-keyed-count"}, program) {
+		return args
+	}
+	for i, a := range args {
+		name, value, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "checkpoint-dir" || name == "guarantee" && (value == "none" || value == "" && i+1 < len(args) && args[i+1] == "none") {
+			return args
+		}
+	}
+	return append(slices.Clip(args), "--checkpoint-dir="+dir)
 }
 
 // buildJob is TaskManagerConfig.Build of this binary's TaskManager: the
@@ -144,6 +165,7 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	level := fs.String("log-level", "info", "")
 	cpuprofile := fs.String("cpuprofile", "", "")
 	advertised := fs.String("advertised-address", "", "")
+	checkpointDir := fs.String("checkpoint-dir", "", "")
 	var props propsFlag
 	fs.Var(&props, "D", "")
 	pos, err := parseArgs(fs, splitDashD(args))
@@ -179,7 +201,14 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	jc := node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: runOnCluster(stdout, stderr),
+	if *checkpointDir != "" && isLocalPath("checkpoint-dir", *checkpointDir) {
+		abs, err := filepath.Abs(*checkpointDir)
+		if err != nil {
+			return usagef("--checkpoint-dir %s: %v", *checkpointDir, err)
+		}
+		*checkpointDir = abs
+	}
+	jc := node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: runOnCluster(stdout, stderr, *checkpointDir),
 		Outcome: outcome, HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Version: launch.Version, Logger: logger}
 	if has.Enabled() {
 		return contend(ctx, jc, has, *advertised, stdout, logger)

@@ -176,6 +176,9 @@ func (c *haCluster) start(t *testing.T, r *rand.Rand, flags []string) *haCluster
 	input := filepath.Join(dir, "in.tsv")
 	c.output = filepath.Join(dir, "out")
 	c.want = writeKeyedInput(t, input, r, 6000, 40)
+	// The JobManagers' --checkpoint-dir is the job's (it is submitted
+	// without one), as deploy/kubernetes does it.
+	flags = append(flags, "--checkpoint-dir", filepath.Join(dir, "cp"))
 	c.a = startHAJobManager(t, flags)
 	waitStderr(t, c.a.p, "JobManager leads", 20*time.Second)
 	c.b = startHAJobManager(t, flags)
@@ -184,7 +187,7 @@ func (c *haCluster) start(t *testing.T, r *rand.Rand, flags []string) *haCluster
 	startTaskManager(t, os.Args[0], jms, "tm-a", 2, hb...)
 	startTaskManager(t, os.Args[0], jms, "tm-b", 2, hb...)
 	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", jms, "--detached", "--input", input, "--output", c.output,
-		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
+		"--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
 	if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
 		t.Fatalf("the detached client exited %d; stderr:\n%s\nleader:\n%s", code, client.stderr.String(), c.a.p.stderr.String())
 	}
@@ -250,5 +253,31 @@ func TestHAStoreUnreachable(t *testing.T) {
 	c.exactlyOnce(t)
 	if n := strings.Count(c.a.p.stderr.String()+c.b.p.stderr.String(), "recovering a job of the HA store"); n != 1 {
 		t.Errorf("the job was recovered %d times, want once", n)
+	}
+}
+
+// TestWithCheckpointDir: the JobManager's --checkpoint-dir goes to a
+// checkpointing built-in job submitted without one, and nowhere else.
+func TestWithCheckpointDir(t *testing.T) {
+	for _, c := range []struct {
+		program string
+		args    []string
+		want    string
+	}{
+		{"keyed-count", []string{"--input=/i"}, "--input=/i --checkpoint-dir=/cp"},
+		{"window-agg", nil, "--checkpoint-dir=/cp"},
+		{"keyed-count", []string{"--checkpoint-dir=/mine"}, "--checkpoint-dir=/mine"},
+		{"kafka-keyed-count", []string{"--guarantee=none"}, "--guarantee=none"},
+		{"kafka-keyed-count", []string{"--guarantee", "none"}, "--guarantee none"},
+		{"kafka-keyed-count", []string{"--guarantee=exactly-once"}, "--guarantee=exactly-once --checkpoint-dir=/cp"},
+		{"wordcount", []string{"--input=/i"}, "--input=/i"},
+		{"clicks", nil, ""},
+	} {
+		if got := strings.Join(withCheckpointDir(c.program, c.args, "/cp"), " "); got != c.want {
+			t.Errorf("%s %q: %q, want %q", c.program, c.args, got, c.want)
+		}
+	}
+	if got := withCheckpointDir("keyed-count", []string{"--input=/i"}, ""); len(got) != 1 {
+		t.Errorf("without a JobManager default: %q", got)
 	}
 }
