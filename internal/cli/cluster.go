@@ -42,10 +42,29 @@ import (
 func runOnCluster(stdout, stderr io.Writer, checkpointDir string) node.RunJob {
 	return func(ctx context.Context, c *cluster.Local, sub node.Submission) error {
 		args := withCheckpointDir(sub.Program, sub.Args, checkpointDir)
+		if sub.Parallelism > 0 {
+			args = withParallelism(args, sub.Parallelism)
+		}
 		ctx = launch.OnCluster(ctx, c, launch.Submission{Program: sub.Program, Args: args, Submitted: sub.Submitted,
 			JobID: sub.JobID, ResumeFrom: sub.ResumeFrom, Fencing: sub.Fencing})
 		return runProgram(ctx, sub.Program, args, stdout, stderr)
 	}
+}
+
+// withParallelism replaces the --parallelism of args by p (reactive mode).
+func withParallelism(args []string, p int) []string {
+	out := make([]string, 0, len(args)+1)
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if name == "parallelism" && strings.HasPrefix(args[i], "-") {
+			if !hasValue {
+				i++ // its value
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return append(out, fmt.Sprintf("--parallelism=%d", p))
 }
 
 // withCheckpointDir adds --checkpoint-dir=dir to the arguments of a
@@ -120,6 +139,38 @@ func heartbeatSettings(props propsFlag) (interval, timeout time.Duration, err er
 	return interval, timeout, nil
 }
 
+// reactiveSettings takes jobmanager's -D scheduler-mode (default or
+// reactive: Flink's) and
+// jobmanager.adaptive-scheduler.resource-stabilization-timeout out of props.
+func reactiveSettings(props propsFlag) (rest propsFlag, _ *node.ReactiveConfig, _ error) {
+	var mode string
+	var cfg node.ReactiveConfig
+	for _, p := range props {
+		switch p[0] {
+		case "scheduler-mode":
+			mode = p[1]
+			if mode != "reactive" && mode != "default" {
+				return nil, nil, usagef("-D scheduler-mode=%s: want reactive (jobs use every task slot and rescale when TaskManagers come and go) or default", mode)
+			}
+		case "jobmanager.adaptive-scheduler.resource-stabilization-timeout":
+			d, err := time.ParseDuration(p[1])
+			if err != nil || d < 0 {
+				return nil, nil, usagef("-D %s=%s: want a duration such as 2s (how long a change of the task slots must last before a reactive job rescales)", p[0], p[1])
+			}
+			cfg.Stabilization = d
+		default:
+			rest = append(rest, p)
+		}
+	}
+	if mode != "reactive" {
+		if cfg.Stabilization != 0 {
+			return nil, nil, usagef("-D jobmanager.adaptive-scheduler.resource-stabilization-timeout needs -D scheduler-mode=reactive")
+		}
+		return rest, nil, nil
+	}
+	return rest, &cfg, nil
+}
+
 // keyUserTimeout is taskmanager's -D setting of its data connections'
 // TCP_USER_TIMEOUT (decision 23).
 const keyUserTimeout = "taskmanager.network.tcp.user-timeout"
@@ -179,6 +230,10 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	props, reactive, err := reactiveSettings(props)
+	if err != nil {
+		return err
+	}
 	stopProfile, err := startCPUProfile("jobmanager", *cpuprofile)
 	if err != nil {
 		return err
@@ -210,6 +265,9 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	jc := node.JobManagerConfig{RPCAddress: *rpcAddr, RESTAddress: restAddr, Run: runOnCluster(stdout, stderr, *checkpointDir),
 		Outcome: outcome, HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Version: launch.Version, Logger: logger}
+	if reactive != nil {
+		jc.Run = node.Reactive(jc.Run, *reactive, logger)
+	}
 	if has.Enabled() {
 		return contend(ctx, jc, has, *advertised, stdout, logger)
 	}

@@ -57,6 +57,11 @@ func startHAJobManager(t *testing.T, flags []string) *haJobManager {
 func waitJobEnd(t *testing.T, limit time.Duration, jms ...*haJobManager) protocol.JobState {
 	t.Helper()
 	deadline := time.Now().Add(limit)
+	// A run canceled to rescale (reactive mode) shows CANCELED until the
+	// next run of the job is submitted: only FINISHED, or another end that
+	// lasts, is the job's.
+	var other protocol.JobState
+	var since time.Time
 	for time.Now().Before(deadline) {
 		for _, jm := range jms {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -65,7 +70,14 @@ func waitJobEnd(t *testing.T, limit time.Duration, jms ...*haJobManager) protoco
 			if err != nil || len(jobs) != 1 {
 				continue
 			}
-			if s := protocol.JobState(jobs[0].State); s.Terminal() {
+			switch s := protocol.JobState(jobs[0].State); {
+			case s == protocol.JobFinished:
+				return s
+			case !s.Terminal():
+				other = ""
+			case s != other:
+				other, since = s, time.Now()
+			case time.Since(since) > 3*time.Second:
 				return s
 			}
 		}

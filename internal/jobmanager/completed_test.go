@@ -96,3 +96,35 @@ func TestCheckpointCompletedHook(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitAgainAfterEnd: a job's id is refused while a run of it is
+// live, and taken again once that run ended (reactive mode's rescale).
+func TestSubmitAgainAfterEnd(t *testing.T) {
+	jm := New(nil)
+	g := twoVertexGraph(t, 1)
+	f := newFakeTM(jm, "tm-0")
+	f.srcOp = g.OperatorIDs[0]
+	jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 2, NetworkMemory: 1 << 30}, f)
+	spec := func() *JobSpec {
+		return &JobSpec{ID: "job-1", Name: "again", Lineage: "l", Graph: g, Network: testNetwork, Restart: noRestart}
+	}
+	if err := jm.Submit(spec()); err != nil {
+		t.Fatal(err)
+	}
+	if err := jm.Submit(spec()); err == nil || !strings.Contains(err.Error(), "already submitted") {
+		t.Fatalf("a second run while the first is live: %v, want refused", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	jm.Cancel("job-1")
+	if _, err := jm.Wait(ctx, "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := jm.Submit(spec()); err != nil {
+		t.Fatalf("a run after the first ended: %v", err)
+	}
+	if ids := jm.JobIDs(); len(ids) != 1 {
+		t.Errorf("job ids %v, want the one", ids)
+	}
+	waitFor(t, "the second run running", func() bool { info, _ := jm.Job("job-1"); return info.Status == protocol.JobRunning })
+}

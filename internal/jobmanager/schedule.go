@@ -22,18 +22,28 @@ func (jm *JobManager) Submit(spec *JobSpec) error {
 		spec.Clock = clock.System{}
 	}
 	jm.mu.Lock()
-	_, dup := jm.jobs[spec.ID]
+	old := jm.jobs[spec.ID]
 	jm.mu.Unlock()
-	if dup {
+	if old != nil && !old.over() {
 		return fmt.Errorf("jobmanager: job %s was already submitted", spec.ID)
+	}
+	if old != nil {
+		// A run of the same job that ended (reactive mode runs a job
+		// again under its id at another parallelism): its record gives
+		// way once its I/O is done.
+		old.io.Wait()
 	}
 	if spec.Checkpoints != nil && spec.Checkpoints.Store != nil {
 		jm.writeJobInfo(spec) // I/O: outside the lock
 	}
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	if _, dup := jm.jobs[spec.ID]; dup {
+	if cur := jm.jobs[spec.ID]; cur != nil && cur != old {
 		return fmt.Errorf("jobmanager: job %s was already submitted", spec.ID)
+	}
+	if old != nil {
+		delete(jm.jobs, spec.ID)
+		jm.ids = slices.DeleteFunc(jm.ids, func(id string) bool { return id == spec.ID })
 	}
 	g := spec.Graph
 	need := 0

@@ -179,7 +179,7 @@ func (l *leader) submit(ctx context.Context, c *cluster.Local, run RunJob, sub S
 	if err != nil {
 		return fmt.Errorf("recording the job in the HA store: %w", err)
 	}
-	sub.JobID, sub.Fencing = rec.ID, l.fencing(rec.ID, 0)
+	sub.JobID, sub.Fencing, sub.Refresh = rec.ID, l.fencing(rec.ID, 0), l.refresh(rec.ID)
 	l.jobs.Add(1)
 	defer l.jobs.Done()
 	err = run(ctx, c, sub)
@@ -225,7 +225,7 @@ func (l *leader) recoverJobs(ctx context.Context, c *cluster.Local, run RunJob) 
 		}
 		first := max(latest.ID, reserved) + 1
 		log.Info("recovering a job of the HA store", "job", id, "program", rec.Program, "resume", latest.Path, "first_checkpoint", first)
-		sub := Submission{Program: rec.Program, Args: rec.Args, JobID: id, ResumeFrom: latest.Path, Fencing: l.fencing(id, first)}
+		sub := Submission{Program: rec.Program, Args: rec.Args, JobID: id, ResumeFrom: latest.Path, Fencing: l.fencing(id, first), Refresh: l.refresh(id)}
 		l.jobs.Add(1)
 		go func() {
 			defer l.jobs.Done()
@@ -263,6 +263,22 @@ func (l *leader) checkpoints(ctx context.Context, id string) (latest haLatest, r
 		}
 	}
 	return latest, reserved, nil
+}
+
+// refresh is Submission.Refresh of job id: its latest recorded
+// checkpoint, and fencing that starts above every reserved id.
+func (l *leader) refresh(id string) func() (string, *jobmanager.Fencing) {
+	return func() (string, *jobmanager.Fencing) {
+		sctx, cancel := l.storeCtx()
+		defer cancel()
+		latest, reserved, err := l.checkpoints(sctx, id)
+		if err != nil {
+			// The run fences against the store anyway: one that cannot
+			// read it cannot complete a checkpoint either.
+			l.cfg.JobManager.Logger.Warn("reading the job's checkpoints from the HA store failed", "job", id, "err", err)
+		}
+		return latest.Path, l.fencing(id, max(latest.ID, reserved)+1)
+	}
 }
 
 // fencing fences job id's checkpoints by this term (decision 5): a

@@ -46,6 +46,13 @@ type Submission struct {
 	// of its checkpoints.
 	JobID, ResumeFrom string
 	Fencing           *jobmanager.Fencing
+	// Parallelism, if set, replaces the job's default parallelism
+	// (reactive mode: the cluster's slots).
+	Parallelism int
+	// Refresh, if set, gives the checkpoint a run of the job after the
+	// first resumes from, and its fencing (high availability: from the
+	// store); nil: "latest" of the checkpoint directory.
+	Refresh func() (resumeFrom string, fencing *jobmanager.Fencing)
 }
 
 // JobManagerConfig configures a JobManager process.
