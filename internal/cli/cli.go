@@ -49,7 +49,8 @@ Usage:
   weir jobmanager [--rpc-address A] [--rest-address A] [--log-level L]
                   [--checkpoint-dir URL] [--advertised-address HOST]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
-                  [-D high-availability.KEY=V] [--cpuprofile F]
+                  [-D high-availability.KEY=V] [-D scheduler-mode=reactive]
+                  [--cpuprofile F]
                                run a JobManager: TaskManagers and clients reach
                                it at --rpc-address (default 127.0.0.1:6123), its
                                REST API at --rest-address (default
@@ -79,7 +80,15 @@ Usage:
                                calls naming the leader; a new leader runs the
                                unfinished jobs again from their latest
                                checkpoint; SIGTERM resigns, leaving the jobs to
-                               the next leader
+                               the next leader. -D scheduler-mode=reactive
+                               (Flink's reactive mode, for one job per
+                               cluster): a job runs at the parallelism of every
+                               task slot and, when TaskManagers join or leave
+                               and the slots stay changed for
+                               jobmanager.adaptive-scheduler.resource-
+                               stabilization-timeout (default 2s), runs again
+                               at the new parallelism from its latest
+                               checkpoint
   weir taskmanager --jobmanager ADDR [--slots N] [--id ID] [--state-dir D]
                   [--data-address A] [--advertised-data-address A]
                   [--process-memory S] [--network-memory S]

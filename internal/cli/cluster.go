@@ -256,6 +256,11 @@ func jobManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	if *checkpointDir == "" {
+		// Flink's high-availability.storageDir: with high availability,
+		// the default home of what the store points to.
+		*checkpointDir = has.StorageDir
+	}
 	if *checkpointDir != "" && isLocalPath("checkpoint-dir", *checkpointDir) {
 		abs, err := filepath.Abs(*checkpointDir)
 		if err != nil {

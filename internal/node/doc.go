@@ -23,6 +23,16 @@
 //     against the JobManager's), heartbeats, fencing (a session
 //     that ends cancels everything the TaskManager runs before it
 //     registers again), and deregistration on shutdown;
+//   - high availability (ha.go): RunContender, a JobManager that stands by
+//     (rpc.Standby and a REST API answering 503 with the leader's address),
+//     campaigns through an ha.Service, leads under its term's epoch
+//     (recording submissions, fencing each job's checkpoints and recording
+//     their completion in the store, running the store's unfinished jobs
+//     again under their ids from their latest checkpoint), and steps down
+//     when its term ends;
+//   - reactive mode (reactive.go): a RunJob wrapper that runs a job at the
+//     parallelism of the cluster's slots and again, from its latest
+//     checkpoint, when they change;
 //   - BuildID: what names a binary at registration.
 //
 // # Invariants
@@ -33,6 +43,9 @@
 //   - The loss of a TaskManager is reported for its current session only: a
 //     session replaced by a new registration of the same id (which loses the
 //     old one itself) is not reported again.
+//   - A leader records nothing once its term is over: every store write is
+//     fenced by the term, and a job canceled because the term ended gets no
+//     finished record (the next leader runs it again).
 //   - Processes of different builds never run one job: registration and
 //     submission compare build ids, and the graph's fingerprint is compared
 //     when a TaskManager builds a job.

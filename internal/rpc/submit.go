@@ -158,6 +158,9 @@ func submitJob(ctx context.Context, address, buildID, program string, args []str
 			}
 		}
 		var ce *connect.Error
+		if s.JobID != "" && !(errors.As(err, &ce) && ce.Code() == connect.CodeCanceled) {
+			return s, fmt.Errorf("lost the JobManager at %s while following job %s (%w); under high availability the job goes on with the next leader: follow it with weir list", address, s.JobID, submitError(address, err)), false
+		}
 		return s, submitError(address, err), s.JobID == "" && errors.As(err, &ce) && ce.Code() == connect.CodeUnavailable
 	}
 	if detached && s.JobID != "" {
