@@ -27,7 +27,10 @@ type checkpoints struct {
 	// completed are the retained checkpoints; latest is the newest.
 	completed map[int64]*storage.Metadata
 	latest    *storage.Metadata
-	registry  *storage.Registry
+	// restartAfterWrites is 1 + the attempt whose restart waits for the
+	// metadata writes in flight (0: none waits).
+	restartAfterWrites int
+	registry           *storage.Registry
 	// sources are the executions that triggers go to; sourcesEnded those
 	// that read all their input (the final checkpoint waits for all).
 	sources      []coordinator.TaskID
@@ -291,12 +294,15 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 				err = storage.WriteMetadata(context.Background(), store, m)
 				path = store.URL() + "/" + m.JobID + "/" + storage.CheckpointDir(id)
 			}
+			var recorded *storage.Metadata
 			if f := j.spec.Checkpoints.Completed; err == nil && f != nil {
 				if err = f(context.Background(), id, path); err != nil {
 					err = fmt.Errorf("recording checkpoint %d as completed: %w", id, err)
+				} else {
+					recorded = &m
 				}
 			}
-			jm.finalized(j, id, err)
+			jm.finalized(j, id, err, recorded)
 		}()
 	}
 	for _, t := range out.Trigger {
@@ -343,13 +349,35 @@ func (jm *JobManager) tick(j *job, gen int) {
 }
 
 // finalized reports the end of a metadata write to the coordinator.
-func (jm *JobManager) finalized(j *job, id int64, err error) {
+// recorded is the checkpoint's metadata when CheckpointSpec.Completed
+// recorded it: a resume may restore it even if it was aborted meanwhile,
+// so its files stay, and a restart of this run restores it too (restoring
+// an older one would discard what its sinks staged for it, which the
+// recorded checkpoint commits when a later run restores it).
+func (jm *JobManager) finalized(j *job, id int64, err error, recorded *storage.Metadata) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	cp := j.cp
 	delete(cp.writing, id)
+	if a := cp.restartAfterWrites - 1; a >= 0 && len(cp.writing) == 0 {
+		cp.restartAfterWrites = 0
+		defer func() { go jm.restart(j, a) }()
+	}
 	if cp.discard[id] {
 		delete(cp.discard, id)
+		if recorded != nil {
+			// Complete in storage and recorded as the job's latest (high
+			// availability's store): whatever restores next restores it,
+			// and its sinks commit what it holds then. Never announced
+			// here; retention does not know it (its folder stays until
+			// the lineage's clean-up).
+			if cp.latest == nil || cp.latest.CheckpointID < id {
+				cp.latest = recorded
+			}
+			jm.logger.Info("checkpoint aborted after it was recorded as the job's latest: restores start from it",
+				"job", j.spec.ID, "checkpoint", id)
+			return
+		}
 		jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: id}, nil)
 		return
 	}

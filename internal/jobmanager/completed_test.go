@@ -128,3 +128,61 @@ func TestSubmitAgainAfterEnd(t *testing.T) {
 	}
 	waitFor(t, "the second run running", func() bool { info, _ := jm.Job("job-1"); return info.Status == protocol.JobRunning })
 }
+
+// TestRecordedCheckpointOutlivesAbort: a checkpoint that Completed
+// recorded while the job failed (so the coordinator aborted it as its
+// metadata was written) keeps its files, and the restart restores it: it
+// is what the HA store points to, and restoring an older one would discard
+// what its sinks staged for it.
+func TestRecordedCheckpointOutlivesAbort(t *testing.T) {
+	jm := New(nil)
+	g := twoVertexGraph(t, 1)
+	f := newFakeTM(jm, "tm-0")
+	f.srcOp = g.OperatorIDs[0]
+	jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 2, NetworkMemory: 1 << 30}, f)
+	dir := t.TempDir()
+	store, err := storage.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const held = 3
+	entered, release := make(chan struct{}), make(chan struct{})
+	spec := &JobSpec{ID: "job-1", Name: "recorded", Lineage: "l", Graph: g, Network: testNetwork,
+		Restart: restart.Config{Type: restart.FixedDelay, FixedDelayAttempts: 3, FixedDelay: restart.Zero}.WithDefaults(true),
+		Checkpoints: &CheckpointSpec{Settings: coordinator.Settings{Interval: 10}, Store: store,
+			Completed: func(_ context.Context, id int64, _ string) error {
+				if id == held {
+					close(entered)
+					<-release
+				}
+				return nil
+			}},
+	}
+	if err := jm.Submit(spec); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("checkpoint 3 was never recorded")
+	}
+	// The job fails while checkpoint 3 is being recorded: it is aborted.
+	jm.UpdateTaskState(protocol.TaskStateUpdate{Exec: ExecutionID{Job: "job-1", Vertex: 1, Subtask: 0},
+		State: protocol.TaskFailed, Failure: &protocol.Failure{Message: "boom"}})
+	// The restart waits for the write in flight.
+	time.Sleep(200 * time.Millisecond)
+	if info, _ := jm.Job("job-1"); info.Restarts != 0 {
+		t.Errorf("the job restarted while checkpoint 3 was being recorded")
+	}
+	close(release)
+	waitFor(t, "the restart restoring checkpoint 3", func() bool {
+		info, _ := jm.Job("job-1")
+		st, _ := jm.Checkpoints("job-1")
+		return info.Restarts == 1 && st.RestoredFrom == held
+	})
+	if _, _, err := storage.Resolve(context.Background(), "file://"+dir+"/job-1/chk-3"); err != nil {
+		t.Errorf("the recorded checkpoint's files are gone: %v", err)
+	}
+	jm.Cancel("job-1")
+}

@@ -347,6 +347,13 @@ func (jm *JobManager) restart(j *job, attempt int) {
 	if j.attempt != attempt || !j.state.readyToRestart() {
 		return
 	}
+	if j.cp != nil && len(j.cp.writing) > 0 {
+		// A checkpoint's metadata is being written (and recorded): it may
+		// become the latest, which the restart must restore (finalized
+		// restarts the job once the last write ended).
+		j.cp.restartAfterWrites = attempt + 1
+		return
+	}
 	if j.cp != nil {
 		if m := j.cp.latest; m != nil {
 			j.restore, j.restoreStore = m, j.spec.Checkpoints.Store
