@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/clustertest"
 	"github.com/weirhq/weir/internal/etcdtest"
+	"github.com/weirhq/weir/internal/kubetest"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/testseed"
@@ -25,11 +29,6 @@ import (
 // haLease is the leader election of these tests: takeover within twice
 // the lease duration.
 const haLease = 2 * time.Second
-
-// haFlags are a JobManager's flags for the etcd at endpoints.
-func haFlags(endpoints []string, cluster string) []string {
-	return append(haTimings(cluster), "-D", "high-availability.type=etcd", "-D", "high-availability.etcd.endpoints="+strings.Join(endpoints, ","))
-}
 
 // haTimings are the lease and heartbeat settings of every HA test.
 func haTimings(cluster string) []string {
@@ -91,75 +90,51 @@ func waitJobEnd(t *testing.T, limit time.Duration, jms ...*haJobManager) protoco
 	return ""
 }
 
-// TestHALeaderKilled: SIGKILL of the leader JobManager while keyed-count
-// runs: the standby leads within twice the lease duration, recovers the
-// job from the HA store under its id and resumes it from its latest
-// recorded checkpoint on the same TaskManagers, which follow the new
-// leader; the committed output is exactly once. Then a JobManager
-// restarted in the killed one's place, leading after the other resigns,
-// does not run the finished job again.
+// TestHALeaderKilled, with each driver: SIGKILL of the leader JobManager
+// while keyed-count runs: the standby leads within twice the lease
+// duration, recovers the job from the HA store under its id and resumes it
+// from its latest recorded checkpoint on the same TaskManagers, which
+// follow the new leader; the committed output is exactly once. weir list at
+// a standby is answered by the leader. Then a JobManager restarted in the
+// killed one's place, leading after the other resigns, does not run the
+// finished job again.
 func TestHALeaderKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("processes and an etcd: the full pass runs it")
-	}
-	r := testseed.Rand(t, 37)
-	etcd := etcdtest.Start(t)
-	dir := t.TempDir()
-	input, output := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "out")
-	want := writeKeyedInput(t, input, r, 6000, 40)
-	flags := haFlags(etcd.Endpoints(), fmt.Sprintf("t%d", r.Uint32()))
-	a := startHAJobManager(t, flags)
-	waitStderr(t, a.p, "JobManager leads", 20*time.Second)
-	b := startHAJobManager(t, flags)
-	jms := a.rpc + "," + b.rpc
-	hb := []string{"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
-	startTaskManager(t, os.Args[0], jms, "tm-a", 2, hb...)
-	startTaskManager(t, os.Args[0], jms, "tm-b", 2, hb...)
-	// Submitted through the standby first: it names the leader, and the
-	// client follows.
-	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", b.rpc+","+a.rpc, "--detached", "--input", input, "--output", output,
-		"--checkpoint-dir", filepath.Join(dir, "cp"), "--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
-	if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
-		t.Fatalf("the detached client exited %d; stderr:\n%s\nleader:\n%s", code, client.stderr.String(), a.p.stderr.String())
-	}
-	waitStderr(t, a.p, "checkpoint completed", 20*time.Second)
-	time.Sleep(time.Duration(200+r.IntN(1200)) * time.Millisecond)
-	if err := a.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	took := waitStderr(t, b.p, "JobManager leads", 4*haLease+5*time.Second)
-	t.Logf("the standby leads %v after SIGKILL of the leader (lease %v)", took, haLease)
-	if took > 2*haLease+time.Second { // slack: the embedded etcd and the race detector
-		t.Errorf("the standby took %v to lead, more than twice the lease (%v)", took, haLease)
-	}
-	waitStderr(t, b.p, "recovering a job of the HA store", 10*time.Second)
-	if st := waitJobEnd(t, 90*time.Second, b); st != protocol.JobFinished {
-		t.Fatalf("the recovered job ended %s; new leader:\n%s", st, b.p.stderr.String())
-	}
-	t.Logf("the job finished on the new leader %v after the kill", time.Since(killed))
-	if got := committedLines(t, output); !equalLines(got, want) {
-		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d); new leader:\n%s", len(got), len(want), firstDiff(got, want), b.p.stderr.String())
-	}
+	forEachDriver(t, 37, func(t *testing.T, c *haCluster) {
+		a, b := c.a, c.b
+		if err := a.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		took := waitStderr(t, b.p, "JobManager leads", 4*haLease+5*time.Second)
+		t.Logf("the standby leads %v after SIGKILL of the leader (lease %v)", took, haLease)
+		// Slack: the race detector, and Kubernetes' whole-second leases
+		// judged by the API server's clock.
+		if took > 2*haLease+time.Second {
+			t.Errorf("the standby took %v to lead, more than twice the lease (%v)", took, haLease)
+		}
+		waitStderr(t, b.p, "recovering a job of the HA store", 10*time.Second)
+		c.exactlyOnce(t)
+		t.Logf("the job finished on the new leader %v after the kill", time.Since(killed))
 
-	// A JobManager in the killed one's place, then the leader resigns: the
-	// finished job is not run again.
-	a = startHAJobManager(t, flags)
-	// The CLI asked at the standby is answered by the leader (the standby's
-	// REST API names it).
-	list := startWeir(t, "", "list", "--address", a.rest)
-	if code, _, _ := list.wait(t, 30*time.Second); code != ExitOK || !strings.Contains(list.stdout.String(), "FINISHED") {
-		t.Errorf("weir list at the standby exited %d; stdout:\n%s\nstderr:\n%s", code, list.stdout.String(), list.stderr.String())
-	}
-	b.p.cmd.Process.Signal(syscall.SIGTERM)
-	if code, _, _ := b.p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
-		t.Errorf("the leader exited %d on SIGTERM; stderr:\n%s", code, b.p.stderr.String())
-	}
-	waitStderr(t, a.p, "JobManager leads", 2*haLease+5*time.Second)
-	time.Sleep(time.Second)
-	if strings.Contains(a.p.stderr.String(), "recovering a job") {
-		t.Errorf("the new leader ran the finished job again:\n%s", a.p.stderr.String())
-	}
+		// A JobManager in the killed one's place, then the leader resigns:
+		// the finished job is not run again.
+		c.a = startHAJobManager(t, c.flags)
+		// The CLI asked at the standby is answered by the leader (the
+		// standby's REST API names it).
+		list := startWeir(t, "", "list", "--address", c.a.rest)
+		if code, _, _ := list.wait(t, 30*time.Second); code != ExitOK || !strings.Contains(list.stdout.String(), "FINISHED") {
+			t.Errorf("weir list at the standby exited %d; stdout:\n%s\nstderr:\n%s", code, list.stdout.String(), list.stderr.String())
+		}
+		b.p.cmd.Process.Signal(syscall.SIGTERM)
+		if code, _, _ := b.p.wait(t, 30*time.Second); code != ExitOK && code != ExitCanceled {
+			t.Errorf("the leader exited %d on SIGTERM; stderr:\n%s", code, b.p.stderr.String())
+		}
+		waitStderr(t, c.a.p, "JobManager leads", 2*haLease+5*time.Second)
+		time.Sleep(time.Second)
+		if strings.Contains(c.a.p.stderr.String(), "recovering a job") {
+			t.Errorf("the new leader ran the finished job again:\n%s", c.a.p.stderr.String())
+		}
+	})
 }
 
 func equalLines(a, b []string) bool { return firstDiff(a, b) == len(a) && len(a) == len(b) }
@@ -168,17 +143,86 @@ func equalLines(a, b []string) bool { return firstDiff(a, b) == len(a) && len(a)
 // that know both, and keyed-count submitted to them, with a completed
 // checkpoint.
 type haCluster struct {
-	etcd   *etcdtest.Server
+	driver haDriver
 	a, b   *haJobManager
+	flags  []string // the JobManagers'
 	output string
 	want   []string
 }
 
-func startHACluster(t *testing.T, seed uint64) *haCluster {
-	t.Helper()
-	r := testseed.Rand(t, seed)
-	c := &haCluster{etcd: etcdtest.Start(t)}
-	return c.start(t, r, haFlags(c.etcd.Endpoints(), fmt.Sprintf("t%d", r.Uint32())))
+// haDriver is a real HA service for the tests of one driver.
+type haDriver struct {
+	name string
+	// flags are a JobManager's settings for the service.
+	flags []string
+	// outage makes the service unreachable, and returns what ends it.
+	outage func() (restore func())
+}
+
+// etcdDriver is an etcd embedded in the test process.
+func etcdDriver(t *testing.T) haDriver {
+	etcd := etcdtest.Start(t)
+	return haDriver{name: "etcd",
+		flags:  []string{"-D", "high-availability.type=etcd", "-D", "high-availability.etcd.endpoints=" + strings.Join(etcd.Endpoints(), ",")},
+		outage: func() func() { etcd.Stop(); return etcd.Restart }}
+}
+
+// kubeDriver is a real kube-apiserver (internal/kubetest), reached through
+// a proxy that can go silent, with deploy/kubernetes' ServiceAccount and
+// RBAC in a namespace of its own.
+func kubeDriver(t *testing.T, seed uint64) haDriver {
+	srv := kubetest.Start(t)
+	ns := srv.Namespace(t, "ha")
+	out, err := exec.Command("kubectl", "--kubeconfig", srv.Kubeconfig, "apply", "-n", ns, "-f", filepath.Join("..", "..", "deploy", "kubernetes", "rbac.yaml")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply deploy/kubernetes/rbac.yaml: %v\n%s", err, out)
+	}
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte(srv.ServiceAccountToken(t, ns, "weir")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := clustertest.NewProxy(u.Host, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	return haDriver{name: "kubernetes",
+		flags: []string{"-D", "high-availability.type=kubernetes", "-D", "kubernetes.namespace=" + ns,
+			"-D", "high-availability.kubernetes.api-server=https://" + proxy.Addr(), "-D", "high-availability.kubernetes.token-file=" + token,
+			"-D", "high-availability.kubernetes.ca-file=" + srv.CAFile},
+		outage: func() func() { proxy.Silence(); return proxy.Heal }}
+}
+
+// withEachDriver runs f with each driver, as subtests named after it;
+// flags are a JobManager's settings of the driver and the test's timings.
+func withEachDriver(t *testing.T, seed uint64, f func(t *testing.T, r *rand.Rand, d haDriver, flags []string)) {
+	if testing.Short() {
+		t.Skip("processes and an HA service: the full pass runs it")
+	}
+	for _, name := range []string{"etcd", "kubernetes"} {
+		t.Run(name, func(t *testing.T) {
+			r := testseed.Rand(t, seed)
+			var d haDriver
+			if name == "etcd" {
+				d = etcdDriver(t)
+			} else {
+				d = kubeDriver(t, r.Uint64())
+			}
+			f(t, r, d, append(haTimings(fmt.Sprintf("t%d", r.Uint32())), d.flags...))
+		})
+	}
+}
+
+// forEachDriver runs f on a started haCluster of each driver.
+func forEachDriver(t *testing.T, seed uint64, f func(t *testing.T, c *haCluster)) {
+	withEachDriver(t, seed, func(t *testing.T, r *rand.Rand, d haDriver, flags []string) {
+		c := &haCluster{driver: d}
+		f(t, c.start(t, r, flags))
+	})
 }
 
 // start starts the cluster's processes with the JobManagers' flags.
@@ -191,6 +235,7 @@ func (c *haCluster) start(t *testing.T, r *rand.Rand, flags []string) *haCluster
 	// The JobManagers' --checkpoint-dir is the job's (it is submitted
 	// without one), as deploy/kubernetes does it.
 	flags = append(flags, "--checkpoint-dir", filepath.Join(dir, "cp"))
+	c.flags = flags
 	c.a = startHAJobManager(t, flags)
 	waitStderr(t, c.a.p, "JobManager leads", 20*time.Second)
 	c.b = startHAJobManager(t, flags)
@@ -221,51 +266,49 @@ func (c *haCluster) exactlyOnce(t *testing.T) {
 	}
 }
 
-// TestHALeaderPaused: the leader is frozen (SIGSTOP) until the standby
-// leads, then thawed: the zombie finds its term over, steps down without
-// recording anything (its store writes are refused), and the job, resumed
-// by the new leader, commits exactly once.
+// TestHALeaderPaused, with each driver: the leader is frozen (SIGSTOP)
+// until the standby leads, then thawed: the zombie finds its term over,
+// steps down without recording anything (its store writes are refused),
+// and the job, resumed by the new leader, commits exactly once.
 func TestHALeaderPaused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("processes and an etcd: the full pass runs it")
-	}
-	c := startHACluster(t, 38)
-	if err := c.a.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	took := waitStderr(t, c.b.p, "JobManager leads", 4*haLease+5*time.Second)
-	t.Logf("the standby leads %v after the leader froze", took)
-	time.Sleep(500 * time.Millisecond)
-	c.a.p.cmd.Process.Signal(syscall.SIGCONT)
-	waitStderr(t, c.a.p, "JobManager lost its leadership", 10*time.Second)
-	waitStderr(t, c.a.p, "JobManager is a standby", 10*time.Second)
-	c.exactlyOnce(t)
-	if strings.Count(c.a.p.stderr.String(), "JobManager leads") != 1 {
-		t.Errorf("the thawed leader led again while the other leads:\n%s", c.a.p.stderr.String())
-	}
+	forEachDriver(t, 38, func(t *testing.T, c *haCluster) {
+		if err := c.a.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		took := waitStderr(t, c.b.p, "JobManager leads", 4*haLease+5*time.Second)
+		t.Logf("the standby leads %v after the leader froze", took)
+		time.Sleep(500 * time.Millisecond)
+		c.a.p.cmd.Process.Signal(syscall.SIGCONT)
+		waitStderr(t, c.a.p, "JobManager lost its leadership", 10*time.Second)
+		waitStderr(t, c.a.p, "JobManager is a standby", 10*time.Second)
+		c.exactlyOnce(t)
+		if strings.Count(c.a.p.stderr.String(), "JobManager leads") != 1 {
+			t.Errorf("the thawed leader led again while the other leads:\n%s", c.a.p.stderr.String())
+		}
+	})
 }
 
-// TestHAStoreUnreachable: etcd stops (a crash) while keyed-count runs: the
-// leader, unable to renew, steps down within the renew deadline and
-// cancels its job without recording it finished; when etcd returns, a
-// JobManager leads again, recovers the job and it completes exactly once.
+// TestHAStoreUnreachable, with each driver: the HA service becomes
+// unreachable while keyed-count runs (etcd stops; the API server's proxy
+// goes silent): the leader, unable to renew, steps down within the renew
+// deadline and cancels its job without recording it finished; when the
+// service is back a JobManager leads again, recovers the job and it
+// completes exactly once.
 func TestHAStoreUnreachable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("processes and an etcd: the full pass runs it")
-	}
-	c := startHACluster(t, 39)
-	c.etcd.Stop()
-	stepped := waitStderr(t, c.a.p, "JobManager lost its leadership", 10*time.Second)
-	t.Logf("the leader stepped down %v after etcd stopped", stepped)
-	if stepped > 1500*time.Millisecond+time.Second {
-		t.Errorf("the leader stepped down %v after etcd stopped, later than the renew deadline (1.5s)", stepped)
-	}
-	time.Sleep(2 * time.Second)
-	c.etcd.Restart()
-	c.exactlyOnce(t)
-	if n := strings.Count(c.a.p.stderr.String()+c.b.p.stderr.String(), "recovering a job of the HA store"); n != 1 {
-		t.Errorf("the job was recovered %d times, want once", n)
-	}
+	forEachDriver(t, 39, func(t *testing.T, c *haCluster) {
+		restore := c.driver.outage()
+		stepped := waitStderr(t, c.a.p, "JobManager lost its leadership", 10*time.Second)
+		t.Logf("the leader stepped down %v after %s became unreachable", stepped, c.driver.name)
+		if stepped > 1500*time.Millisecond+time.Second {
+			t.Errorf("the leader stepped down %v after the service became unreachable, later than the renew deadline (1.5s)", stepped)
+		}
+		time.Sleep(2 * time.Second)
+		restore()
+		c.exactlyOnce(t)
+		if n := strings.Count(c.a.p.stderr.String()+c.b.p.stderr.String(), "recovering a job of the HA store"); n != 1 {
+			t.Errorf("the job was recovered %d times, want once", n)
+		}
+	})
 }
 
 // TestWithCheckpointDir: the JobManager's --checkpoint-dir goes to a

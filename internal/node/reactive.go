@@ -79,6 +79,9 @@ func Reactive(run RunJob, cfg ReactiveConfig, logger *slog.Logger) RunJob {
 			next, err := watchSlots(rctx, done, slots, p, cfg)
 			cancel()
 			if next == 0 {
+				if err != nil && ctx.Err() == nil {
+					logger.Warn("reactive mode: the job's run ended with an error", "job", sub.JobID, "parallelism", p, "err", err)
+				}
 				return err
 			}
 			<-done // the run is canceled: its tasks and lineage are released
