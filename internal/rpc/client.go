@@ -96,6 +96,10 @@ type client struct {
 	conn *trackedConn
 }
 
+// standbyPace is how long after a standby's answer registration retries at
+// its first backoff step.
+const standbyPace = 15 * time.Second
+
 // Connect registers cfg.Registration with the JobManager, retrying with
 // backoff (cfg.Backoff) until it is admitted, refused (ErrRefused), ctx
 // ends or the registration timeout passes, then opens the session. ctx
@@ -127,6 +131,7 @@ func Connect(ctx context.Context, cfg ClientConfig) (*ClientSession, error) {
 	// again in between).
 	jms := newLeaderFollower(cfg.JobManager)
 	follows := 0
+	var standbyAt time.Time // when a standby last answered
 	for n := 0; ; n++ {
 		acfg := cfg
 		acfg.JobManager = jms.pick()
@@ -137,6 +142,9 @@ func Connect(ctx context.Context, cfg ClientConfig) (*ClientSession, error) {
 		if errors.Is(err, ErrRefused) || ctx.Err() != nil {
 			return nil, err
 		}
+		if notLeader(acfg.JobManager, err) != nil {
+			standbyAt = time.Now()
+		}
 		if jms.refused(acfg.JobManager, err) && follows < 3 {
 			follows++
 			log.Info("rpc: following the leader", "standby", acfg.JobManager, "err", err.Error())
@@ -144,6 +152,13 @@ func Connect(ctx context.Context, cfg ClientConfig) (*ClientSession, error) {
 			continue
 		}
 		follows = 0
+		if time.Since(standbyAt) < standbyPace {
+			// A standby answered lately: the cluster is there and an
+			// election is under way (or the leader it names is gone):
+			// retry at the first step's pace, so the new leader is found
+			// as soon as it leads, not after a grown backoff.
+			n = 0
+		}
 		d := cfg.Backoff.delay(n, r)
 		if time.Now().Add(d).After(deadline) {
 			return nil, fmt.Errorf("rpc: TaskManager %s did not register with the JobManager at %s within %v (taskmanager.registration.timeout): %w",
