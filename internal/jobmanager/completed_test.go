@@ -12,18 +12,18 @@ import (
 
 	"github.com/weirhq/weir/internal/checkpoint/coordinator"
 	"github.com/weirhq/weir/internal/checkpoint/storage"
+	"github.com/weirhq/weir/internal/graph"
 	"github.com/weirhq/weir/internal/protocol"
 	"github.com/weirhq/weir/internal/restart"
 )
 
-// TestCheckpointCompletedHook: CheckpointSpec.FirstID starts the run's
-// checkpoint ids, Completed hears of each checkpoint after its metadata is
-// written and before any task does, and a checkpoint whose Completed fails
-// is never announced as complete (high availability's fence of sinks'
-// commits).
-func TestCheckpointCompletedHook(t *testing.T) {
+// oneTaskManager is a JobManager with one fake TaskManager of two slots, a
+// graph of a source and a sink at parallelism 1, and a checkpoint store in
+// dir (closed at the test's end).
+func oneTaskManager(t *testing.T) (*JobManager, *graph.JobGraph, *fakeTM, *storage.Store, string) {
+	t.Helper()
 	jm := New(nil)
-	g := twoVertexGraph(t, 2)
+	g := twoVertexGraph(t, 1)
 	f := newFakeTM(jm, "tm-0")
 	f.srcOp = g.OperatorIDs[0]
 	jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 2, NetworkMemory: 1 << 30}, f)
@@ -32,7 +32,17 @@ func TestCheckpointCompletedHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { store.Close() })
+	return jm, g, f, store, dir
+}
+
+// TestCheckpointCompletedHook: CheckpointSpec.FirstID starts the run's
+// checkpoint ids, Completed hears of each checkpoint after its metadata is
+// written and before any task does, and a checkpoint whose Completed fails
+// is never announced as complete (high availability's fence of sinks'
+// commits).
+func TestCheckpointCompletedHook(t *testing.T) {
+	jm, g, f, store, dir := oneTaskManager(t)
 	var mu sync.Mutex
 	var recorded, refused []int64
 	var paths []string
@@ -100,11 +110,7 @@ func TestCheckpointCompletedHook(t *testing.T) {
 // TestSubmitAgainAfterEnd: a job's id is refused while a run of it is
 // live, and taken again once that run ended (reactive mode's rescale).
 func TestSubmitAgainAfterEnd(t *testing.T) {
-	jm := New(nil)
-	g := twoVertexGraph(t, 1)
-	f := newFakeTM(jm, "tm-0")
-	f.srcOp = g.OperatorIDs[0]
-	jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 2, NetworkMemory: 1 << 30}, f)
+	jm, g, _, _, _ := oneTaskManager(t)
 	spec := func() *JobSpec {
 		return &JobSpec{ID: "job-1", Name: "again", Lineage: "l", Graph: g, Network: testNetwork, Restart: noRestart}
 	}
@@ -135,17 +141,7 @@ func TestSubmitAgainAfterEnd(t *testing.T) {
 // is what the HA store points to, and restoring an older one would discard
 // what its sinks staged for it.
 func TestRecordedCheckpointOutlivesAbort(t *testing.T) {
-	jm := New(nil)
-	g := twoVertexGraph(t, 1)
-	f := newFakeTM(jm, "tm-0")
-	f.srcOp = g.OperatorIDs[0]
-	jm.RegisterTaskManager(protocol.TaskManagerRegistration{ID: f.name, Slots: 2, NetworkMemory: 1 << 30}, f)
-	dir := t.TempDir()
-	store, err := storage.Open(context.Background(), "file://"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	jm, g, _, store, dir := oneTaskManager(t)
 	const held = 3
 	entered, release := make(chan struct{}), make(chan struct{})
 	spec := &JobSpec{ID: "job-1", Name: "recorded", Lineage: "l", Graph: g, Network: testNetwork,
