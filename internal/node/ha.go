@@ -114,7 +114,7 @@ func RunContender(ctx context.Context, cfg ContenderConfig) error {
 		if err != nil {
 			return err
 		}
-		log.Warn("JobManager lost its leadership: its jobs were canceled here and are the next leader's; campaigning again", "epoch", lead.Epoch())
+		log.Info("JobManager stepped down: campaigning again", "epoch", lead.Epoch())
 	}
 }
 
@@ -152,6 +152,7 @@ func runLeader(ctx context.Context, cfg ContenderConfig, lead ha.Leadership) err
 	}
 	select {
 	case <-lead.Done():
+		log.Warn("JobManager lost its leadership: canceling its jobs here, the next leader runs them", "epoch", l.epoch)
 	case <-ctx.Done():
 	}
 	l.stepping.Store(true)
