@@ -147,6 +147,10 @@ func runLeader(ctx context.Context, cfg ContenderConfig, lead ha.Leadership) err
 			log.Error("recovering the jobs of the HA store failed: stepping down", "err", err)
 			l.stepping.Store(true)
 			jm.Shutdown(context.Background())
+			// Give the term up, or the next campaign waits behind it.
+			rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+			lead.Resign(rctx)
+			cancel()
 			return nil // campaign again: the store may be back by then
 		}
 	}
