@@ -27,10 +27,10 @@ type checkpoints struct {
 	// completed are the retained checkpoints; latest is the newest.
 	completed map[int64]*storage.Metadata
 	latest    *storage.Metadata
-	// restartAfterWrites is 1 + the attempt whose restart waits for the
-	// metadata writes in flight (0: none waits).
-	restartAfterWrites int
-	registry           *storage.Registry
+	// restartWaits: the current attempt's restart waits for the metadata
+	// writes in flight.
+	restartWaits bool
+	registry     *storage.Registry
 	// sources are the executions that triggers go to; sourcesEnded those
 	// that read all their input (the final checkpoint waits for all).
 	sources      []coordinator.TaskID
@@ -359,9 +359,10 @@ func (jm *JobManager) finalized(j *job, id int64, err error, recorded *storage.M
 	defer jm.mu.Unlock()
 	cp := j.cp
 	delete(cp.writing, id)
-	if a := cp.restartAfterWrites - 1; a >= 0 && len(cp.writing) == 0 {
-		cp.restartAfterWrites = 0
-		defer func() { go jm.restart(j, a) }()
+	if cp.restartWaits && len(cp.writing) == 0 {
+		cp.restartWaits = false
+		attempt := j.attempt
+		defer func() { go jm.restart(j, attempt) }()
 	}
 	if cp.discard[id] {
 		delete(cp.discard, id)

@@ -47,7 +47,7 @@ func TestCheckpointCompletedHook(t *testing.T) {
 	var recorded, refused []int64
 	var paths []string
 	spec := &JobSpec{ID: "job-1", Name: "completed hook", Lineage: "l", Graph: g, Network: testNetwork, Restart: restart.Config{Type: restart.FixedDelay, FixedDelayAttempts: 1, FixedDelay: restart.Zero}.WithDefaults(true),
-		Checkpoints: &CheckpointSpec{Settings: coordinator.Settings{Interval: 10, TolerableFailures: 1 << 20}, Store: store, FirstID: 100,
+		Checkpoints: &CheckpointSpec{Settings: coordinator.Settings{Interval: 10, TolerableFailures: 1 << 20}, Store: store, Fencing: Fencing{FirstID: 100,
 			Completed: func(_ context.Context, id int64, path string) error {
 				// The tasks have not heard of it yet.
 				f.mu.Lock()
@@ -69,7 +69,7 @@ func TestCheckpointCompletedHook(t *testing.T) {
 				}
 				recorded, paths = append(recorded, id), append(paths, path)
 				return nil
-			}},
+			}}},
 	}
 	if err := jm.Submit(spec); err != nil {
 		t.Fatal(err)
@@ -147,13 +147,13 @@ func TestRecordedCheckpointOutlivesAbort(t *testing.T) {
 	spec := &JobSpec{ID: "job-1", Name: "recorded", Lineage: "l", Graph: g, Network: testNetwork,
 		Restart: restart.Config{Type: restart.FixedDelay, FixedDelayAttempts: 3, FixedDelay: restart.Zero}.WithDefaults(true),
 		Checkpoints: &CheckpointSpec{Settings: coordinator.Settings{Interval: 10}, Store: store,
-			Completed: func(_ context.Context, id int64, _ string) error {
+			Fencing: Fencing{Completed: func(_ context.Context, id int64, _ string) error {
 				if id == held {
 					close(entered)
 					<-release
 				}
 				return nil
-			}},
+			}}},
 	}
 	if err := jm.Submit(spec); err != nil {
 		t.Fatal(err)

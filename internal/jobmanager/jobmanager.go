@@ -42,6 +42,26 @@ type CheckpointSpec struct {
 	// SavepointDir is the default target directory of savepoints
 	// (state.savepoints.dir); "" needs one per request.
 	SavepointDir string
+	// Fencing: how the checkpoints are fenced (the lineage lease, or high
+	// availability's leader term).
+	Fencing
+	// ContinueLineage: the job continues the earlier runs of its lineage
+	// (it was started to resume them: --from). Their checkpoints in Store
+	// count towards Settings.Retained and what they no longer need is
+	// deleted (hygiene.go). False for a fresh start, which leaves every
+	// other job ID alone.
+	ContinueLineage bool
+	// SavepointsOnly: the job takes savepoints and nothing else (its user
+	// turned checkpointing off; Flink's coordinator runs for savepoints
+	// all the same). Settings.Interval must be 0; no final checkpoint is
+	// taken at the end of input, and Store only stages each savepoint's
+	// files until they are copied into its folder.
+	SavepointsOnly bool
+}
+
+// Fencing is how a job's checkpoints are fenced against another run (the
+// lineage lease) or another leader (high availability).
+type Fencing struct {
 	// Fence, if set, is asked before checkpoint or savepoint id's metadata
 	// is written, which completes it and lets sinks commit: an error
 	// (another run took the job's lineage lease, or another leader leads)
@@ -58,26 +78,6 @@ type CheckpointSpec struct {
 	// first checkpoint id of the run (high availability starts a new
 	// leader's ids above every id an earlier leader fenced).
 	FirstID int64
-	// ContinueLineage: the job continues the earlier runs of its lineage
-	// (it was started to resume them: --from). Their checkpoints in Store
-	// count towards Settings.Retained and what they no longer need is
-	// deleted (hygiene.go). False for a fresh start, which leaves every
-	// other job ID alone.
-	ContinueLineage bool
-	// SavepointsOnly: the job takes savepoints and nothing else (its user
-	// turned checkpointing off; Flink's coordinator runs for savepoints
-	// all the same). Settings.Interval must be 0; no final checkpoint is
-	// taken at the end of input, and Store only stages each savepoint's
-	// files until they are copied into its folder.
-	SavepointsOnly bool
-}
-
-// Fencing is how a leader's term fences a job's checkpoints under high
-// availability: CheckpointSpec's Fence, Completed and FirstID.
-type Fencing struct {
-	Fence     func(ctx context.Context, id int64) error
-	Completed func(ctx context.Context, id int64, path string) error
-	FirstID   int64
 }
 
 // JobSpec is a submitted job.

@@ -351,7 +351,7 @@ func (jm *JobManager) restart(j *job, attempt int) {
 		// A checkpoint's metadata is being written (and recorded): it may
 		// become the latest, which the restart must restore (finalized
 		// restarts the job once the last write ended).
-		j.cp.restartAfterWrites = attempt + 1
+		j.cp.restartWaits = true
 		return
 	}
 	if j.cp != nil {

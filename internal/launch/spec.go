@@ -56,18 +56,16 @@ func jobSpecs(ctx context.Context, cfg Config, id string, jg *graph.JobGraph, mo
 		if spDir == "" {
 			spDir = cfg.SavepointDir
 		}
-		if fencing == nil {
+		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: spDir}
+		if fencing != nil {
+			spec.Checkpoints.Fencing = *fencing
+		} else {
 			info := storage.LocalProcess(storage.LeaseInfo{Owner: id, REST: restAddr})
 			if res.lease, err = storage.AcquireLease(ctx, store, name, info, cp.LeaseTimeout, nil); err != nil {
 				return nil, nil, res, err
 			}
-		}
-		spec.Checkpoints = &jobmanager.CheckpointSpec{Settings: settings, Store: store, SavepointDir: spDir}
-		if res.lease != nil {
-			spec.Checkpoints.Fence = func(ctx context.Context, _ int64) error { return res.lease.Check(ctx) }
-		}
-		if fencing != nil {
-			spec.Checkpoints.Fence, spec.Checkpoints.Completed, spec.Checkpoints.FirstID = fencing.Fence, fencing.Completed, fencing.FirstID
+			lease := res.lease
+			spec.Checkpoints.Fence = func(ctx context.Context, _ int64) error { return lease.Check(ctx) }
 		}
 		csm := cp.ChannelStateMemory
 		if csm == 0 {
