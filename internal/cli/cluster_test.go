@@ -159,9 +159,11 @@ func TestClusterSilentTaskManager(t *testing.T) {
 	lost := waitStderr(t, jm, "TaskManager tm-a lost: no heartbeat", 30*time.Second)
 	t.Logf("tm-a frozen; lost after %v (heartbeat.timeout 1s)", lost)
 	// Silence counts from its last heartbeat, up to one interval before
-	// it froze.
-	if lost < 800*time.Millisecond {
-		t.Errorf("tm-a lost %v after it froze, before heartbeat.timeout less one heartbeat.interval", lost)
+	// it froze, or a little more when the sender ran late under load; two
+	// intervals below the timeout still tells a heartbeat timeout from a
+	// closed connection.
+	if lost < 600*time.Millisecond {
+		t.Errorf("tm-a lost %v after it froze, before heartbeat.timeout less two heartbeat.intervals", lost)
 	}
 	time.Sleep(500 * time.Millisecond)
 	frozen.cmd.Process.Signal(syscall.SIGCONT)
