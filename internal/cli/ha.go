@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 
 	"github.com/weirhq/weir/internal/ha"
-	"github.com/weirhq/weir/internal/ha/etcdha"
-	"github.com/weirhq/weir/internal/ha/kubeha"
 	"github.com/weirhq/weir/internal/node"
 )
 
@@ -32,34 +29,6 @@ func haSettings(props propsFlag) (rest propsFlag, _ ha.Settings, _ error) {
 	return rest, s, nil
 }
 
-// openHA connects to the service s chooses.
-func openHA(ctx context.Context, s ha.Settings, logger *slog.Logger) (ha.Service, error) {
-	switch s.Type {
-	case "etcd":
-		return etcdha.New(ctx, s, logger)
-	case "kubernetes":
-		return kubeha.New(ctx, s, logger)
-	}
-	return nil, fmt.Errorf("high-availability.type %q has no driver", s.Type)
-}
-
-// advertisedAt is the address a leader publishes for a listener bound at
-// bound: host (--advertised-address) with bound's port, else bound itself
-// when its host is specific.
-func advertisedAt(flag, host, bound string) (string, error) {
-	h, port, err := net.SplitHostPort(bound)
-	if err != nil {
-		return "", usagef("--%s %q: %v", flag, bound, err)
-	}
-	if host != "" {
-		return net.JoinHostPort(host, port), nil
-	}
-	if ip := net.ParseIP(h); h == "" || ip != nil && ip.IsUnspecified() {
-		return "", usagef("--%s %s listens on every interface: with high availability give --advertised-address HOST, the host other processes reach this JobManager at", flag, bound)
-	}
-	return bound, nil
-}
-
 // contend runs a JobManager with high availability: a contender that leads
 // or stands by (node.RunContender) until ctx ends.
 func contend(ctx context.Context, jc node.JobManagerConfig, s ha.Settings, advertised string, stdout io.Writer, logger *slog.Logger) error {
@@ -68,13 +37,13 @@ func contend(ctx context.Context, jc node.JobManagerConfig, s ha.Settings, adver
 	}
 	var info ha.LeaderInfo
 	var err error
-	if info.RPCAddress, err = advertisedAt("rpc-address", advertised, jc.RPCAddress); err != nil {
-		return err
+	if info.RPCAddress, err = node.AdvertisedAt("--rpc-address", advertised, jc.RPCAddress); err != nil {
+		return usagef("%v", err)
 	}
-	if info.RESTAddress, err = advertisedAt("rest-address", advertised, jc.RESTAddress); err != nil {
-		return err
+	if info.RESTAddress, err = node.AdvertisedAt("--rest-address", advertised, jc.RESTAddress); err != nil {
+		return usagef("%v", err)
 	}
-	svc, err := openHA(ctx, s, logger)
+	svc, err := node.OpenHA(ctx, s, logger)
 	if err != nil {
 		return fmt.Errorf("high availability (%s): %w", s.Type, err)
 	}

@@ -189,6 +189,13 @@ func startApplication(ctx context.Context, cfg Config) (*Job, error) {
 		return nil, fmt.Errorf("weir: application mode: %w", err)
 	}
 	info := appInfo(cfg, os.Args[1:])
+	hs, err := readHASettings(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("weir: application mode: %w", err)
+	}
+	if hs.Enabled() {
+		return startHAApplication(ctx, cfg, set, info, hs) // application_ha.go
+	}
 	app := rpc.NewApplication(node.BuildID(), info)
 	jm, err := node.StartJobManager(node.JobManagerConfig{RPCAddress: cfg.JobManager, RESTAddress: cfg.RESTAddr,
 		HeartbeatInterval: set.hbInterval, HeartbeatTimeout: set.hbTimeout, Application: app, Version: Version, Logger: cfg.Logger})

@@ -65,3 +65,42 @@ func TestReadAppSettings(t *testing.T) {
 		t.Errorf("role worker: got %v", err)
 	}
 }
+
+// TestReadHASettings: WEIR_PROPERTIES takes Flink's "key: value" lines (or
+// key=value; a value may hold either sign), skips blank and # lines, and
+// refuses a line without a key or a setting an application's JobManager
+// does not read, naming the line.
+func TestReadHASettings(t *testing.T) {
+	for _, c := range []struct {
+		props, typ, cluster, endpoints, err string
+	}{
+		{props: "", typ: "none", cluster: "default"},
+		{props: "high-availability.type: etcd\nhigh-availability.etcd.endpoints: a:2379,b:2379\n# a comment\n\nhigh-availability.cluster-id=app-1",
+			typ: "etcd", cluster: "app-1", endpoints: "a:2379,b:2379"},
+		{props: "high-availability.type=etcd\nhigh-availability.etcd.endpoints=http://a:2379", typ: "etcd", cluster: "default", endpoints: "http://a:2379"},
+		{props: "high-availability.type: kubernetes\nkubernetes.namespace: flink", typ: "kubernetes", cluster: "default"},
+		{props: "high-availability.type etcd", err: `WEIR_PROPERTIES line 1 "high-availability.type etcd": want key: value`},
+		{props: "high-availability.type: etcd\nstate.backend: rocksdb", err: `WEIR_PROPERTIES line 2: unknown setting "state.backend"`},
+		{props: "high-availability.type: zookeeper", err: "WEIR_PROPERTIES: "},
+	} {
+		s, err := readHASettings(func(k string) string {
+			if k == EnvProperties {
+				return c.props
+			}
+			return ""
+		})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want one containing %q", c.props, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.props, err)
+			continue
+		}
+		if s.Type != c.typ || s.ClusterID != c.cluster || strings.Join(s.EtcdEndpoints, ",") != c.endpoints {
+			t.Errorf("%q: got type %q cluster %q endpoints %q, want %q %q %q", c.props, s.Type, s.ClusterID, s.EtcdEndpoints, c.typ, c.cluster, c.endpoints)
+		}
+	}
+}

@@ -2,9 +2,12 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -16,6 +19,8 @@ import (
 
 	"github.com/weirhq/weir/internal/cluster"
 	"github.com/weirhq/weir/internal/ha"
+	"github.com/weirhq/weir/internal/ha/etcdha"
+	"github.com/weirhq/weir/internal/ha/kubeha"
 	"github.com/weirhq/weir/internal/jobmanager"
 	"github.com/weirhq/weir/internal/rest"
 	"github.com/weirhq/weir/internal/rpc"
@@ -54,6 +59,14 @@ type haFinal struct {
 	At     int64  `json:"at"`
 }
 
+// err is the recorded end's error (nil for none).
+func (f haFinal) err() error {
+	if f.Error == "" {
+		return nil
+	}
+	return errors.New(f.Error)
+}
+
 // haLatest points to a job's latest completed checkpoint or savepoint.
 type haLatest struct {
 	ID   int64  `json:"id"`
@@ -72,6 +85,66 @@ type ContenderConfig struct {
 	// Outcome names a job's end for its finished record ("FINISHED",
 	// "CANCELED" or "FAILED"); nil: FINISHED without error, else FAILED.
 	Outcome func(error) string
+	// Application, if set, makes this an application's JobManager
+	// (decision 7): its leader runs the one job under a fixed id, and
+	// RunContender returns once the application has ended.
+	Application *ContenderApplication
+}
+
+// ContenderApplication is the one job of an application's JobManagers.
+type ContenderApplication struct {
+	// JobID is the job's id in every term (ApplicationJobID), so each new
+	// leader continues its checkpoint lineage.
+	JobID   string
+	Program string
+	Args    []string
+	// Run runs the job on c to its end (sub names the id, the checkpoint
+	// to resume from and the term's fencing).
+	Run RunJob
+	// Ended is called once with the application's end: the job's, when it
+	// ran to its end under this term (before the JobManager shuts down, so
+	// that its TaskManagers hear of it), or the one an earlier leader
+	// recorded.
+	Ended func(status string, err error)
+}
+
+// ApplicationJobID is the fixed job id of the application with digest in
+// HA cluster clusterID: every leader of the application derives the same.
+func ApplicationJobID(clusterID, digest string) string {
+	sum := sha256.Sum256([]byte("weir application\n" + clusterID + "\n" + digest))
+	return hex.EncodeToString(sum[:16])
+}
+
+// errApplicationEnded ends RunContender: the application has ended.
+var errApplicationEnded = errors.New("the application ended")
+
+// OpenHA connects to the service s chooses (high-availability.type).
+func OpenHA(ctx context.Context, s ha.Settings, logger *slog.Logger) (ha.Service, error) {
+	switch s.Type {
+	case "etcd":
+		return etcdha.New(ctx, s, logger)
+	case "kubernetes":
+		return kubeha.New(ctx, s, logger)
+	}
+	return nil, fmt.Errorf("high-availability.type %q has no driver", s.Type)
+}
+
+// AdvertisedAt is the address a leader publishes for a listener bound at
+// bound (named by setting): host with bound's port, else bound itself when
+// its host is specific.
+func AdvertisedAt(setting, host, bound string) (string, error) {
+	h, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %v", setting, bound, err)
+	}
+	if host != "" {
+		return net.JoinHostPort(host, port), nil
+	}
+	if ip := net.ParseIP(h); h == "" || ip != nil && ip.IsUnspecified() {
+		return "", fmt.Errorf("%s %s listens on every interface: with high availability give the host other processes reach this JobManager at (--advertised-address HOST, or %s in application mode)",
+			setting, bound, "WEIR_ADVERTISED_ADDRESS")
+	}
+	return bound, nil
 }
 
 // RunContender campaigns, leads and campaigns again until ctx ends; then
@@ -103,6 +176,14 @@ func RunContender(ctx context.Context, cfg ContenderConfig) error {
 			return fmt.Errorf("campaigning for leadership: %w", err)
 		}
 		err = runLeader(ctx, cfg, lead)
+		if errors.Is(err, errApplicationEnded) {
+			// Resign at once: the standbys take over, find the end recorded
+			// and end too.
+			rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+			lead.Resign(rctx)
+			cancel()
+			return nil
+		}
 		if ctx.Err() != nil {
 			rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
 			if rerr := lead.Resign(rctx); rerr != nil {
@@ -142,28 +223,53 @@ func runLeader(ctx context.Context, cfg ContenderConfig, lead ha.Leadership) err
 		return err
 	}
 	log.Info("JobManager leads", "epoch", l.epoch, "rpc", jm.RPCAddress(), "rest", jm.RESTAddress())
-	if run != nil {
-		if err := l.recoverJobs(ctx, jm.Cluster(), run); err != nil {
-			log.Error("recovering the jobs of the HA store failed: stepping down", "err", err)
+	// The jobs' context ends only after stepping is set (below), so a job
+	// canceled because the term ended is never recorded as finished.
+	jobsCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+	var appEnded <-chan haFinal
+	if app := cfg.Application; app != nil {
+		var recorded *haFinal
+		appEnded, recorded, err = l.runApplication(jobsCtx, jm.Cluster(), app)
+		if err == nil && recorded != nil {
+			log.Info("the application has ended under an earlier leader: ending", "job", app.JobID, "status", recorded.Status)
+			app.Ended(recorded.Status, recorded.err())
 			l.stepping.Store(true)
 			jm.Shutdown(context.Background())
-			// Give the term up, or the next campaign waits behind it.
-			rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
-			lead.Resign(rctx)
-			cancel()
-			return nil // campaign again: the store may be back by then
+			return errApplicationEnded
 		}
+	} else if run != nil {
+		err = l.recoverJobs(jobsCtx, jm.Cluster(), run)
 	}
+	if err != nil {
+		log.Error("recovering the jobs of the HA store failed: stepping down", "err", err)
+		l.stepping.Store(true)
+		jm.Shutdown(context.Background())
+		// Give the term up, or the next campaign waits behind it.
+		rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+		lead.Resign(rctx)
+		cancel()
+		return nil // campaign again: the store may be back by then
+	}
+	ended := false
 	select {
 	case <-lead.Done():
 		log.Warn("JobManager lost its leadership: canceling its jobs here, the next leader runs them", "epoch", l.epoch)
 	case <-ctx.Done():
+	case end := <-appEnded:
+		// Before the JobManager shuts down: its TaskManagers hear of it.
+		cfg.Application.Ended(end.Status, end.err())
+		ended = true
 	}
 	l.stepping.Store(true)
+	cancelJobs()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = jm.Shutdown(sctx)
 	l.jobs.Wait()
+	if ended {
+		return errApplicationEnded
+	}
 	return err
 }
 
@@ -244,6 +350,52 @@ func (l *leader) recoverJobs(ctx context.Context, c *cluster.Local, run RunJob) 
 	return nil
 }
 
+// runApplication starts the application's job under its fixed id, resumed
+// from its latest recorded checkpoint, unless an earlier leader recorded
+// its end (returned). The channel receives the job's end, once recorded,
+// unless the term ends first.
+func (l *leader) runApplication(ctx context.Context, c *cluster.Local, app *ContenderApplication) (<-chan haFinal, *haFinal, error) {
+	sctx, cancel := l.storeCtx()
+	defer cancel()
+	b, err := l.store.Get(sctx, haFinished+app.JobID)
+	switch {
+	case err == nil:
+		var f haFinal
+		if err := json.Unmarshal(b, &f); err != nil {
+			return nil, nil, fmt.Errorf("the HA store's record of the application's end (job %s): %w", app.JobID, err)
+		}
+		return nil, &f, nil
+	case !errors.Is(err, ha.ErrNotFound):
+		return nil, nil, err
+	}
+	rec, err := json.Marshal(haJob{ID: app.JobID, Program: app.Program, Args: app.Args, BuildID: BuildID(), Submitted: time.Now().UnixMilli()})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Recorded in every term: the build may have changed (an upgrade that
+	// keeps the job's graph and configuration continues its lineage).
+	if err := l.store.Put(sctx, haJobs+app.JobID, rec); err != nil {
+		return nil, nil, fmt.Errorf("recording the application in the HA store: %w", err)
+	}
+	latest, reserved, err := l.checkpoints(sctx, app.JobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	first := max(latest.ID, reserved) + 1
+	l.cfg.JobManager.Logger.Info("running the application", "job", app.JobID, "program", app.Program, "resume", latest.Path, "first_checkpoint", first)
+	sub := Submission{Program: app.Program, Args: app.Args, JobID: app.JobID, ResumeFrom: latest.Path, Fencing: l.fencing(app.JobID, first), Refresh: l.refresh(app.JobID)}
+	ended := make(chan haFinal, 1)
+	l.jobs.Add(1)
+	go func() {
+		defer l.jobs.Done()
+		err := app.Run(ctx, c, sub)
+		if f, ok := l.finish(app.JobID, err); ok {
+			ended <- f
+		}
+	}()
+	return ended, nil, nil
+}
+
 // checkpoints reads a job's latest recorded checkpoint and its highest
 // reserved checkpoint id.
 func (l *leader) checkpoints(ctx context.Context, id string) (latest haLatest, reserved int64, _ error) {
@@ -313,10 +465,11 @@ func (l *leader) fencing(id string, first int64) *jobmanager.Fencing {
 }
 
 // finish records a job's end unless the term is ending (then the job was
-// canceled here to be run again by the next leader).
-func (l *leader) finish(id string, err error) {
+// canceled here to be run again by the next leader); it returns the record
+// and whether it was made.
+func (l *leader) finish(id string, err error) (haFinal, bool) {
 	if l.stepping.Load() {
-		return
+		return haFinal{}, false
 	}
 	status := "FINISHED"
 	if l.cfg.Outcome != nil {
@@ -328,20 +481,23 @@ func (l *leader) finish(id string, err error) {
 	if err != nil {
 		f.Error = err.Error()
 	}
-	l.finishWith(id, f)
+	return f, l.finishWith(id, f)
 }
 
-func (l *leader) finishWith(id string, f haFinal) {
+// finishWith records job id's end; it reports whether the store took it.
+func (l *leader) finishWith(id string, f haFinal) bool {
 	f.At = time.Now().UnixMilli()
 	b, err := json.Marshal(f)
 	if err != nil {
-		return
+		return false
 	}
 	sctx, cancel := l.storeCtx()
 	defer cancel()
 	if err := l.store.Put(sctx, haFinished+id, b); err != nil {
 		l.cfg.JobManager.Logger.Warn("recording a job's end in the HA store failed: the next leader runs it again", "job", id, "err", err)
+		return false
 	}
+	return true
 }
 
 // standby is a contender's listeners while another leads.

@@ -114,19 +114,36 @@ type AppFollower struct {
 // FollowApplication asks the application-mode JobManager at address which
 // application it runs, retrying with backoff while nobody answers (the
 // JobManager may start after its TaskManagers) until backoff.Timeout
-// (taskmanager.registration.timeout). A refusal (another build, a
-// session-mode JobManager) is ErrRefused. waiting, if set, is called with
-// the first attempt's error when it retries.
+// (taskmanager.registration.timeout). address may list every JobManager of
+// an application with high availability ("a:6123,b:6123"): each attempt
+// tries the next, or at once the leader a standby named, and while standbys
+// answer the attempts keep the first backoff step's pace (an election is
+// under way). A refusal (another build, a session-mode JobManager) is
+// ErrRefused. waiting, if set, is called with the first attempt's error
+// when it retries.
 func FollowApplication(ctx context.Context, address, buildID, taskManager string, backoff Backoff, waiting func(error)) (*AppFollower, error) {
 	backoff = backoff.withDefaults()
 	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	deadline := time.Now().Add(backoff.Timeout)
+	jms := newLeaderFollower(address)
+	follows, warned := 0, false
 	for n := 0; ; n++ {
-		f, err := followOnce(ctx, address, buildID, taskManager)
+		at := jms.pick()
+		f, err := followOnce(ctx, at, buildID, taskManager)
 		if err == nil || errors.Is(err, ErrRefused) || ctx.Err() != nil {
 			return f, err
 		}
-		if n == 0 && waiting != nil {
+		if jms.refused(at, err) && follows < 3 {
+			follows++
+			n--
+			continue
+		}
+		follows = 0
+		if notLeader(at, err) != nil {
+			n = 0
+		}
+		if !warned && waiting != nil {
+			warned = true
 			waiting(err)
 		}
 		d := backoff.delay(n, r)

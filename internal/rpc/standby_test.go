@@ -65,3 +65,31 @@ func TestConnectFollowsTheLeader(t *testing.T) {
 		t.Errorf("a submission to the standby alone: %v, want a NotLeaderError naming %s", err, leaderAddr)
 	}
 }
+
+// TestFollowApplicationFollowsTheLeader: a TaskManager of an application
+// with high availability, given a standby first, follows the leader the
+// standby names and gets the application from it at once.
+func TestFollowApplicationFollowsTheLeader(t *testing.T) {
+	app := NewApplication("b1", AppInfo{Name: "app", Digest: "d1"})
+	leaderAddr := startApplication(t, app)
+	sb, sbAddr, err := StartStandby("127.0.0.1:0", func() string { return leaderAddr }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	var waited error
+	f, err := FollowApplication(ctx, sbAddr.String()+","+leaderAddr, "b1", "tm-1", Backoff{Initial: time.Second}, func(err error) { waited = err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Info.Digest != "d1" || waited != nil {
+		t.Fatalf("got %+v (waited: %v), want the leader's application at once", f.Info, waited)
+	}
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("took %v, want the standby's hint followed without a backoff step", took)
+	}
+}
