@@ -173,8 +173,9 @@ type Config struct {
 	// job on an embedded cluster in this process.
 	Role Role
 	// JobManager is the application JobManager's RPC address: where it
-	// listens, and where TaskManagers reach it. Default: WEIR_JOBMANAGER,
-	// else 127.0.0.1:6123.
+	// listens, and where TaskManagers reach it; a TaskManager of an
+	// application with high availability lists every JobManager ("a,b",
+	// docs/deployment.md). Default: WEIR_JOBMANAGER, else 127.0.0.1:6123.
 	JobManager string
 }
 

@@ -17,6 +17,11 @@
 //	WEIR_ROLE=taskmanager WEIR_TASKMANAGER_ID=tm-2 ./app &
 //	wait
 //
+// With WEIR_PROPERTIES naming an HA service (etcd or Kubernetes) it may be
+// started as several JobManagers that elect a leader; the TaskManagers are
+// given all of them (WEIR_JOBMANAGER=a,b). See docs/deployment.md, "An
+// application with high availability".
+//
 // Without WEIR_ROLE the program runs the job on an embedded cluster in one
 // process, as any Weir program does. The paths must be ones every process
 // can reach (on one machine, any; on several, a shared file system). See
