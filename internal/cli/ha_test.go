@@ -94,12 +94,13 @@ func waitJobEnd(t *testing.T, limit time.Duration, jms ...*haJobManager) protoco
 // while keyed-count runs: the standby leads within twice the lease
 // duration, recovers the job from the HA store under its id and resumes it
 // from its latest recorded checkpoint on the same TaskManagers, which
-// follow the new leader; the committed output is exactly once. weir list at
+// follow the new leader; the committed output is exactly once, and the
+// attached client, following the job to the new leader, exits 0. weir list at
 // a standby is answered by the leader. Then a JobManager restarted in the
 // killed one's place, leading after the other resigns, does not run the
 // finished job again.
 func TestHALeaderKilled(t *testing.T) {
-	forEachDriver(t, 37, func(t *testing.T, c *haCluster) {
+	forEachDriverWith(t, 37, true, func(t *testing.T, c *haCluster) {
 		a, b := c.a, c.b
 		if err := a.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -115,6 +116,9 @@ func TestHALeaderKilled(t *testing.T) {
 		waitStderr(t, b.p, "recovering a job of the HA store", 10*time.Second)
 		c.exactlyOnce(t)
 		t.Logf("the job finished on the new leader %v after the kill", time.Since(killed))
+		if !strings.Contains(b.p.stderr.String(), "a client re-attached") {
+			t.Errorf("the attached client did not follow the job to the new leader; its stderr:\n%s", c.client.stderr.String())
+		}
 
 		// A JobManager in the killed one's place, then the leader resigns:
 		// the finished job is not run again.
@@ -144,10 +148,14 @@ func equalLines(a, b []string) bool { return firstDiff(a, b) == len(a) && len(a)
 // checkpoint.
 type haCluster struct {
 	driver haDriver
-	a, b   *haJobManager
-	flags  []string // the JobManagers'
-	output string
-	want   []string
+	// attached runs the job with an attached client (client), which
+	// follows it from leader to leader; else it is submitted detached.
+	attached bool
+	client   *proc
+	a, b     *haJobManager
+	flags    []string // the JobManagers'
+	output   string
+	want     []string
 }
 
 // haDriver is a real HA service for the tests of one driver.
@@ -222,8 +230,13 @@ func withEachDriver(t *testing.T, seed uint64, f func(t *testing.T, r *rand.Rand
 
 // forEachDriver runs f on a started haCluster of each driver.
 func forEachDriver(t *testing.T, seed uint64, f func(t *testing.T, c *haCluster)) {
+	forEachDriverWith(t, seed, false, f)
+}
+
+// forEachDriverWith is forEachDriver with the job's client attached or not.
+func forEachDriverWith(t *testing.T, seed uint64, attached bool, f func(t *testing.T, c *haCluster)) {
 	withEachDriver(t, seed, func(t *testing.T, r *rand.Rand, d haDriver, flags []string) {
-		c := &haCluster{driver: d}
+		c := &haCluster{driver: d, attached: attached}
 		f(t, c.start(t, r, flags))
 	})
 }
@@ -246,10 +259,15 @@ func (c *haCluster) start(t *testing.T, r *rand.Rand, flags []string) *haCluster
 	hb := []string{"-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1s"}
 	startTaskManager(t, os.Args[0], jms, "tm-a", 2, hb...)
 	startTaskManager(t, os.Args[0], jms, "tm-b", 2, hb...)
-	client := startWeir(t, "", "run", "keyed-count", "--jobmanager", jms, "--detached", "--input", input, "--output", c.output,
-		"--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000")
-	if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
-		t.Fatalf("the detached client exited %d; stderr:\n%s\nleader:\n%s", code, client.stderr.String(), c.a.p.stderr.String())
+	run := []string{"run", "keyed-count", "--jobmanager", jms, "--input", input, "--output", c.output,
+		"--parallelism", "2", "--checkpoint-interval", "100ms", "--rate", "2000"}
+	if c.attached {
+		c.client = startWeir(t, "", run...)
+	} else {
+		client := startWeir(t, "", append(run, "--detached")...)
+		if code, _, _ := client.wait(t, 30*time.Second); code != ExitOK {
+			t.Fatalf("the detached client exited %d; stderr:\n%s\nleader:\n%s", code, client.stderr.String(), c.a.p.stderr.String())
+		}
 	}
 	waitStderr(t, c.a.p, "checkpoint completed", 20*time.Second)
 	time.Sleep(time.Duration(200+r.IntN(1000)) * time.Millisecond)
@@ -267,14 +285,21 @@ func (c *haCluster) exactlyOnce(t *testing.T) {
 		t.Fatalf("committed %d lines, want %d exactly once (first difference at %d); a:\n%s\nb:\n%s",
 			len(got), len(c.want), firstDiff(got, c.want), c.a.p.stderr.String(), c.b.p.stderr.String())
 	}
+	if c.client != nil {
+		if code, _, _ := c.client.wait(t, 30*time.Second); code != ExitOK {
+			t.Fatalf("the attached client exited %d; stdout:\n%s\nstderr:\n%s", code, c.client.stdout.String(), c.client.stderr.String())
+		}
+	}
 }
 
 // TestHALeaderPaused, with each driver: the leader is frozen (SIGSTOP)
 // until the standby leads, then thawed: the zombie finds its term over,
 // steps down without recording anything (its store writes are refused),
-// and the job, resumed by the new leader, commits exactly once.
+// and the job, resumed by the new leader, commits exactly once; the
+// attached client, told by the zombie that it stepped down, follows the
+// job to the new leader and exits 0.
 func TestHALeaderPaused(t *testing.T) {
-	forEachDriver(t, 38, func(t *testing.T, c *haCluster) {
+	forEachDriverWith(t, 38, true, func(t *testing.T, c *haCluster) {
 		if err := c.a.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -296,9 +321,9 @@ func TestHALeaderPaused(t *testing.T) {
 // goes silent): the leader, unable to renew, steps down within the renew
 // deadline and cancels its job without recording it finished; when the
 // service is back a JobManager leads again, recovers the job and it
-// completes exactly once.
+// completes exactly once; the attached client follows it there.
 func TestHAStoreUnreachable(t *testing.T) {
-	forEachDriver(t, 39, func(t *testing.T, c *haCluster) {
+	forEachDriverWith(t, 39, true, func(t *testing.T, c *haCluster) {
 		// When the outage begins is known only to within the time outage
 		// takes: etcd's Stop drains its clients first (seconds under load).
 		start := time.Now()

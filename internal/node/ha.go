@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -65,6 +66,18 @@ func (f haFinal) err() error {
 		return nil
 	}
 	return errors.New(f.Error)
+}
+
+// outcome is the recorded end as a run's error: nil for FINISHED, one
+// wrapping context.Canceled for CANCELED (so it is classified so).
+func (f haFinal) outcome() error {
+	switch {
+	case f.Status == "FINISHED":
+		return nil
+	case f.Status == "CANCELED":
+		return fmt.Errorf("%w: %s", context.Canceled, cmp.Or(f.Error, "the job was canceled"))
+	}
+	return errors.New(cmp.Or(f.Error, "the job ended "+f.Status))
 }
 
 // haLatest points to a job's latest completed checkpoint or savepoint.
@@ -206,22 +219,92 @@ type leader struct {
 	epoch    uint64
 	stepping atomic.Bool // the term is ending: jobs that end now are not finished
 	jobs     sync.WaitGroup
+	c        *cluster.Local
+	// recovered is closed once the store's jobs run again (or recovery
+	// failed): a client re-attaching waits for it.
+	recovered chan struct{}
+
+	mu   sync.Mutex
+	runs map[string]*termRun // by job id: the jobs run in this term
+}
+
+// termRun is a job run in a term: done is closed when it ended with err.
+type termRun struct {
+	done chan struct{}
+	err  error
+}
+
+// started notes that job id runs in this term; the caller calls end with
+// its outcome.
+func (l *leader) started(id string) (end func(error)) {
+	r := &termRun{done: make(chan struct{})}
+	l.mu.Lock()
+	l.runs[id] = r
+	l.mu.Unlock()
+	return func(err error) { r.err = err; close(r.done) }
+}
+
+// handedOver marks the error of a run that ended because the term did
+// (rpc.ErrHandedOver): its client re-attaches to the next leader.
+func (l *leader) handedOver(err error) error {
+	if err == nil || !l.stepping.Load() {
+		return err
+	}
+	return fmt.Errorf("%w: %v", rpc.ErrHandedOver, err)
+}
+
+// attach follows job id for a re-attaching client (rpc.Jobs.Attach): the
+// run of this term, or the end an earlier leader recorded. The client
+// going away cancels the job, as an attached submission's does.
+func (l *leader) attach(ctx context.Context, id string) error {
+	select {
+	case <-l.recovered:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.mu.Lock()
+	r := l.runs[id]
+	l.mu.Unlock()
+	if r == nil {
+		sctx, cancel := l.storeCtx()
+		defer cancel()
+		b, err := l.store.Get(sctx, haFinished+id)
+		if err != nil {
+			return fmt.Errorf("%w: job %s is neither running here nor recorded as ended (%v)", rpc.ErrUnknownJob, id, err)
+		}
+		var f haFinal
+		if err := json.Unmarshal(b, &f); err != nil {
+			return fmt.Errorf("%w: the HA store's record of job %s's end: %v", rpc.ErrUnknownJob, id, err)
+		}
+		return f.outcome()
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		if !l.stepping.Load() {
+			l.c.JM.Cancel(id)
+		}
+		return ctx.Err()
+	}
 }
 
 // runLeader leads until the term ends or ctx does.
 func runLeader(ctx context.Context, cfg ContenderConfig, lead ha.Leadership) error {
-	l := &leader{cfg: cfg, store: lead.Store(), epoch: lead.Epoch()}
+	l := &leader{cfg: cfg, store: lead.Store(), epoch: lead.Epoch(), recovered: make(chan struct{}), runs: map[string]*termRun{}}
 	jc := cfg.JobManager
 	log := jc.Logger
 	jc.Epoch = lead.Epoch()
 	run := jc.Run
 	if run != nil {
 		jc.Run = func(ctx context.Context, c *cluster.Local, sub Submission) error { return l.submit(ctx, c, run, sub) }
+		jc.Attach = l.attach
 	}
 	jm, err := StartJobManager(jc)
 	if err != nil {
 		return err
 	}
+	l.c = jm.Cluster()
 	log.Info("JobManager leads", "epoch", l.epoch, "rpc", jm.RPCAddress(), "rest", jm.RESTAddress())
 	// The jobs' context ends only after stepping is set (below), so a job
 	// canceled because the term ended is never recorded as finished.
@@ -241,6 +324,7 @@ func runLeader(ctx context.Context, cfg ContenderConfig, lead ha.Leadership) err
 	} else if run != nil {
 		err = l.recoverJobs(jobsCtx, jm.Cluster(), run)
 	}
+	close(l.recovered)
 	if err != nil {
 		log.Error("recovering the jobs of the HA store failed: stepping down", "err", err)
 		l.stepping.Store(true)
@@ -293,8 +377,11 @@ func (l *leader) submit(ctx context.Context, c *cluster.Local, run RunJob, sub S
 	sub.JobID, sub.Fencing, sub.Refresh = rec.ID, l.fencing(rec.ID, 0), l.refresh(rec.ID)
 	l.jobs.Add(1)
 	defer l.jobs.Done()
+	end := l.started(rec.ID)
 	err = run(ctx, c, sub)
 	l.finish(rec.ID, err)
+	err = l.handedOver(err)
+	end(err)
 	return err
 }
 
@@ -338,6 +425,7 @@ func (l *leader) recoverJobs(ctx context.Context, c *cluster.Local, run RunJob) 
 		log.Info("recovering a job of the HA store", "job", id, "program", rec.Program, "resume", latest.Path, "first_checkpoint", first)
 		sub := Submission{Program: rec.Program, Args: rec.Args, JobID: id, ResumeFrom: latest.Path, Fencing: l.fencing(id, first), Refresh: l.refresh(id)}
 		l.jobs.Add(1)
+		end := l.started(id)
 		go func() {
 			defer l.jobs.Done()
 			err := run(ctx, c, sub)
@@ -345,6 +433,7 @@ func (l *leader) recoverJobs(ctx context.Context, c *cluster.Local, run RunJob) 
 				log.Error("a recovered job failed", "job", id, "err", err)
 			}
 			l.finish(id, err)
+			end(l.handedOver(err))
 		}()
 	}
 	return nil

@@ -68,6 +68,9 @@ type JobManagerConfig struct {
 	// Outcome classifies a job's error for its client's exit code
 	// (rpc.Jobs.Outcome); nil says "failed" for every error.
 	Outcome func(error) string
+	// Attach, if set, follows a job for a client that re-attaches
+	// (rpc.Jobs.Attach; high availability).
+	Attach func(ctx context.Context, id string) error
 	// HeartbeatInterval and HeartbeatTimeout are heartbeat.interval and
 	// heartbeat.timeout (0: DefaultHeartbeatInterval and
 	// DefaultHeartbeatTimeout): a TaskManager silent for the timeout is
@@ -160,7 +163,7 @@ func StartJobManager(cfg JobManagerConfig) (*JobManager, error) {
 		Logger:      cfg.Logger,
 	}
 	if cfg.Run != nil {
-		sc.Jobs = &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome,
+		sc.Jobs = &rpc.Jobs{BuildID: build, RESTAddress: c.RESTAddr(), Outcome: cfg.Outcome, Attach: cfg.Attach,
 			Run: func(ctx context.Context, program string, args []string, submitted func(string)) error {
 				return cfg.Run(ctx, c, Submission{Program: program, Args: args, Submitted: submitted})
 			}}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -28,7 +30,21 @@ type Jobs struct {
 	// Outcome classifies Run's error for the client's exit code: "usage",
 	// "canceled" or "failed".
 	Outcome func(error) string
+	// Attach, if set, follows job id until it ends and returns its outcome
+	// as Run does; an error wrapping ErrUnknownJob when this JobManager
+	// neither runs nor recorded it. Canceling ctx cancels the job. Without
+	// it a re-attaching client is refused.
+	Attach func(ctx context.Context, id string) error
 }
+
+// ErrHandedOver wraps the error of a job canceled because its JobManager
+// stepped down (high availability): the job goes on under the next leader,
+// so its client is not told an end but loses the call, and re-attaches.
+var ErrHandedOver = errors.New("the JobManager stepped down; the job goes on under the next leader")
+
+// ErrUnknownJob is Jobs.Attach's error for a job the JobManager does not
+// know.
+var ErrUnknownJob = errors.New("no such job here")
 
 // Submission is a job's progress as its submitting client sees it.
 type Submission struct {
@@ -51,6 +67,9 @@ func (h handler) SubmitJob(ctx context.Context, req *connect.Request[weirpb.Subm
 		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf(
 			"the client runs build %s and the JobManager build %s: every process builds the job from its name and arguments, so they must run the same binary", got, jobs.BuildID))
 	}
+	if id := req.Msg.GetAttachJobId(); id != "" {
+		return h.attach(ctx, jobs, id, st)
+	}
 	program, args := req.Msg.GetProgram(), req.Msg.GetArgs()
 	h.s.log.Info("rpc: job submitted", "program", program, "args", args, "detached", req.Msg.GetDetached())
 	runCtx := ctx
@@ -62,13 +81,7 @@ func (h handler) SubmitJob(ctx context.Context, req *connect.Request[weirpb.Subm
 	go func() {
 		ended <- jobs.Run(runCtx, program, args, func(id string) { submitted <- id })
 	}()
-	final := func(err error) error {
-		u := &weirpb.JobUpdate{Final: true, RestAddress: jobs.RESTAddress}
-		if err != nil {
-			u.Error, u.Outcome = err.Error(), jobs.Outcome(err)
-		}
-		return st.Send(u)
-	}
+	final := func(err error) error { return sendFinal(jobs, st, err) }
 	select {
 	case id := <-submitted:
 		if err := st.Send(&weirpb.JobUpdate{JobId: id, RestAddress: jobs.RESTAddress}); err != nil {
@@ -90,6 +103,35 @@ func (h handler) SubmitJob(ctx context.Context, req *connect.Request[weirpb.Subm
 	}
 }
 
+// sendFinal sends a job's end to its client, or for a job handed over to
+// the next leader ends the call unavailable (the client re-attaches).
+func sendFinal(jobs *Jobs, st *connect.ServerStream[weirpb.JobUpdate], err error) error {
+	if errors.Is(err, ErrHandedOver) {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	u := &weirpb.JobUpdate{Final: true, RestAddress: jobs.RESTAddress}
+	if err != nil {
+		u.Error, u.Outcome = err.Error(), jobs.Outcome(err)
+	}
+	return st.Send(u)
+}
+
+// attach serves a client re-attaching to job id: its end, as a submission's.
+func (h handler) attach(ctx context.Context, jobs *Jobs, id string, st *connect.ServerStream[weirpb.JobUpdate]) error {
+	if jobs.Attach == nil {
+		return connect.NewError(connect.CodeUnimplemented, errors.New("rpc: this JobManager does not follow jobs across leaders (it runs without high availability)"))
+	}
+	h.s.log.Info("rpc: a client re-attached", "job", id)
+	err := jobs.Attach(ctx, id)
+	if errors.Is(err, ErrUnknownJob) {
+		return connect.NewError(connect.CodeNotFound, err)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return sendFinal(jobs, st, err)
+}
+
 // SubmitJob submits program with args to the JobManager at address and
 // calls progress with its id once submitted; unless detached, it then
 // waits for the job's end and returns it (Submission.Err). Canceling ctx
@@ -97,7 +139,8 @@ func (h handler) SubmitJob(ctx context.Context, req *connect.Request[weirpb.Subm
 //
 // address may list every JobManager of a cluster with high availability
 // ("a:6123,b:6123"): the job goes to the one that leads (a standby names
-// it).
+// it), and when that one is lost while an attached job runs, the client
+// follows the job at the next leader (reattach).
 func SubmitJob(ctx context.Context, address, buildID, program string, args []string, detached bool, progress func(Submission)) (Submission, error) {
 	jms := newLeaderFollower(address)
 	var err error
@@ -106,6 +149,13 @@ func SubmitJob(ctx context.Context, address, buildID, program string, args []str
 		var s Submission
 		var unanswered bool
 		s, err, unanswered = submitJob(ctx, a, buildID, program, args, detached, progress)
+		var lost *lostError
+		if errors.As(err, &lost) && ctx.Err() == nil {
+			if len(jms.addrs) > 1 {
+				return reattach(ctx, jms, address, buildID, s, lost)
+			}
+			return s, fmt.Errorf("%v; under high availability the job goes on with the next leader: follow it with weir list, or give every JobManager (--jobmanager a,b) to follow it", lost)
+		}
 		if err == nil || s.JobID != "" || ctx.Err() != nil {
 			return s, err
 		}
@@ -159,7 +209,7 @@ func submitJob(ctx context.Context, address, buildID, program string, args []str
 		}
 		var ce *connect.Error
 		if s.JobID != "" && !(errors.As(err, &ce) && ce.Code() == connect.CodeCanceled) {
-			return s, fmt.Errorf("lost the JobManager at %s while following job %s (%w); under high availability the job goes on with the next leader: follow it with weir list", address, s.JobID, submitError(address, err)), false
+			return s, &lostError{address: address, job: s.JobID, err: submitError(address, err)}, false
 		}
 		return s, submitError(address, err), s.JobID == "" && errors.As(err, &ce) && ce.Code() == connect.CodeUnavailable
 	}
@@ -185,4 +235,88 @@ func submitError(address string, err error) error {
 		return fmt.Errorf("submitting to the JobManager at %s: %s", address, ce.Message())
 	}
 	return fmt.Errorf("submitting to the JobManager at %s: %w", address, err)
+}
+
+// lostError is an attached submission whose JobManager went away while the
+// job ran.
+type lostError struct {
+	address, job string
+	err          error
+}
+
+func (e *lostError) Error() string {
+	return fmt.Sprintf("lost the JobManager at %s while following job %s (%v)", e.address, e.job, e.err)
+}
+
+func (e *lostError) Unwrap() error { return e.err }
+
+// reattachFor bounds how long a client whose JobManager was lost looks for
+// a leader that runs its job: an election takes about one lease.
+const reattachFor = 2 * time.Minute
+
+// reattach follows job s.JobID, whose JobManager was lost, at whichever
+// JobManager of the list leads next (high availability: the new leader
+// runs it again under the same id), until the job ends. Without high
+// availability nobody does, and after reattachFor the loss is the error.
+func reattach(ctx context.Context, jms *leaderFollower, address, buildID string, s Submission, lost *lostError) (Submission, error) {
+	deadline := time.Now().Add(reattachFor)
+	pace := Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
+	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	var last error = lost
+	for n, follows := 0, 0; time.Now().Before(deadline); {
+		a := jms.pick()
+		end, err := attachOnce(ctx, a, buildID, s.JobID)
+		if err == nil {
+			end.JobID = s.JobID
+			return end, nil
+		}
+		if ctx.Err() != nil {
+			return s, ctx.Err()
+		}
+		var ce *connect.Error
+		if errors.As(err, &ce) && (ce.Code() == connect.CodeNotFound || ce.Code() == connect.CodeUnimplemented) {
+			return s, fmt.Errorf("%v; the JobManager at %s leads now but does not follow it: %s", lost, a, ce.Message())
+		}
+		if jms.refused(a, err) && follows < 3 {
+			follows++
+			continue
+		}
+		follows, last = 0, err
+		t := time.NewTimer(pace.delay(n, r))
+		n++
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return s, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return s, fmt.Errorf("%v, and no JobManager of %s that runs it answered within %v (last: %v); with high availability the job may go on: see weir list", lost, address, reattachFor, last)
+}
+
+// attachOnce follows job id at one JobManager until its end.
+func attachOnce(ctx context.Context, address, buildID, id string) (Submission, error) {
+	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: Dialer(TCP{}.withDefaults())}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	api := weirpbconnect.NewJobManagerServiceClient(&http.Client{Transport: tr}, "http://"+address)
+	st, err := api.SubmitJob(ctx, connect.NewRequest(&weirpb.SubmitRequest{BuildId: buildID, AttachJobId: id}))
+	if err != nil {
+		return Submission{}, err
+	}
+	defer st.Close()
+	for st.Receive() {
+		u := st.Msg()
+		if u.GetFinal() {
+			s := Submission{RESTAddress: u.GetRestAddress()}
+			if u.GetError() != "" {
+				s.Err, s.Outcome = errors.New(u.GetError()), u.GetOutcome()
+			}
+			return s, nil
+		}
+	}
+	if err := st.Err(); err != nil {
+		return Submission{}, err
+	}
+	return Submission{}, fmt.Errorf("the JobManager at %s ended the call without job %s's outcome", address, id)
 }

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,52 @@ func TestSubmitJobNoJobManager(t *testing.T) {
 	_, err := SubmitJob(context.Background(), "127.0.0.1:1", "b", "p", nil, false, nil)
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("err %v, want one naming the address", err)
+	}
+}
+
+// TestSubmitJobReattaches: an attached client whose JobManager hands its
+// running job over (steps down: the call ends unavailable, no end told)
+// follows the job at the next JobManager of its list (high availability)
+// and returns the job's end from there; a JobManager that does not know
+// the job ends the client at once, naming it; with one JobManager the loss
+// is the error. (A JobManager killed outright breaks the call the same
+// way: internal/cli's TestHALeaderKilled.)
+func TestSubmitJobReattaches(t *testing.T) {
+	outcome := func(error) string { return "failed" }
+	handsOver := func(id string) func(context.Context, string, []string, func(string)) error {
+		return func(ctx context.Context, _ string, _ []string, submitted func(string)) error {
+			submitted(id)
+			return fmt.Errorf("%w: canceled here", ErrHandedOver)
+		}
+	}
+	attached := make(chan string, 4)
+	addrB := startJobs(t, &Jobs{BuildID: "b", Outcome: outcome, Run: handsOver("x"), Attach: func(ctx context.Context, id string) error {
+		attached <- id
+		if id != "j1" {
+			return fmt.Errorf("%w: job %s", ErrUnknownJob, id)
+		}
+		return errors.New("boom after the takeover")
+	}})
+	for _, c := range []struct {
+		name, id, want string
+		list           func(a string) string
+	}{
+		{"follows the job", "j1", "boom after the takeover", func(a string) string { return a + "," + addrB }},
+		{"one JobManager", "j1", "lost the JobManager", func(a string) string { return a }},
+		{"unknown to the leader", "j2", "does not follow it", func(a string) string { return a + "," + addrB }},
+	} {
+		addrA := startJobs(t, &Jobs{BuildID: "b", Outcome: outcome, Run: handsOver(c.id)})
+		began := time.Now()
+		s, err := SubmitJob(context.Background(), c.list(addrA), "b", "p", nil, false, nil)
+		got := err
+		if err == nil {
+			got = s.Err
+		}
+		if got == nil || !strings.Contains(got.Error(), c.want) || !strings.Contains(got.Error()+s.JobID, c.id) || time.Since(began) > 5*time.Second {
+			t.Errorf("%s: %+v, %v after %v; want job %s and at once %q", c.name, s, err, time.Since(began), c.id, c.want)
+		}
+	}
+	if len(attached) != 2 || <-attached != "j1" || <-attached != "j2" {
+		t.Fatalf("want re-attachments to j1, then j2")
 	}
 }

@@ -245,7 +245,13 @@ type SubmitRequest struct {
 	BuildId string `protobuf:"bytes,3,opt,name=build_id,json=buildId,proto3" json:"build_id,omitempty"`
 	// detached: the job keeps running when the client goes away; else the
 	// end of the call cancels it.
-	Detached      bool `protobuf:"varint,4,opt,name=detached,proto3" json:"detached,omitempty"`
+	Detached bool `protobuf:"varint,4,opt,name=detached,proto3" json:"detached,omitempty"`
+	// attach_job_id, if set, follows that job instead of submitting one
+	// (program and args are ignored): a client whose JobManager was lost
+	// re-attaches to the next leader, which runs the job under the same id
+	// (high availability). The end of the call cancels the job, as for an
+	// attached submission; the job's end is the last update.
+	AttachJobId   string `protobuf:"bytes,5,opt,name=attach_job_id,json=attachJobId,proto3" json:"attach_job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -306,6 +312,13 @@ func (x *SubmitRequest) GetDetached() bool {
 		return x.Detached
 	}
 	return false
+}
+
+func (x *SubmitRequest) GetAttachJobId() string {
+	if x != nil {
+		return x.AttachJobId
+	}
+	return ""
 }
 
 // JobUpdate tells a submitting client about its job: the first one once it
@@ -582,12 +595,13 @@ const file_weir_cluster_v1_cluster_proto_rawDesc = "" +
 	"\vapplication\x18\x04 \x01(\tR\vapplication\"?\n" +
 	"\rRegisterReply\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\"t\n" +
+	"\asession\x18\x02 \x01(\tR\asession\"\x98\x01\n" +
 	"\rSubmitRequest\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x12\x19\n" +
 	"\bbuild_id\x18\x03 \x01(\tR\abuildId\x12\x1a\n" +
-	"\bdetached\x18\x04 \x01(\bR\bdetached\"\x8b\x01\n" +
+	"\bdetached\x18\x04 \x01(\bR\bdetached\x12\"\n" +
+	"\rattach_job_id\x18\x05 \x01(\tR\vattachJobId\"\x8b\x01\n" +
 	"\tJobUpdate\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12!\n" +
 	"\frest_address\x18\x02 \x01(\tR\vrestAddress\x12\x14\n" +
