@@ -94,7 +94,8 @@ func TestBenchOnCluster(t *testing.T) {
 	}
 }
 
-// Usage errors of the cluster flags, before anything is submitted.
+// Usage errors of the cluster flags, before anything is submitted or
+// registered.
 func TestBenchOnClusterUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -105,6 +106,9 @@ func TestBenchOnClusterUsage(t *testing.T) {
 		{[]string{"bench", "chained", "--jobmanager", "127.0.0.1:1"}, "--jobmanager does not apply to bench chained"},
 		{[]string{"bench", "latency", "--dir", "x"}, "--dir needs --jobmanager"},
 		{[]string{"bench", "latency", "--jobmanager", "127.0.0.1:1", "--keys", "101"}, "--keys 101 must be a multiple of --parallelism 2"},
+		{[]string{"taskmanager", "--jobmanager", ","}, `--jobmanager "," names no JobManager`},
+		{[]string{"taskmanager", "--jobmanager", "127.0.0.1:1,jm2"}, `"jm2" is not HOST:PORT`},
+		{[]string{"run", "keyed-count", "--jobmanager", "jm:0", "--input", "in", "--output", "out"}, `"jm:0" is not HOST:PORT`},
 	} {
 		code, out, errOut := runCLI(tc.args...)
 		if code != ExitUsage || !regexp.MustCompile(regexp.QuoteMeta(tc.want)).MatchString(errOut) || out != "" {

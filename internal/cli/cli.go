@@ -774,6 +774,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *jobManager != "" && setFlag(fs, "address"):
 		return usagef("--address is the embedded cluster's REST API; a job submitted with --jobmanager is served by the JobManager's (weir jobmanager --rest-address)")
 	}
+	if setFlag(fs, "jobmanager") {
+		if err := checkJobManagers(*jobManager); err != nil { // cluster.go
+			return err
+		}
+	}
 	if !launch.IsBuilding(ctx) { // a TaskManager builds what its JobManager checked
 		if err := checkJobPaths(job, &f); err != nil { // paths.go
 			return err

@@ -115,6 +115,21 @@ func outcome(err error) string {
 	return "failed"
 }
 
+// checkJobManagers checks a --jobmanager value: HOST:PORT, or a comma
+// list of them (every JobManager of a cluster with high availability).
+func checkJobManagers(list string) error {
+	addrs := rpc.Addresses(list)
+	if len(addrs) == 0 {
+		return usagef("--jobmanager %q names no JobManager: want HOST:PORT, or HOST:PORT,HOST:PORT with high availability", list)
+	}
+	for _, a := range addrs {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" || port == "0" {
+			return usagef("--jobmanager %q: %q is not HOST:PORT (the JobManager's --rpc-address)", list, a)
+		}
+	}
+	return nil
+}
+
 // heartbeatSettings reads the -D settings of jobmanager and taskmanager:
 // heartbeat.interval and heartbeat.timeout (Flink's keys; durations), 0
 // for the defaults. Both sides of a cluster should use the same values.
@@ -327,6 +342,8 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return usagef("taskmanager takes no arguments, got %q", pos)
 	case *jmAddr == "":
 		return usagef("taskmanager needs --jobmanager HOST:PORT (the JobManager's --rpc-address)")
+	case checkJobManagers(*jmAddr) != nil:
+		return checkJobManagers(*jmAddr)
 	case *slots < 1 || *slots > 1024:
 		return usagef("--slots must be between 1 and 1024, got %d", *slots)
 	case setFlag(fs, "network-memory") && netMem.bytes < 1<<20:

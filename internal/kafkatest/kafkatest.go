@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirhq/weir/internal/flinktest"
+	"github.com/weirhq/weir/internal/testport"
 )
 
 // EnvBrokers names the environment variable with the bootstrap address of
@@ -173,12 +172,12 @@ func startBroker(script string) (*running, error) {
 				return nil, err
 			}
 		}
-		port, err := freePort()
+		ports, err := testport.Free(1)
 		if err != nil {
 			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), StartLimit)
-		cmd := exec.CommandContext(ctx, script, "start", "--port", strconv.Itoa(port), "--dir", dir,
+		cmd := exec.CommandContext(ctx, script, "start", "--port", strconv.Itoa(ports[0]), "--dir", dir,
 			"--owner-pid", strconv.Itoa(os.Getpid()))
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -198,7 +197,7 @@ func startBroker(script string) (*running, error) {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%s start did not finish within %v; its stderr:\n%s", script, StartLimit, stderr.String())
 		}
-		lastErr = fmt.Errorf("%s start --port %d --dir %s: %v; its stderr:\n%s", script, port, dir, err, stderr.String())
+		lastErr = fmt.Errorf("%s start --port %d --dir %s: %v; its stderr:\n%s", script, ports[0], dir, err, stderr.String())
 		if !portTaken(stderr.String()) {
 			break
 		}
@@ -257,47 +256,6 @@ func warmUp(addr string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// freePort picks a port on 127.0.0.1 that nothing listens on, outside the
-// kernel's range of ephemeral ports: a port from that range (what listening
-// on port 0 returns) can be taken by any outgoing connection of the test
-// binaries running in parallel before the broker binds it.
-func freePort() (int, error) {
-	lo, hi := ephemeralRange()
-	for i := 0; i < 100; i++ {
-		p := 20000 + rand.IntN(30000)
-		if p >= lo && p <= hi {
-			continue
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return p, nil
-	}
-	return 0, fmt.Errorf("kafkatest: no free port in 20000-49999 outside the ephemeral range %d-%d after 100 tries", lo, hi)
-}
-
-// ephemeralRange is the kernel's range of ports for outgoing connections
-// (Linux's default when it cannot be read).
-func ephemeralRange() (lo, hi int) {
-	lo, hi = 32768, 60999
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return lo, hi
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return lo, hi
-	}
-	l, err1 := strconv.Atoi(f[0])
-	h, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
-		return lo, hi
-	}
-	return l, h
 }
 
 // repoRoot is the nearest directory upwards that holds go.mod.

@@ -99,21 +99,6 @@ func TestReadCommittedStopsAtOpenTransaction(t *testing.T) {
 	}
 }
 
-// The broker's port comes from outside the ephemeral range, where no
-// outgoing connection of a parallel test binary can take it.
-func TestFreePortOutsideEphemeralRange(t *testing.T) {
-	lo, hi := ephemeralRange()
-	for i := 0; i < 50; i++ {
-		p, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p >= lo && p <= hi {
-			t.Fatalf("freePort = %d, inside the ephemeral range %d-%d", p, lo, hi)
-		}
-	}
-}
-
 func TestPortTaken(t *testing.T) {
 	for _, tc := range []struct {
 		stderr string

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/flinktest"
+	"github.com/weirhq/weir/internal/testport"
 )
 
 // Versions scripts/kube-apiserver builds; Start checks its stamps.
@@ -150,7 +150,7 @@ func start(bin string) (s *Server, err error) {
 	if err := s.writeFiles(); err != nil {
 		return nil, fmt.Errorf("kubetest: writing the server's files in %s: %w", dir, err)
 	}
-	ports, err := freePorts(3)
+	ports, err := testport.Free(3)
 	if err != nil {
 		return nil, err
 	}
@@ -494,52 +494,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// freePorts picks n distinct ports on 127.0.0.1 that nothing listens on,
-// outside the kernel's range of ephemeral ports (which outgoing
-// connections of parallel test binaries may take before a server binds).
-func freePorts(n int) ([]int, error) {
-	lo, hi := ephemeralRange()
-	var ports []int
-	for i := 0; i < 200 && len(ports) < n; i++ {
-		p := 20000 + mrand.IntN(30000)
-		if p >= lo && p <= hi {
-			continue
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		dup := false
-		for _, q := range ports {
-			dup = dup || q == p
-		}
-		if !dup {
-			ports = append(ports, p)
-		}
-	}
-	if len(ports) < n {
-		return nil, fmt.Errorf("kubetest: no %d free ports in 20000-49999 outside the ephemeral range %d-%d", n, lo, hi)
-	}
-	return ports, nil
-}
-
-func ephemeralRange() (lo, hi int) {
-	lo, hi = 32768, 60999
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return lo, hi
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return lo, hi
-	}
-	l, err1 := strconv.Atoi(f[0])
-	h, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
-		return lo, hi
-	}
-	return l, h
 }
