@@ -26,7 +26,8 @@ type Settings struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// EtcdEndpoints is high-availability.etcd.endpoints.
 	EtcdEndpoints []string
-	// Namespace is kubernetes.namespace; APIServer and TokenFile are
+	// Namespace is kubernetes.namespace (empty: the pod's own, else
+	// "default"); APIServer and TokenFile are
 	// high-availability.kubernetes.api-server and .token-file, for a
 	// process outside a pod (inside one, the in-cluster values).
 	Namespace, APIServer, TokenFile string
@@ -64,7 +65,7 @@ var settingKeys = []string{
 // ignored, but an unknown high-availability.* key is an error) and checks
 // them: each error names the setting.
 func ParseSettings(kv map[string]string) (Settings, error) {
-	s := Settings{Type: "none", ClusterID: "default", Namespace: "default",
+	s := Settings{Type: "none", ClusterID: "default",
 		LeaseDuration: DefaultLeaseDuration, RenewDeadline: DefaultRenewDeadline, RetryPeriod: DefaultRetryPeriod}
 	keys := make([]string, 0, len(kv))
 	for k := range kv {

@@ -15,15 +15,15 @@ func TestParseSettings(t *testing.T) {
 		err  string
 	}{
 		{name: "defaults", kv: nil,
-			want: Settings{Type: "none", ClusterID: "default", Namespace: "default", LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}},
+			want: Settings{Type: "none", ClusterID: "default", LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}},
 		{name: "etcd", kv: map[string]string{"high-availability.type": "etcd", "high-availability.etcd.endpoints": "a:2379, b:2379,", "high-availability.cluster-id": "c-1", "other.key": "x"},
-			want: Settings{Type: "etcd", ClusterID: "c-1", Namespace: "default", EtcdEndpoints: []string{"a:2379", "b:2379"}, LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}},
+			want: Settings{Type: "etcd", ClusterID: "c-1", EtcdEndpoints: []string{"a:2379", "b:2379"}, LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}},
 		{name: "flink's kubernetes names", kv: map[string]string{"high-availability.type": "KUBERNETES", "high-availability.kubernetes.leader-election.lease-duration": "15s",
 			"high-availability.kubernetes.leader-election.renew-deadline": "10s", "high-availability.kubernetes.leader-election.retry-period": "5s", "kubernetes.namespace": "flink"},
 			want: Settings{Type: "kubernetes", ClusterID: "default", Namespace: "flink", LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 5 * time.Second}},
 		{name: "kubernetes outside a pod", kv: map[string]string{"high-availability.type": "kubernetes", "high-availability.kubernetes.api-server": "https://127.0.0.1:6443",
 			"high-availability.kubernetes.token-file": "/t", "high-availability.kubernetes.ca-file": "/ca.crt"},
-			want: Settings{Type: "kubernetes", ClusterID: "default", Namespace: "default", APIServer: "https://127.0.0.1:6443", TokenFile: "/t", CAFile: "/ca.crt",
+			want: Settings{Type: "kubernetes", ClusterID: "default", APIServer: "https://127.0.0.1:6443", TokenFile: "/t", CAFile: "/ca.crt",
 				LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}},
 		{name: "unknown type", kv: map[string]string{"high-availability.type": "consul"}, err: `high-availability.type "consul": want none, etcd or kubernetes`},
 		{name: "zookeeper", kv: map[string]string{"high-availability.type": "zookeeper"}, err: "zookeeper is not supported"},

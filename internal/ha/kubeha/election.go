@@ -62,13 +62,14 @@ func New(ctx context.Context, s ha.Settings, logger *slog.Logger) (ha.Service, e
 		switch {
 		case cfg.namespace == "" && err == nil:
 			cfg.namespace = pod
-		case err == nil && pod != cfg.namespace:
+		case err == nil && cfg.namespace != "" && pod != cfg.namespace:
 			logger.Warn("kubernetes.namespace differs from the pod's namespace: the Lease and ConfigMap live in kubernetes.namespace, which the pod's ServiceAccount must be allowed to use",
 				"kubernetes.namespace", cfg.namespace, "pod namespace", pod)
 		}
 	}
 	if cfg.namespace == "" {
-		return nil, errors.New("kubeha: kubernetes.namespace is empty")
+		// Outside a pod, or a pod without its namespace file.
+		cfg.namespace = "default"
 	}
 	c, err := newClient(cfg, s)
 	if err != nil {

@@ -524,3 +524,54 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// TestInPodNamespace: in a pod (the service host and port in the
+// environment, the ServiceAccount's token, ca.crt and namespace in its
+// folder) with kubernetes.namespace unset, the driver uses the pod's
+// namespace, the only one its ServiceAccount may use, and leads there.
+func TestInPodNamespace(t *testing.T) {
+	srv := kubetest.Start(t)
+	ns := srv.Namespace(t, "pod")
+	token, err := os.ReadFile(restrictedAccount(t, srv, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(srv.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"token": token, "ca.crt": ca, "namespace": []byte(ns)} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := serviceAccountDir
+	serviceAccountDir = dir
+	t.Cleanup(func() { serviceAccountDir = saved })
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envServiceHost, host)
+	t.Setenv(envServicePort, port)
+	s, err := ha.ParseSettings(map[string]string{"high-availability.type": "kubernetes", "high-availability.cluster-id": "pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(context.Background(), s, testLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if got := svc.(*service).ns; got != ns {
+		t.Fatalf("namespace %q, want the pod's %q", got, ns)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ld, err := svc.Campaign(ctx, ha.LeaderInfo{RPCAddress: "a"})
+	if err != nil {
+		t.Fatalf("campaigning in the pod's namespace: %v", err)
+	}
+	ld.Resign(ctx)
+}
