@@ -136,7 +136,7 @@ func startHAApplication(ctx context.Context, cfg Config, set appSettings, info r
 			}
 			return string(protocol.JobFailed)
 		},
-		Application: &node.ContenderApplication{JobID: id, Program: cfg.Name, Args: info.Args, Run: run,
+		Application: &node.ContenderApplication{JobID: id, Program: cfg.Name, Args: info.Args, Fingerprint: info.Fingerprint, Digest: info.Digest, Run: run,
 			Ended: func(status string, err error) {
 				if status == string(protocol.JobCanceled) && err != nil {
 					err = fmt.Errorf("%w: %v", canceled, err)

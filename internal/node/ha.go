@@ -50,6 +50,11 @@ type haJob struct {
 	Args      []string `json:"args"`
 	BuildID   string   `json:"buildId"`
 	Submitted int64    `json:"submitted"` // epoch ms
+	// An application's graph fingerprint and digest (of the graph and
+	// the configuration's canonical text); a session-mode job's are its
+	// build's, from Program and Args.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
 
 // haFinal is a job's end as the HA store keeps it: the job is never run
@@ -111,6 +116,9 @@ type ContenderApplication struct {
 	JobID   string
 	Program string
 	Args    []string
+	// Fingerprint and Digest describe the application (rpc.AppInfo), for
+	// its record in the store.
+	Fingerprint, Digest string
 	// Run runs the job on c to its end (sub names the id, the checkpoint
 	// to resume from and the term's fencing).
 	Run RunJob
@@ -457,7 +465,8 @@ func (l *leader) runApplication(ctx context.Context, c *cluster.Local, app *Cont
 	case !errors.Is(err, ha.ErrNotFound):
 		return nil, nil, err
 	}
-	rec, err := json.Marshal(haJob{ID: app.JobID, Program: app.Program, Args: app.Args, BuildID: BuildID(), Submitted: time.Now().UnixMilli()})
+	rec, err := json.Marshal(haJob{ID: app.JobID, Program: app.Program, Args: app.Args, BuildID: BuildID(), Submitted: time.Now().UnixMilli(),
+		Fingerprint: app.Fingerprint, Digest: app.Digest})
 	if err != nil {
 		return nil, nil, err
 	}
