@@ -107,6 +107,7 @@ func TestBenchOnClusterUsage(t *testing.T) {
 		{[]string{"bench", "latency", "--dir", "x"}, "--dir needs --jobmanager"},
 		{[]string{"bench", "latency", "--jobmanager", "127.0.0.1:1", "--keys", "101"}, "--keys 101 must be a multiple of --parallelism 2"},
 		{[]string{"taskmanager", "--jobmanager", ","}, `--jobmanager "," names no JobManager`},
+		{[]string{"taskmanager", "--jobmanager", "127.0.0.1:1", "-D", "taskmanager.cpu.cores=0"}, "taskmanager.cpu.cores=0: want a positive number of cores"},
 		{[]string{"taskmanager", "--jobmanager", "127.0.0.1:1,jm2"}, `"jm2" is not HOST:PORT`},
 		{[]string{"run", "keyed-count", "--jobmanager", "jm:0", "--input", "in", "--output", "out"}, `"jm:0" is not HOST:PORT`},
 	} {

@@ -95,7 +95,7 @@ Usage:
                   [--heap-state-memory S] [--log-level L]
                   [-D heartbeat.interval=D] [-D heartbeat.timeout=D]
                   [-D taskmanager.network.tcp.user-timeout=D]
-                  [--cpuprofile F]
+                  [-D taskmanager.cpu.cores=N] [--cpuprofile F]
                                run a TaskManager of N task slots (default 1)
                                that registers with the JobManager at ADDR (with
                                high availability, every JobManager's: A,B; it
@@ -119,8 +119,11 @@ Usage:
                                (docs/deployment.md); a data connection whose
                                sent data or keepalive probes go unacknowledged
                                for taskmanager.network.tcp.user-timeout
-                               (default 5s) fails its tasks; --cpuprofile as
-                               for jobmanager
+                               (default 5s) fails its tasks; it runs Go code on
+                               at most taskmanager.cpu.cores cores at once
+                               (GOMAXPROCS; default: the slots, one core per
+                               slot as in Flink; the GOMAXPROCS environment
+                               variable wins); --cpuprofile as for jobmanager
   weir bench <name> [flags]    run an engine benchmark and report events/s per core:
                                chained (--events N), shuffle (--events N --parallelism N),
                                wordcount (--size-mb N --parallelism N),

@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,7 +139,7 @@ func heartbeatSettings(props propsFlag) (interval, timeout time.Duration, err er
 		d, perr := time.ParseDuration(p[1])
 		switch {
 		case p[0] != "heartbeat.interval" && p[0] != "heartbeat.timeout":
-			return 0, 0, usagef("-D %s: unknown setting (jobmanager and taskmanager take heartbeat.interval and heartbeat.timeout, taskmanager also %s)", p[0], keyUserTimeout)
+			return 0, 0, usagef("-D %s: unknown setting (jobmanager and taskmanager take heartbeat.interval and heartbeat.timeout, taskmanager also %s and %s)", p[0], keyUserTimeout, node.KeyCPUCores)
 		case perr != nil || d < 10*time.Millisecond:
 			return 0, 0, usagef("-D %s=%s: want a duration of at least 10ms, such as 1s", p[0], p[1])
 		case p[0] == "heartbeat.interval":
@@ -205,6 +206,26 @@ func userTimeoutSetting(props propsFlag) (rest propsFlag, timeout time.Duration,
 		timeout = d
 	}
 	return rest, timeout, nil
+}
+
+// cpuCoresSetting takes taskmanager's -D taskmanager.cpu.cores out of
+// props (0 when not given: the slots).
+func cpuCoresSetting(props propsFlag) (rest propsFlag, cores float64, err error) {
+	for _, p := range props {
+		if p[0] != node.KeyCPUCores {
+			rest = append(rest, p)
+			continue
+		}
+		v, perr := strconv.ParseFloat(p[1], 64)
+		if perr == nil {
+			perr = node.CPUCores(v)
+		}
+		if perr != nil {
+			return nil, 0, usagef("-D %s=%s: want a positive number of cores (default: the number of slots)", p[0], p[1])
+		}
+		cores = v
+	}
+	return rest, cores, nil
 }
 
 func cmpOr(d, def time.Duration) time.Duration {
@@ -333,6 +354,10 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	props, cores, err := cpuCoresSetting(props)
+	if err != nil {
+		return err
+	}
 	hbInterval, hbTimeout, err := heartbeatSettings(props)
 	if err != nil {
 		return err
@@ -371,7 +396,7 @@ func taskManagerCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	defer stopProfile()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
+	return node.RunTaskManager(ctx, node.TaskManagerConfig{JobManager: *jmAddr, ID: *id, Slots: *slots, CPUCores: cores, ProcessMemory: procMem.bytes, NetworkMemory: netMem.bytes,
 		HeapStateMemory: heapMem.bytes, StateDir: *stateDir, DataAddress: *dataAddr, AdvertisedDataAddress: *advertised, Build: buildJob(logger), Logger: logger,
 		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, DataUserTimeout: userTimeout,
 		Registered: func(session string) {

@@ -57,6 +57,7 @@ const (
 	EnvSlots       = "WEIR_TASKMANAGER_SLOTS"
 	EnvID          = "WEIR_TASKMANAGER_ID"
 	EnvDataAddress = "WEIR_TASKMANAGER_DATA_ADDRESS"
+	EnvCPUCores    = "WEIR_TASKMANAGER_CPU_CORES"
 	EnvHBInterval  = "WEIR_HEARTBEAT_INTERVAL"
 	EnvHBTimeout   = "WEIR_HEARTBEAT_TIMEOUT"
 	// envReexec marks a TaskManager re-executed with its JobManager's
@@ -72,6 +73,7 @@ const drainFollowers = 2 * time.Second
 // environment.
 type appSettings struct {
 	slots                 int
+	cores                 float64
 	id, dataAddress       string
 	hbInterval, hbTimeout time.Duration
 }
@@ -87,6 +89,16 @@ func readAppSettings(getenv func(string) string) (appSettings, error) {
 	}
 	if v := getenv(EnvDataAddress); v != "" {
 		s.dataAddress = v
+	}
+	if v := getenv(EnvCPUCores); v != "" {
+		c, err := strconv.ParseFloat(v, 64)
+		if err == nil {
+			err = node.CPUCores(c)
+		}
+		if err != nil {
+			return s, fmt.Errorf("%s=%q: want a positive number of cores (taskmanager.cpu.cores; default: the slots)", EnvCPUCores, v)
+		}
+		s.cores = c
 	}
 	for _, d := range []struct {
 		name string
@@ -276,7 +288,7 @@ func serveApplication(ctx context.Context, cfg Config) (*Job, error) {
 	j := &Job{started: time.Now(), done: make(chan struct{}), stop: stop}
 	served := make(chan error, 1)
 	go func() {
-		served <- node.RunTaskManager(serve, node.TaskManagerConfig{JobManager: cfg.JobManager, ID: set.id, Slots: set.slots,
+		served <- node.RunTaskManager(serve, node.TaskManagerConfig{JobManager: cfg.JobManager, ID: set.id, Slots: set.slots, CPUCores: set.cores,
 			ProcessMemory: cfg.ProcessMemory, NetworkMemory: cfg.NetworkMemory, HeapStateMemory: cfg.HeapStateMemory,
 			MemorySetting: "Config.ProcessMemory", MemoryFrom: cfg.MemoryFrom, DataAddress: set.dataAddress, StateDir: cfg.StateDir, Application: mine.Digest, Logger: cfg.Logger,
 			HeartbeatInterval: set.hbInterval, HeartbeatTimeout: set.hbTimeout,

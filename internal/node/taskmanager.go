@@ -24,6 +24,9 @@ type TaskManagerConfig struct {
 	// <hostname>:<pid>.
 	ID    string
 	Slots int
+	// CPUCores is taskmanager.cpu.cores: the process's GOMAXPROCS (0: the
+	// slots; cpu.go).
+	CPUCores float64
 	// ProcessMemory is the memory the whole process may use (0: the
 	// cgroup's limit, else the machine's memory); NetworkMemory and
 	// HeapStateMemory (see taskmanager.Config) default to their shares of
@@ -90,6 +93,7 @@ func RunTaskManager(ctx context.Context, cfg TaskManagerConfig) error {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
 	}
+	applyCPUCores(cfg.CPUCores, cfg.Slots, cfg.Logger)
 	guard, err := processMemory(&cfg, cfg.Logger)
 	if err != nil {
 		return err
