@@ -467,6 +467,10 @@ func isLocalPath(flag, v string) bool {
 // the job on the embedded cluster.
 func submit(ctx context.Context, addr, job string, args []string, detached bool, stderr io.Writer) error {
 	s, err := rpc.SubmitJob(ctx, addr, node.BuildID(), job, args, detached, func(s rpc.Submission) {
+		if s.Lost != "" {
+			fmt.Fprintf(stderr, "weir: lost the JobManager at %s while job %s runs; following the job at the next leader of %s\n", s.Lost, s.JobID, addr)
+			return
+		}
 		fmt.Fprintf(stderr, "weir: job %s submitted to %s", s.JobID, addr)
 		if s.RESTAddress != "" {
 			fmt.Fprintf(stderr, " (REST API http://%s)", s.RESTAddress)

@@ -116,7 +116,7 @@ func TestHALeaderKilled(t *testing.T) {
 		waitStderr(t, b.p, "recovering a job of the HA store", 10*time.Second)
 		c.exactlyOnce(t)
 		t.Logf("the job finished on the new leader %v after the kill", time.Since(killed))
-		if !strings.Contains(b.p.stderr.String(), "a client re-attached") {
+		if !strings.Contains(b.p.stderr.String(), "a client re-attached") || !strings.Contains(c.client.stderr.String(), "following the job at the next leader") {
 			t.Errorf("the attached client did not follow the job to the new leader; its stderr:\n%s", c.client.stderr.String())
 		}
 

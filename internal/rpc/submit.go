@@ -49,6 +49,9 @@ var ErrUnknownJob = errors.New("no such job here")
 // Submission is a job's progress as its submitting client sees it.
 type Submission struct {
 	JobID, RESTAddress string
+	// Lost, in a progress update, is the JobManager an attached client
+	// lost while its job ran: it now looks for the next leader (reattach).
+	Lost string
 	// Err is the job's failure, nil once it finished; Outcome classifies
 	// it (Jobs.Outcome).
 	Err     error
@@ -152,6 +155,9 @@ func SubmitJob(ctx context.Context, address, buildID, program string, args []str
 		var lost *lostError
 		if errors.As(err, &lost) && ctx.Err() == nil {
 			if len(jms.addrs) > 1 {
+				if progress != nil {
+					progress(Submission{JobID: s.JobID, Lost: lost.address})
+				}
 				return reattach(ctx, jms, address, buildID, s, lost)
 			}
 			return s, fmt.Errorf("%v; under high availability the job goes on with the next leader: follow it with weir list, or give every JobManager (--jobmanager a,b) to follow it", lost)

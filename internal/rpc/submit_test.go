@@ -156,7 +156,11 @@ func TestSubmitJobReattaches(t *testing.T) {
 	} {
 		addrA := startJobs(t, &Jobs{BuildID: "b", Outcome: outcome, Run: handsOver(c.id)})
 		began := time.Now()
-		s, err := SubmitJob(context.Background(), c.list(addrA), "b", "p", nil, false, nil)
+		var lost string
+		s, err := SubmitJob(context.Background(), c.list(addrA), "b", "p", nil, false, func(s Submission) { lost += s.Lost })
+		if want := map[bool]string{true: addrA}[strings.Contains(c.list(addrA), ",")]; lost != want {
+			t.Errorf("%s: progress told the loss of %q, want %q", c.name, lost, want)
+		}
 		got := err
 		if err == nil {
 			got = s.Err
