@@ -104,6 +104,7 @@ func NewHandler(c Cluster, opts ...Option) http.Handler {
 		routes["/jobs/{jobid}/vertices/{vertexid}/metrics"] = byMethod{http.MethodGet: h.withJobID(h.vertexMetrics)}
 		routes["/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics"] = byMethod{http.MethodGet: h.withJobID(h.aggregatedMetrics)}
 		routes["/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/metrics"] = byMethod{http.MethodGet: h.withJobID(h.subtaskMetrics)}
+		routes["/metrics"] = byMethod{http.MethodGet: h.prometheus} // prometheus.go
 	}
 	h.savepointRoutes(routes)
 	mux := http.NewServeMux()
