@@ -200,23 +200,26 @@ func RunContender(ctx context.Context, cfg ContenderConfig) error {
 		if errors.Is(err, errApplicationEnded) {
 			// Resign at once: the standbys take over, find the end recorded
 			// and end too.
-			rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
-			lead.Resign(rctx)
-			cancel()
+			resign(lead, cfg)
 			return nil
 		}
 		if ctx.Err() != nil {
-			rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
-			if rerr := lead.Resign(rctx); rerr != nil {
-				log.Warn("resigning leadership failed: a standby takes over when the lease expires", "err", rerr)
-			}
-			cancel()
+			resign(lead, cfg)
 			return err
 		}
 		if err != nil {
 			return err
 		}
 		log.Info("JobManager stepped down: campaigning again", "epoch", lead.Epoch())
+	}
+}
+
+// resign gives the term up, so that a standby takes over at once.
+func resign(lead ha.Leadership, cfg ContenderConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+	defer cancel()
+	if err := lead.Resign(ctx); err != nil {
+		cfg.JobManager.Logger.Warn("resigning leadership failed: a standby takes over when the lease expires", "err", err)
 	}
 }
 
@@ -276,13 +279,12 @@ func (l *leader) attach(ctx context.Context, id string) error {
 	if r == nil {
 		sctx, cancel := l.storeCtx()
 		defer cancel()
-		b, err := l.store.Get(sctx, haFinished+id)
-		if err != nil {
-			return fmt.Errorf("%w: job %s is neither running here nor recorded as ended (%v)", rpc.ErrUnknownJob, id, err)
-		}
-		var f haFinal
-		if err := json.Unmarshal(b, &f); err != nil {
-			return fmt.Errorf("%w: the HA store's record of job %s's end: %v", rpc.ErrUnknownJob, id, err)
+		f, err := l.finished(sctx, id)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: job %s: %v", rpc.ErrUnknownJob, id, err)
+		case f == nil:
+			return fmt.Errorf("%w: job %s is neither running here nor recorded as ended", rpc.ErrUnknownJob, id)
 		}
 		return f.outcome()
 	}
@@ -338,9 +340,7 @@ func runLeader(ctx context.Context, cfg ContenderConfig, lead ha.Leadership) err
 		l.stepping.Store(true)
 		jm.Shutdown(context.Background())
 		// Give the term up, or the next campaign waits behind it.
-		rctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
-		lead.Resign(rctx)
-		cancel()
+		resign(lead, cfg)
 		return nil // campaign again: the store may be back by then
 	}
 	ended := false
@@ -425,13 +425,10 @@ func (l *leader) recoverJobs(ctx context.Context, c *cluster.Local, run RunJob) 
 			l.finishWith(id, haFinal{Status: "FAILED", Error: fmt.Sprintf("submitted to build %s; the leader runs build %s", rec.BuildID, BuildID())})
 			continue
 		}
-		latest, reserved, err := l.checkpoints(sctx, id)
+		sub, err := l.resumed(sctx, id, rec.Program, rec.Args, "recovering a job of the HA store")
 		if err != nil {
 			return err
 		}
-		first := max(latest.ID, reserved) + 1
-		log.Info("recovering a job of the HA store", "job", id, "program", rec.Program, "resume", latest.Path, "first_checkpoint", first)
-		sub := Submission{Program: rec.Program, Args: rec.Args, JobID: id, ResumeFrom: latest.Path, Fencing: l.fencing(id, first), Refresh: l.refresh(id)}
 		l.jobs.Add(1)
 		end := l.started(id)
 		go func() {
@@ -454,16 +451,8 @@ func (l *leader) recoverJobs(ctx context.Context, c *cluster.Local, run RunJob) 
 func (l *leader) runApplication(ctx context.Context, c *cluster.Local, app *ContenderApplication) (<-chan haFinal, *haFinal, error) {
 	sctx, cancel := l.storeCtx()
 	defer cancel()
-	b, err := l.store.Get(sctx, haFinished+app.JobID)
-	switch {
-	case err == nil:
-		var f haFinal
-		if err := json.Unmarshal(b, &f); err != nil {
-			return nil, nil, fmt.Errorf("the HA store's record of the application's end (job %s): %w", app.JobID, err)
-		}
-		return nil, &f, nil
-	case !errors.Is(err, ha.ErrNotFound):
-		return nil, nil, err
+	if f, err := l.finished(sctx, app.JobID); err != nil || f != nil {
+		return nil, f, err
 	}
 	rec, err := json.Marshal(haJob{ID: app.JobID, Program: app.Program, Args: app.Args, BuildID: BuildID(), Submitted: time.Now().UnixMilli(),
 		Fingerprint: app.Fingerprint, Digest: app.Digest})
@@ -475,13 +464,10 @@ func (l *leader) runApplication(ctx context.Context, c *cluster.Local, app *Cont
 	if err := l.store.Put(sctx, haJobs+app.JobID, rec); err != nil {
 		return nil, nil, fmt.Errorf("recording the application in the HA store: %w", err)
 	}
-	latest, reserved, err := l.checkpoints(sctx, app.JobID)
+	sub, err := l.resumed(sctx, app.JobID, app.Program, app.Args, "running the application")
 	if err != nil {
 		return nil, nil, err
 	}
-	first := max(latest.ID, reserved) + 1
-	l.cfg.JobManager.Logger.Info("running the application", "job", app.JobID, "program", app.Program, "resume", latest.Path, "first_checkpoint", first)
-	sub := Submission{Program: app.Program, Args: app.Args, JobID: app.JobID, ResumeFrom: latest.Path, Fencing: l.fencing(app.JobID, first), Refresh: l.refresh(app.JobID)}
 	ended := make(chan haFinal, 1)
 	l.jobs.Add(1)
 	go func() {
@@ -492,6 +478,35 @@ func (l *leader) runApplication(ctx context.Context, c *cluster.Local, app *Cont
 		}
 	}()
 	return ended, nil, nil
+}
+
+// finished reads job id's recorded end; nil when it has none.
+func (l *leader) finished(ctx context.Context, id string) (*haFinal, error) {
+	b, err := l.store.Get(ctx, haFinished+id)
+	switch {
+	case errors.Is(err, ha.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	var f haFinal
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("the HA store's record of job %s's end: %w", id, err)
+	}
+	return &f, nil
+}
+
+// resumed is the submission that runs job id again in this term: from its
+// latest recorded checkpoint, its checkpoint ids above every one reserved
+// (decision 5). what names the run in the log.
+func (l *leader) resumed(ctx context.Context, id, program string, args []string, what string) (Submission, error) {
+	latest, reserved, err := l.checkpoints(ctx, id)
+	if err != nil {
+		return Submission{}, err
+	}
+	first := max(latest.ID, reserved) + 1
+	l.cfg.JobManager.Logger.Info(what, "job", id, "program", program, "resume", latest.Path, "first_checkpoint", first)
+	return Submission{Program: program, Args: args, JobID: id, ResumeFrom: latest.Path, Fencing: l.fencing(id, first), Refresh: l.refresh(id)}, nil
 }
 
 // checkpoints reads a job's latest recorded checkpoint and its highest

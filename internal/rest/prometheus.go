@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bufio"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -93,12 +94,7 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	bw := bufio.NewWriter(w)
-	names := make([]string, 0, len(f))
-	for n := range f {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(f)) {
 		samples := f[n]
 		slices.SortFunc(samples, func(a, b promSample) int { return strings.Compare(labelKey(a.labels), labelKey(b.labels)) })
 		bw.WriteString("# TYPE " + n + " gauge\n")

@@ -13,7 +13,6 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/weirhq/weir/internal/rpc/weirpb"
-	"github.com/weirhq/weir/internal/rpc/weirpb/weirpbconnect"
 )
 
 // AppInfo describes the application an application-mode JobManager runs
@@ -162,9 +161,7 @@ func FollowApplication(ctx context.Context, address, buildID, taskManager string
 }
 
 func followOnce(ctx context.Context, address, buildID, taskManager string) (*AppFollower, error) {
-	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: Dialer(TCP{}.withDefaults())}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	api := weirpbconnect.NewJobManagerServiceClient(&http.Client{Transport: tr}, "http://"+address)
+	api, tr := callClient(address)
 	st, err := api.Application(ctx, connect.NewRequest(&weirpb.ApplicationRequest{BuildId: buildID, TaskmanagerId: taskManager}))
 	if err == nil && !st.Receive() {
 		err = st.Err()

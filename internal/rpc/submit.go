@@ -177,10 +177,8 @@ func SubmitJob(ctx context.Context, address, buildID, program string, args []str
 
 // submitJob submits to one JobManager; unanswered says it was not reached.
 func submitJob(ctx context.Context, address, buildID, program string, args []string, detached bool, progress func(Submission)) (_ Submission, _ error, unanswered bool) {
-	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: Dialer(TCP{}.withDefaults())}
-	tr.Protocols.SetUnencryptedHTTP2(true)
+	api, tr := callClient(address)
 	defer tr.CloseIdleConnections()
-	api := weirpbconnect.NewJobManagerServiceClient(&http.Client{Transport: tr}, "http://"+address)
 	st, err := api.SubmitJob(ctx, connect.NewRequest(&weirpb.SubmitRequest{Program: program, Args: args, BuildId: buildID, Detached: detached}))
 	if err != nil {
 		if nl := notLeader(address, err); nl != nil {
@@ -201,9 +199,7 @@ func submitJob(ctx context.Context, address, buildID, program string, args []str
 			}
 		}
 		if u.GetFinal() {
-			if u.GetError() != "" {
-				s.Err, s.Outcome = errors.New(u.GetError()), u.GetOutcome()
-			}
+			s.Outcome, s.Err = endOf(u)
 			return s, nil, false
 		}
 	}
@@ -302,10 +298,8 @@ func reattach(ctx context.Context, jms *leaderFollower, address, buildID string,
 
 // attachOnce follows job id at one JobManager until its end.
 func attachOnce(ctx context.Context, address, buildID, id string) (Submission, error) {
-	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: Dialer(TCP{}.withDefaults())}
-	tr.Protocols.SetUnencryptedHTTP2(true)
+	api, tr := callClient(address)
 	defer tr.CloseIdleConnections()
-	api := weirpbconnect.NewJobManagerServiceClient(&http.Client{Transport: tr}, "http://"+address)
 	st, err := api.SubmitJob(ctx, connect.NewRequest(&weirpb.SubmitRequest{BuildId: buildID, AttachJobId: id}))
 	if err != nil {
 		return Submission{}, err
@@ -315,9 +309,7 @@ func attachOnce(ctx context.Context, address, buildID, id string) (Submission, e
 		u := st.Msg()
 		if u.GetFinal() {
 			s := Submission{RESTAddress: u.GetRestAddress()}
-			if u.GetError() != "" {
-				s.Err, s.Outcome = errors.New(u.GetError()), u.GetOutcome()
-			}
+			s.Outcome, s.Err = endOf(u)
 			return s, nil
 		}
 	}
@@ -325,4 +317,22 @@ func attachOnce(ctx context.Context, address, buildID, id string) (Submission, e
 		return Submission{}, err
 	}
 	return Submission{}, fmt.Errorf("the JobManager at %s ended the call without job %s's outcome", address, id)
+}
+
+// endOf is the job's end a final update tells: its error's class and the
+// error ("" and nil once it finished).
+func endOf(u *weirpb.JobUpdate) (outcome string, err error) {
+	if u.GetError() == "" {
+		return "", nil
+	}
+	return u.GetOutcome(), errors.New(u.GetError())
+}
+
+// callClient is a client of one JobManager for a single call (a
+// submission, a re-attachment, an application's description): its own
+// h2c transport, which the caller closes when the call is over.
+func callClient(address string) (weirpbconnect.JobManagerServiceClient, *http.Transport) {
+	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: Dialer(TCP{}.withDefaults())}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	return weirpbconnect.NewJobManagerServiceClient(&http.Client{Transport: tr}, "http://"+address), tr
 }
