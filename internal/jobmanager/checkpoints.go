@@ -39,6 +39,11 @@ type checkpoints struct {
 	// marks those that were aborted meanwhile (delete after the write).
 	writing map[int64]bool
 	discard map[int64]bool
+	// unsure holds checkpoints whose record as completed failed
+	// (CheckpointSpec.Completed): the store may have taken it all the
+	// same (a timeout after the write reached it), so a later leader may
+	// restore them; their files are never deleted here.
+	unsure map[int64]bool
 	// wake is the coordinator's next deadline; gen invalidates old timers
 	// and closing stopTimer ends the goroutine of the armed one.
 	wake      int64
@@ -131,7 +136,7 @@ func (jm *JobManager) startCheckpoints(j *job) error {
 	}
 	next := int64(1)
 	cp := &checkpoints{store: s.Store, pending: map[int64]*pendingCheckpoint{}, completed: map[int64]*storage.Metadata{},
-		registry: &storage.Registry{}, sourcesEnded: map[int]bool{}, writing: map[int64]bool{}, discard: map[int64]bool{},
+		registry: &storage.Registry{}, sourcesEnded: map[int]bool{}, writing: map[int64]bool{}, discard: map[int64]bool{}, unsure: map[int64]bool{},
 		earlierRuns: map[string][]string{}}
 	if m := j.restore; m != nil {
 		next = m.CheckpointID + 1
@@ -248,9 +253,14 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 			jm.notifyLocked(j, a.ID, false, false)
 		}
 		jm.logger.Info("checkpoint aborted", "job", j.spec.ID, "checkpoint", a.ID, "reason", a.Reason)
-		if cp.writing[a.ID] {
+		switch {
+		case cp.writing[a.ID]:
 			cp.discard[a.ID] = true
-		} else {
+		case cp.unsure[a.ID]:
+			delete(cp.unsure, a.ID)
+			jm.logger.Warn("checkpoint aborted, its files kept: recording it as completed failed, and the HA store may hold it as the job's latest all the same",
+				"job", j.spec.ID, "checkpoint", a.ID)
+		default:
 			jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: a.ID}, nil)
 		}
 	}
@@ -295,14 +305,15 @@ func (jm *JobManager) applyLocked(j *job, out coordinator.Output) {
 				path = store.URL() + "/" + m.JobID + "/" + storage.CheckpointDir(id)
 			}
 			var recorded *storage.Metadata
+			unsure := false
 			if f := j.spec.Checkpoints.Completed; err == nil && f != nil {
 				if err = f(context.Background(), id, path); err != nil {
-					err = fmt.Errorf("recording checkpoint %d as completed: %w", id, err)
+					err, unsure = fmt.Errorf("recording checkpoint %d as completed: %w", id, err), true
 				} else {
 					recorded = &m
 				}
 			}
-			jm.finalized(j, id, err, recorded)
+			jm.finalized(j, id, err, recorded, unsure)
 		}()
 	}
 	for _, t := range out.Trigger {
@@ -354,7 +365,10 @@ func (jm *JobManager) tick(j *job, gen int) {
 // so its files stay, and a restart of this run restores it too (restoring
 // an older one would discard what its sinks staged for it, which the
 // recorded checkpoint commits when a later run restores it).
-func (jm *JobManager) finalized(j *job, id int64, err error, recorded *storage.Metadata) {
+//
+// unsure says the record was tried and failed: the store may hold it
+// anyway, so the checkpoint's files stay whatever becomes of it here.
+func (jm *JobManager) finalized(j *job, id int64, err error, recorded *storage.Metadata, unsure bool) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	cp := j.cp
@@ -379,8 +393,13 @@ func (jm *JobManager) finalized(j *job, id int64, err error, recorded *storage.M
 				"job", j.spec.ID, "checkpoint", id)
 			return
 		}
-		jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: id}, nil)
+		if !unsure {
+			jm.deleteLocked(j, storage.Metadata{JobID: j.spec.ID, CheckpointID: id}, nil)
+		}
 		return
+	}
+	if unsure {
+		cp.unsure[id] = true // the coordinator aborts it next (below)
 	}
 	if err != nil {
 		jm.logger.Warn("writing checkpoint metadata failed", "job", j.spec.ID, "checkpoint", id, "err", err)

@@ -94,6 +94,11 @@ func TestCheckpointCompletedHook(t *testing.T) {
 		if slices.Contains(f.completes, id) {
 			t.Errorf("checkpoint %d was announced complete although Completed refused it (announced: %v)", id, f.completes)
 		}
+		// A failed record may have reached the store all the same (a
+		// timeout): a later leader may restore it, so its files stay.
+		if _, m, err := storage.Resolve(context.Background(), fmt.Sprintf("file://%s/job-1/chk-%d", dir, id)); err != nil || m.CheckpointID != id {
+			t.Errorf("checkpoint %d, whose record failed, was deleted: %+v, %v", id, m, err)
+		}
 	}
 	for i, id := range recorded {
 		if want := fmt.Sprintf("file://%s/job-1/chk-%d", dir, id); !strings.HasSuffix(paths[i], want[len("file://"):]) {
